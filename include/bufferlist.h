@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* bufferlist.h - everything of libbufferlist's C API. */
+#ifndef BUFFERLIST_H
+#define BUFFERLIST_H
+
+#include <bufferlist/common.h>
+#include <bufferlist/pool.h>
+#include <bufferlist/raw.h>
+#include <bufferlist/ptr.h>
+#include <bufferlist/list.h>
+#include <bufferlist/codec.h>
+#include <bufferlist/crc32c.h>
+#include <bufferlist/io.h>
+
+#endif /* BUFFERLIST_H */

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io.h - blocking scatter/gather between lists and file descriptors.
+ *
+ * Each call resumes short transfers, retries EINTR and splits lists of
+ * more than IOV_MAX segments into IOV_MAX batches, with no allocation on
+ * the write path (the iovec array lives on the stack).  @done, where
+ * given, receives the bytes that reached the descriptor, also on failure,
+ * so a caller never loses track of what was written.
+ */
+#ifndef BUFFERLIST_IO_H
+#define BUFFERLIST_IO_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <bufferlist/common.h>
+#include <bufferlist/list.h>
+
+BL_BEGIN_DECLS
+
+/**
+ * bl_list_write_fd() - writes all of @l (borrowed) to @fd with writev.
+ * Return: 0 or -errno (-EAGAIN on a non-blocking fd that would block).
+ */
+BL_API int bl_list_write_fd(const struct bl_list *l, int fd, size_t *done);
+
+/** bl_list_pwrite() - as bl_list_write_fd() at file offset @off (pwritev). */
+BL_API int bl_list_pwrite(const struct bl_list *l, int fd, off_t off,
+			  size_t *done);
+
+/**
+ * bl_list_read_fd() - reads up to @len bytes from @fd and appends them to
+ * @l in new raws (no copy after the read).  Short only at end of file.
+ * Return: bytes read, or -errno; on failure @l is unchanged.
+ */
+BL_API ssize_t bl_list_read_fd(struct bl_list *l, int fd, size_t len);
+
+/** bl_list_pread() - as bl_list_read_fd() from file offset @off. */
+BL_API ssize_t bl_list_pread(struct bl_list *l, int fd, size_t len,
+			     off_t off);
+
+/** bl_list_read_file() - appends the whole file at @path.  Bytes or -errno. */
+BL_API ssize_t bl_list_read_file(struct bl_list *l, const char *path);
+
+/**
+ * bl_list_write_file() - writes @l to @path (created with @mode, truncated),
+ * fsync'd.  0 or -errno.
+ */
+BL_API int bl_list_write_file(const struct bl_list *l, const char *path,
+			      mode_t mode);
+
+BL_END_DECLS
+
+#endif /* BUFFERLIST_IO_H */

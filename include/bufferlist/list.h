@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * list.h - a bufferlist: a chain of slices.
+ *
+ * A list owns one reference per segment it stores.  Segments live by value
+ * in chunks of slices chained together; the first chunk is inline in
+ * struct bl_list, so a list of up to BL_LIST_INLINE segments costs no
+ * allocation besides its raws.  Appending a segment allocates only when a
+ * chunk fills (chunks grow to 64 segments), and claim_append moves whole
+ * chunks, so it is O(1) whatever the segment count.
+ *
+ * A list belongs to one thread at a time; the raws under it may be shared
+ * with lists on other threads.  struct bl_list must not be copied by
+ * assignment or memcpy (the first chunk is inline): use bl_list_swap(),
+ * bl_list_claim_append() or bl_list_append_list().  Any change to a list
+ * invalidates its iterators.
+ *
+ * Small appends of caller bytes go into the list's append buffer: the
+ * unused tail of a raw the list allocated for that purpose.  Its refill
+ * size starts small and doubles with use (up to BL_LIST_ABUF_MAX), so a
+ * lone small list never pins a large raw, and a list that keeps growing
+ * pays few allocations.
+ *
+ * Ranges: [off, off + len) is valid when off + len <= length (computed
+ * without overflow); an empty range at the very end is valid; off > length
+ * is -ERANGE even when len is 0.  Functions that fail leave every argument
+ * as it was.
+ */
+#ifndef BUFFERLIST_LIST_H
+#define BUFFERLIST_LIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/uio.h>
+#include <bufferlist/common.h>
+#include <bufferlist/ptr.h>
+
+BL_BEGIN_DECLS
+
+#define BL_LIST_INLINE 2
+#define BL_LIST_ABUF_MAX (64u * 1024)
+
+/* Private: a chunk of segments.  Heap chunks have the same header. */
+struct bl__chunk_hdr {
+	struct bl__chunk_hdr *next;
+	uint32_t start;		/* first used slot */
+	uint32_t count;		/* used slots */
+	uint32_t cap;		/* slots */
+	uint32_t _pad;
+};
+
+/* All fields are private: use the functions below. */
+struct bl_list {
+	struct bl__chunk_hdr *_tail;	/* last chunk (&_inl when no other) */
+	size_t _len;			/* bytes */
+	unsigned _nseg;			/* segments */
+	unsigned _abuf_next;		/* size of the next append buffer */
+	struct bl_raw *_abuf;		/* append buffer, one reference, or NULL */
+	struct bl__chunk_hdr _inl;	/* the inline chunk: header ... */
+	struct bl_ptr _inl_seg[BL_LIST_INLINE];	/* ... and its slots */
+};
+
+/** bl_list_init() - an empty list.  No allocation. */
+BL_API void bl_list_init(struct bl_list *l);
+
+/** bl_list_clear() - drop every reference (segments and append buffer). */
+BL_API void bl_list_clear(struct bl_list *l);
+
+/** bl_list_swap() - exchange the contents of @a and @b (O(1)). */
+BL_API void bl_list_swap(struct bl_list *a, struct bl_list *b);
+
+/** bl_list_length() - bytes in @l, O(1). */
+BL_API size_t bl_list_length(const struct bl_list *l);
+
+/** bl_list_num_buffers() - segments in @l, O(1). */
+BL_API unsigned bl_list_num_buffers(const struct bl_list *l);
+
+/** bl_list_is_empty() - no bytes. */
+BL_API bool bl_list_is_empty(const struct bl_list *l);
+
+/**
+ * bl_list_append() - copies @len bytes of @data to the end of @l, into
+ * the append buffer (extending the last segment where it ends there).
+ * Return: 0 or -ENOMEM.
+ */
+BL_API int bl_list_append(struct bl_list *l, const void *data, size_t len);
+
+/** bl_list_append_zero() - @len zero bytes at the end.  0 or -ENOMEM. */
+BL_API int bl_list_append_zero(struct bl_list *l, size_t len);
+
+/**
+ * bl_list_append_ptr() - shares @p's bytes at the end of @l (no copy).
+ * A slice that continues the last segment in the same raw extends it.
+ * An empty @p changes nothing and takes no reference.
+ * Return: 0 or -ENOMEM.
+ */
+BL_API int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p);
+
+/**
+ * bl_list_append_ptr_move() - like bl_list_append_ptr() but takes @p's
+ * reference: @p is empty afterwards.  On failure @p is unchanged.
+ */
+BL_API int bl_list_append_ptr_move(struct bl_list *l, struct bl_ptr *p);
+
+/** bl_list_append_list() - shares all of @src at the end of @l (no copy). */
+BL_API int bl_list_append_list(struct bl_list *l, const struct bl_list *src);
+
+/**
+ * bl_list_prepend_ptr() - shares @p's bytes at the front of @l.
+ * Return: 0 or -ENOMEM.
+ */
+BL_API int bl_list_prepend_ptr(struct bl_list *l, const struct bl_ptr *p);
+
+/**
+ * bl_list_claim_append() - moves every segment of @src to the end of @l;
+ * @src ends empty.  O(1): no copy, no reference count touched.
+ * Return: 0, or -ENOMEM (only when @src's inline segments need a chunk
+ * in @l), -EINVAL when @l == @src.
+ */
+BL_API int bl_list_claim_append(struct bl_list *l, struct bl_list *src);
+
+/** bl_list_claim_prepend() - moves all of @src to the front of @l. */
+BL_API int bl_list_claim_prepend(struct bl_list *l, struct bl_list *src);
+
+/**
+ * bl_list_splice() - removes bytes [@off, @off + @len) from @l.
+ * @claim_by: NULL, or a list (not @l) the removed bytes are appended to
+ *            (moved: no copy; only a segment cut in two gains a reference).
+ * Return: 0, -ERANGE (either end outside @l), -EINVAL, -ENOMEM.
+ */
+BL_API int bl_list_splice(struct bl_list *l, size_t off, size_t len,
+			  struct bl_list *claim_by);
+
+/**
+ * bl_list_substr_of() - replaces @dst's contents with bytes
+ * [@off, @off + @len) of @src, shared (no copy).  @dst == @src works.
+ * Return: 0, -ERANGE or -ENOMEM.
+ */
+BL_API int bl_list_substr_of(struct bl_list *dst, const struct bl_list *src,
+			     size_t off, size_t len);
+
+/** bl_list_copy_out() - copies bytes [@off, @off + @len) to @dst.  0 or -ERANGE. */
+BL_API int bl_list_copy_out(const struct bl_list *l, size_t off, size_t len,
+			    void *dst);
+
+/**
+ * bl_list_copy_in() - copies @len bytes of @src over [@off, @off + @len).
+ * Writes in place into the raws (shared or not, as Ceph does); a segment on
+ * a static raw first gets a private copy.  Invalidates the crc caches of
+ * the raws written.
+ * Return: 0, -ERANGE or -ENOMEM.
+ */
+BL_API int bl_list_copy_in(struct bl_list *l, size_t off, size_t len,
+			   const void *src);
+
+/** bl_list_zero() - writes zeros over [@off, @off + @len), as copy_in. */
+BL_API int bl_list_zero(struct bl_list *l, size_t off, size_t len);
+
+/**
+ * bl_list_rebuild() - copies @l into one new contiguous segment
+ * (64-byte aligned).  Nothing happens to a list of 0 or 1 segments.
+ * Return: 0 or -ENOMEM.
+ */
+BL_API int bl_list_rebuild(struct bl_list *l);
+
+/**
+ * bl_list_rebuild_aligned() - afterwards every segment starts on an
+ * @align boundary and every segment but the last is a multiple of @align
+ * long.  Segments already so are kept; only misaligned runs are copied.
+ * Return: 1 if it copied, 0 if not, -EINVAL (@align not a power of two),
+ * -ENOMEM.
+ */
+BL_API int bl_list_rebuild_aligned(struct bl_list *l, size_t align);
+
+/**
+ * bl_list_rebuild_aligned_size_and_memory() - for O_DIRECT: every segment
+ * starts at a multiple of @mem_align and every segment but the last is a
+ * multiple of @size_align long (statx's STATX_DIOALIGN gives both); with
+ * @max_segments non-zero, the result has at most that many segments (runs
+ * are coalesced further when needed).
+ * Return: 1 if it copied, 0 if not, -EINVAL, -ENOMEM.
+ */
+BL_API int bl_list_rebuild_aligned_size_and_memory(struct bl_list *l,
+						   size_t size_align,
+						   size_t mem_align,
+						   unsigned max_segments);
+
+/**
+ * bl_list_c_str() - contiguous bytes of @l.  A list of several segments is
+ * rebuilt into one (copies) and releases its old raws; a list of one
+ * segment returns that memory without copying.
+ * Return: borrowed (valid until @l changes); NULL if @l is empty or memory
+ * runs out (then @l is unchanged).
+ */
+BL_API char *bl_list_c_str(struct bl_list *l);
+
+/** bl_list_contents_equal() - same bytes (segmentation ignored). */
+BL_API bool bl_list_contents_equal(const struct bl_list *a,
+				   const struct bl_list *b);
+
+/** bl_list_compare() - memcmp-like ordering of the bytes; shorter first on a tie. */
+BL_API int bl_list_compare(const struct bl_list *a, const struct bl_list *b);
+
+/**
+ * bl_list_to_iovec() - fills @iov with one entry per segment from byte
+ * @off on (the first may start inside a segment), at most @iovcnt.
+ * Borrowed: the iovecs point into @l's raws, valid while @l holds them.
+ * No allocation.  Resume at @off plus the bytes returned so far.
+ * Return: entries filled, 0 at the end, -ERANGE when @off > length,
+ * -EINVAL when @iovcnt < 0.
+ */
+BL_API int bl_list_to_iovec(const struct bl_list *l, size_t off,
+			    struct iovec *iov, int iovcnt);
+
+/**
+ * bl_list_get_ptr() - shares segment @i (0-based) into @p.
+ * Return: 0 or -ERANGE.
+ */
+BL_API int bl_list_get_ptr(const struct bl_list *l, unsigned i,
+			   struct bl_ptr *p);
+
+/**
+ * bl_list_crc32c() - crc32c of all bytes, Ceph's convention (no pre- or
+ * post-inversion; crc32c("A", 0) = 0xB3109EBF).  Each raw caches its last
+ * result, reused for any seed, so a repeat costs O(segments).
+ */
+BL_API uint32_t bl_list_crc32c(const struct bl_list *l, uint32_t seed);
+
+/** bl_list_invalidate_crc() - forget the cached crcs of every raw in @l. */
+BL_API void bl_list_invalidate_crc(struct bl_list *l);
+
+/**
+ * bl_list_hexdump() - writes the `hexdump -C` layout (offset, two groups of
+ * eight bytes, |ascii|, '*' for repeated lines, final offset).
+ * Return: 0, or -EIO if writing to @out failed.
+ */
+BL_API int bl_list_hexdump(const struct bl_list *l, FILE *out);
+
+/**
+ * bl_list_pinned_unused() - bytes of raws @l pins but no segment of @l
+ * covers (each raw counted once, its capacity minus what @l uses of it).
+ */
+BL_API size_t bl_list_pinned_unused(const struct bl_list *l);
+
+BL_END_DECLS
+
+#endif /* BUFFERLIST_LIST_H */

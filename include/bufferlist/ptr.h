@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ptr.h - a slice {raw, off, len} over a raw.
+ *
+ * A value type: it lives on the stack, in an array or inside a list, never
+ * on the heap on its own.  A slice with a raw holds one reference to it,
+ * even when it is empty.  The empty slice is {NULL, 0, 0}.
+ */
+#ifndef BUFFERLIST_PTR_H
+#define BUFFERLIST_PTR_H
+
+#include <stddef.h>
+#include <bufferlist/common.h>
+#include <bufferlist/raw.h>
+
+BL_BEGIN_DECLS
+
+struct bl_ptr {
+	struct bl_raw *raw;	/* NULL for the empty slice */
+	size_t off;		/* first byte, relative to the raw's data */
+	size_t len;		/* bytes covered */
+};
+
+#define BL_PTR_INIT { NULL, 0, 0 }
+
+/**
+ * bl_ptr_alloc() - a new raw of exactly @len bytes that @p covers.
+ * @p: output only; what it held is not released.
+ * Return: 0, or -ENOMEM (then @p is unchanged).
+ */
+BL_API int bl_ptr_alloc(struct bl_ptr *p, size_t len);
+
+/**
+ * bl_ptr_reserve() - a new raw of @cap bytes; @p is an empty slice at its
+ * start that grows with bl_ptr_append().
+ * Return: 0, or -ENOMEM (then @p is unchanged).
+ */
+BL_API int bl_ptr_reserve(struct bl_ptr *p, size_t cap);
+
+/**
+ * bl_ptr_from_raw() - make @p cover all of @r's handed-out bytes
+ * (its frontier).  Takes the caller's reference to @r.
+ */
+BL_API void bl_ptr_from_raw(struct bl_ptr *p, struct bl_raw *r);
+
+/**
+ * bl_ptr_slice() - @dst = bytes [@off, @off + @len) of @src.
+ * Shares: @dst holds its own reference (also when @len is 0).  @dst is
+ * output only; @dst == @src is allowed and reuses the reference.
+ * Return: 0, or -ERANGE when the range is outside @src or @src is empty
+ * and the range is not [0, 0) (then @dst is unchanged).
+ */
+BL_API int bl_ptr_slice(struct bl_ptr *dst, const struct bl_ptr *src,
+			size_t off, size_t len);
+
+/** bl_ptr_copy() - @dst shares @src's bytes (one more reference). */
+BL_API void bl_ptr_copy(struct bl_ptr *dst, const struct bl_ptr *src);
+
+/** bl_ptr_release() - drop the reference; @p becomes {NULL, 0, 0}. */
+BL_API void bl_ptr_release(struct bl_ptr *p);
+
+/** bl_ptr_data() - borrowed; NULL for the empty slice. */
+BL_API char *bl_ptr_data(const struct bl_ptr *p);
+
+/**
+ * bl_ptr_unused_tail() - bytes that bl_ptr_append() may add: the raw's
+ * room past its frontier when @p ends at the frontier, else 0.
+ */
+BL_API size_t bl_ptr_unused_tail(const struct bl_ptr *p);
+
+/**
+ * bl_ptr_append() - copies @len bytes of @src into the raw right after @p
+ * and extends @p over them.
+ * Return: 0, -ENOSPC when bl_ptr_unused_tail() is smaller than @len, or
+ * -EROFS on a static raw (then nothing changed).
+ */
+BL_API int bl_ptr_append(struct bl_ptr *p, const void *src, size_t len);
+
+BL_END_DECLS
+
+#endif /* BUFFERLIST_PTR_H */

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * raw.h - a reference-counted block of memory.
+ *
+ * A raw owns (or borrows) one contiguous block and counts the references
+ * to it.  Slices (struct bl_ptr) and lists hold references; the block is
+ * released when the last one goes.  The count is atomic, so slices of one
+ * raw may live in lists owned by different threads.
+ *
+ * Kinds:
+ *  - combined: header and data in ONE allocation, data 64-byte aligned;
+ *  - aligned:  data aligned to a caller-given power of two (O_DIRECT);
+ *  - static:   borrowed memory, never freed and never written by the
+ *              library (a write through the library first copies);
+ *  - claimed:  caller memory with a free callback, called exactly once.
+ *
+ * Every raw has a "tail frontier": the first byte no slice has covered yet.
+ * bl_raw_create() and friends hand out the whole block (frontier = length);
+ * bl_raw_create_empty() hands out none, so slices can grow into it with
+ * bl_ptr_append().  No slice ever covers bytes past the frontier, which is
+ * what makes appending into a shared raw safe for the slices that exist.
+ */
+#ifndef BUFFERLIST_RAW_H
+#define BUFFERLIST_RAW_H
+
+#include <stddef.h>
+#include <stdbool.h>
+#include <bufferlist/common.h>
+
+BL_BEGIN_DECLS
+
+struct bl_raw;
+
+/** Called once when a claimed raw's last reference is dropped. */
+typedef void (*bl_free_fn)(void *data, size_t len, void *opaque);
+
+/**
+ * bl_raw_create() - a combined raw of @len bytes, data 64-byte aligned.
+ * Return: new (one reference), or NULL when memory runs out.  The bytes
+ * are not initialised.  @len may be 0.
+ */
+BL_API struct bl_raw *bl_raw_create(size_t len);
+
+/**
+ * bl_raw_create_empty() - a combined raw of @cap bytes whose frontier is 0:
+ * no byte is handed out yet, slices grow into it with bl_ptr_append().
+ * Return: new, or NULL.
+ */
+BL_API struct bl_raw *bl_raw_create_empty(size_t cap);
+
+/**
+ * bl_raw_create_aligned() - @len bytes at an address that is a multiple
+ * of @align (a power of two; 4096 for O_DIRECT).
+ * Return: new, or NULL (also when @align is not a power of two).
+ */
+BL_API struct bl_raw *bl_raw_create_aligned(size_t len, size_t align);
+
+/**
+ * bl_raw_create_static() - wrap memory the caller keeps alive.
+ * @data: borrowed; must outlive every reference.  Never freed, never
+ *        written by the library.
+ * Return: new, or NULL.
+ */
+BL_API struct bl_raw *bl_raw_create_static(const void *data, size_t len);
+
+/**
+ * bl_raw_claim() - take ownership of caller memory.
+ * @fn: called exactly once, with @data, @len and @opaque, when the last
+ *      reference goes; NULL means free(@data).
+ * Return: new, or NULL (then @fn is NOT called and the caller still owns
+ * @data).
+ */
+BL_API struct bl_raw *bl_raw_claim(void *data, size_t len, bl_free_fn fn,
+				   void *opaque);
+
+/** bl_raw_get() - take one more reference.  Return: @r. */
+BL_API struct bl_raw *bl_raw_get(struct bl_raw *r);
+
+/** bl_raw_put() - drop one reference; frees at zero.  NULL is a no-op. */
+BL_API void bl_raw_put(struct bl_raw *r);
+
+/** bl_raw_data() - borrowed: valid while a reference is held. */
+BL_API char *bl_raw_data(const struct bl_raw *r);
+
+/** bl_raw_length() - the block's capacity in bytes. */
+BL_API size_t bl_raw_length(const struct bl_raw *r);
+
+/** bl_raw_nref() - current reference count (a snapshot). */
+BL_API unsigned bl_raw_nref(const struct bl_raw *r);
+
+/** bl_raw_is_static() - true for borrowed, read-only memory. */
+BL_API bool bl_raw_is_static(const struct bl_raw *r);
+
+/** bl_raw_alignment() - the largest power of two (up to 4096) dividing the data address. */
+BL_API size_t bl_raw_alignment(const struct bl_raw *r);
+
+/**
+ * bl_raw_invalidate_crc() - forget the cached crc32c; call after writing
+ * into the raw's bytes without going through the library.
+ */
+BL_API void bl_raw_invalidate_crc(struct bl_raw *r);
+
+BL_END_DECLS
+
+#endif /* BUFFERLIST_RAW_H */

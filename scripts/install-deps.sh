@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs the Debian packages libbufferlist needs, only those missing.
+# This is the one list: README's commands and .ci/run both call it.
+set -e
+
+# build: compiler, autotools and the libraries we link
+BUILD="gcc g++ make autoconf automake libtool pkgconf check liburing-dev liblz4-dev"
+# tests: the lz4 command (interoperability), hexdump -C (bsdextrautils), valgrind
+TEST="lz4 bsdextrautils valgrind"
+# benchmarks: the peers we compare against in the same run
+BENCH="libevent-dev librados-dev libradospp-dev fio"
+
+missing=""
+for p in $BUILD $TEST $BENCH; do
+	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+echo "install-deps: installing$missing"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * codec.c - little-endian encode/decode over lists (Ceph's denc layout).
+ *
+ * Decoders take the bytes straight from the current segment when they are
+ * all there (the common case) and fall back to a copy across the seam.
+ */
+#include <endian.h>
+#include <errno.h>
+#include "internal.h"
+
+int bl_encode_u8(struct bl_list *l, uint8_t v)
+{
+	return bl_list_append(l, &v, 1);
+}
+
+int bl_encode_u16(struct bl_list *l, uint16_t v)
+{
+	v = htole16(v);
+	return bl_list_append(l, &v, 2);
+}
+
+int bl_encode_u32(struct bl_list *l, uint32_t v)
+{
+	v = htole32(v);
+	return bl_list_append(l, &v, 4);
+}
+
+int bl_encode_u64(struct bl_list *l, uint64_t v)
+{
+	v = htole64(v);
+	return bl_list_append(l, &v, 8);
+}
+
+int bl_encode_varint(struct bl_list *l, uint64_t v)
+{
+	uint8_t b[10];
+	size_t n = 0;
+
+	do {
+		b[n] = (uint8_t)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			b[n] |= 0x80;
+		n++;
+	} while (v);
+	return bl_list_append(l, b, n);
+}
+
+int bl_encode_bytes(struct bl_list *l, const void *p, size_t len)
+{
+	int ret;
+
+	if (len > UINT32_MAX)
+		return -EINVAL;
+	if (len <= 60) {
+		/* one append: the common small blob */
+		uint8_t b[64];
+		uint32_t n = htole32((uint32_t)len);
+
+		memcpy(b, &n, 4);
+		memcpy(b + 4, p, len);
+		return bl_list_append(l, b, len + 4);
+	}
+	/* the length and the bytes go in together or not at all */
+	ret = bl_encode_u32(l, (uint32_t)len);
+	if (ret)
+		return ret;
+	ret = bl_list_append(l, p, len);
+	if (ret)
+		bl_list_splice(l, bl_list_length(l) - 4, 4, NULL);
+	return ret;
+}
+
+int bl_encode_list(struct bl_list *l, const struct bl_list *src)
+{
+	size_t len = bl_list_length(src);
+	int ret;
+
+	if (len > UINT32_MAX)
+		return -EINVAL;
+	ret = bl_encode_u32(l, (uint32_t)len);
+	if (ret)
+		return ret;
+	ret = bl_list_append_list(l, src);
+	if (ret)
+		bl_list_splice(l, bl_list_length(l) - 4, 4, NULL);
+	return ret;
+}
+
+/* The next @n bytes, from the segment when contiguous, else via @tmp. */
+static inline const void *peek(struct bl_iter *it, size_t n, void *tmp)
+{
+	const struct bl_ptr *s;
+	struct bl_iter t;
+
+	if (n > bl_iter_remaining(it))
+		return NULL;
+	s = &bl__chunk(it->_chunk)->seg[it->_idx];
+	if (s->len - it->_seg_off >= n)
+		return s->raw->data + s->off + it->_seg_off;
+	t = *it;
+	bl_iter_copy(&t, n, tmp);
+	return tmp;
+}
+
+#define DECODE(bits)							\
+int bl_decode_u##bits(struct bl_iter *it, uint##bits##_t *v)		\
+{									\
+	uint##bits##_t tmp;						\
+	const void *p = peek(it, sizeof(tmp), &tmp);			\
+									\
+	if (!p)								\
+		return -ERANGE;						\
+	memcpy(&tmp, p, sizeof(tmp));					\
+	*v = le##bits##toh(tmp);					\
+	bl_iter_advance(it, sizeof(tmp));				\
+	return 0;							\
+}
+
+int bl_decode_u8(struct bl_iter *it, uint8_t *v)
+{
+	uint8_t tmp;
+	const uint8_t *p = peek(it, 1, &tmp);
+
+	if (!p)
+		return -ERANGE;
+	*v = *p;
+	bl_iter_advance(it, 1);
+	return 0;
+}
+
+DECODE(16)
+DECODE(32)
+DECODE(64)
+
+int bl_decode_varint(struct bl_iter *it, uint64_t *v)
+{
+	struct bl_iter t = *it;
+	uint64_t r = 0;
+
+	for (unsigned i = 0; i < 10; i++) {
+		uint8_t b;
+
+		if (bl_decode_u8(&t, &b))
+			return -ERANGE;
+		/* the 10th byte may only hold bit 63 */
+		if (i == 9 && (b & 0xfe))
+			return -EBADMSG;
+		r |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80)) {
+			*v = r;
+			*it = t;
+			return 0;
+		}
+	}
+	return -EBADMSG;
+}
+
+int bl_decode_bytes(struct bl_iter *it, struct bl_list *out)
+{
+	struct bl_iter t = *it;
+	uint32_t len;
+	int ret;
+
+	ret = bl_decode_u32(&t, &len);
+	if (ret)
+		return ret;
+	if (len > bl_iter_remaining(&t))
+		return -ERANGE;
+	ret = bl_iter_copy_list(&t, len, out);
+	if (!ret)
+		*it = t;
+	return ret;
+}

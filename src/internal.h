@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * internal.h - what the layers of libbufferlist share and users never see.
+ * Never installed.
+ */
+#ifndef BUFFERLIST_INTERNAL_H
+#define BUFFERLIST_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <bufferlist.h>
+
+#ifdef NDEBUG
+#define BL_ASSERT(x) ((void)0)
+#else
+#include <assert.h>
+#define BL_ASSERT(x) assert(x)
+#endif
+
+#define bl__likely(x) __builtin_expect(!!(x), 1)
+#define bl__unlikely(x) __builtin_expect(!!(x), 0)
+#define BL_CACHELINE 64
+
+static inline void bl__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static inline bool bl__is_pow2(size_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+static inline size_t bl__align_up(size_t x, size_t a)
+{
+	return (x + a - 1) & ~(a - 1);
+}
+
+/* ---- alloc (pool.c) ----------------------------------------------------- */
+
+/*
+ * Every block remembers the allocator that made it, so a block is always
+ * freed where it came from, even after bl_allocator_set() changed the
+ * global one.  The pointer is to an immutable copy that is never freed
+ * (a handful per process at most).
+ */
+struct bl__allocator {
+	struct bl_allocator a;
+};
+
+const struct bl__allocator *bl__allocator_current(void);
+void *bl__alloc(const struct bl__allocator *al, size_t size, size_t align);
+void bl__free(const struct bl__allocator *al, void *p, size_t size,
+	      size_t align);
+
+/* Per-thread counters (see struct bl_stats).  Plain stores: no RMW. */
+struct bl__tstats {
+	_Atomic uint64_t copied_bytes;
+	_Atomic uint64_t copy_ops;
+	_Atomic uint64_t raws_created;
+	_Atomic uint64_t raws_freed;
+};
+struct bl__tstats *bl__tstats_slow(void);
+extern __thread struct bl__tstats *bl__tstats_tls;
+
+static inline struct bl__tstats *bl__tstats(void)
+{
+	struct bl__tstats *t = bl__tstats_tls;
+	return bl__likely(t != NULL) ? t : bl__tstats_slow();
+}
+
+static inline void bl__stat_add(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+/* Count a payload copy of @n bytes (n > 0). */
+static inline void bl__count_copy(size_t n)
+{
+	struct bl__tstats *t = bl__tstats();
+	bl__stat_add(&t->copied_bytes, n);
+	bl__stat_add(&t->copy_ops, 1);
+}
+
+/* ---- raw (raw.c) -------------------------------------------------------- */
+
+enum bl__raw_kind {
+	BL__RAW_COMBINED,	/* header after the data, one allocation */
+	BL__RAW_ALIGNED,	/* header and data allocated separately */
+	BL__RAW_STATIC,		/* borrowed */
+	BL__RAW_CLAIMED,	/* caller memory + free callback */
+};
+
+/*
+ * Layout: the first 64 bytes hold everything the hot paths touch (count,
+ * data, length, frontier); the crc cache and the release details follow.
+ * A combined raw puts this header AFTER its data, so a request of 4096
+ * bytes is one 4096 + sizeof(header) block whose data starts on the
+ * allocator's alignment, and a page-sized append buffer is sized as a
+ * page minus the header instead of spilling into the next size class.
+ */
+struct bl_raw {
+	_Atomic uint32_t nref;
+	uint8_t kind;		/* enum bl__raw_kind */
+	uint8_t readonly;	/* static: a write first copies */
+	uint16_t _pad0;
+	char *data;
+	size_t len;		/* capacity */
+	size_t used;		/* frontier: no slice covers bytes past it */
+	const struct bl__allocator *al;	/* made the header (and data) */
+	union {
+		struct {	/* aligned: the separately allocated data */
+			size_t size;
+			size_t align;
+		} mem;
+		struct {	/* claimed */
+			bl_free_fn fn;
+			void *opaque;
+		} claim;
+	} u;
+	/* crc cache: one entry, guarded by crc_lock (a spin lock, as Ceph's) */
+	atomic_flag crc_lock;
+	bool crc_valid;
+	uint32_t crc_seed;
+	uint32_t crc_val;
+	size_t crc_off;
+	size_t crc_len;
+};
+
+void bl__raw_free(struct bl_raw *r);
+
+/*
+ * Releasing: when the count reads 1 this thread holds the only reference,
+ * so nobody else can be taking one (that would need a reference to copy
+ * from): free without a read-modify-write.  Otherwise one atomic decrement;
+ * acq_rel so every write to the data happens-before the free.
+ */
+static inline void bl__raw_put(struct bl_raw *r)
+{
+	if (atomic_load_explicit(&r->nref, memory_order_acquire) == 1 ||
+	    atomic_fetch_sub_explicit(&r->nref, 1, memory_order_acq_rel) == 1)
+		bl__raw_free(r);
+}
+
+static inline struct bl_raw *bl__raw_get(struct bl_raw *r)
+{
+	atomic_fetch_add_explicit(&r->nref, 1, memory_order_relaxed);
+	return r;
+}
+
+/* Size of a combined raw's header as allocated after the data. */
+#define BL__RAW_HDR_SIZE bl__align_up(sizeof(struct bl_raw), 64)
+
+/* A combined raw whose frontier starts at @used (0 or @len). */
+struct bl_raw *bl__raw_create_combined(size_t len, size_t used);
+
+/* Cached crc of [off, off + len) of @r for @seed, computing it on a miss. */
+uint32_t bl__raw_crc32c(struct bl_raw *r, size_t off, size_t len,
+			uint32_t seed);
+
+/* ---- list (list.c) ------------------------------------------------------ */
+
+struct bl__chunk {
+	struct bl__chunk_hdr h;
+	struct bl_ptr seg[];
+};
+
+static inline struct bl__chunk *bl__chunk(const struct bl__chunk_hdr *h)
+{
+	return (struct bl__chunk *)h;
+}
+
+/*
+ * Checks every invariant of @l (lengths add up, counts match, no empty
+ * segment, every slice within its raw's frontier).  Returns 0 or a negative
+ * number naming the first broken one; tests call it after every mutation.
+ */
+int bl__list_validate(const struct bl_list *l);
+
+#endif /* BUFFERLIST_INTERNAL_H */

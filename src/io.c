@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io.c - blocking scatter/gather between lists and file descriptors.
+ *
+ * Writes export the list into an iovec array on the stack, IOV_MAX entries
+ * at a time, and never allocate.  A short write trims the array in place
+ * instead of exporting again, so a list is walked once however the kernel
+ * splits the transfer.
+ *
+ * Reads go straight into new raws (the kernel writes the payload there, so
+ * nothing is counted as a copy) collected in a private list that is moved
+ * onto the caller's list only when the whole call succeeded.
+ *
+ * Choices the header leaves open:
+ *  - An empty list is written without a system call: 0 with *done = 0,
+ *    whatever @fd is.  A read of 0 bytes likewise returns 0 at once.
+ *  - A read on a non-blocking descriptor that would block after some
+ *    bytes arrived returns those bytes (short) rather than -EAGAIN: the
+ *    bytes are gone from the descriptor, and failing would lose them.
+ *    -EAGAIN is returned only when nothing was read.  Any other failure
+ *    leaves the list unchanged even when bytes were consumed.
+ *  - A read's length is clamped to SSIZE_MAX (pass SIZE_MAX to read until
+ *    end of file).  Raws are at most BL__IO_CHUNK_MAX bytes, except that
+ *    bl_list_read_file() reads a regular file into one raw of its size.
+ *  - A write or read at a negative offset is -EINVAL; a write whose end
+ *    would overflow off_t is -EOVERFLOW, both before any system call.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/*
+ * Linux has accepted 1024 iovecs per call (UIO_MAXIOV) for as long as
+ * writev exists; 16 KiB of stack is the price of never allocating.
+ */
+#if defined(IOV_MAX) && IOV_MAX < 1024
+#define BL__IO_IOV_MAX IOV_MAX
+#else
+#define BL__IO_IOV_MAX 1024
+#endif
+
+/* Largest raw a read allocates when it does not know the size. */
+#define BL__IO_CHUNK_MAX ((size_t)1 << 20)
+/* First raw of a read of unknown size; doubles up to BL__IO_CHUNK_MAX. */
+#define BL__IO_CHUNK_MIN ((size_t)4096)
+
+#define BL__OFF_MAX \
+	((off_t)(((uint64_t)1 << (sizeof(off_t) * CHAR_BIT - 1)) - 1))
+
+static int write_all(const struct bl_list *l, int fd, bool positional,
+		     off_t off, size_t *done)
+{
+	struct iovec iov[BL__IO_IOV_MAX];
+	size_t total = bl_list_length(l), pos = 0;
+	int cnt = 0, i = 0, ret = 0;
+
+	if (positional) {
+		if (off < 0) {
+			ret = -EINVAL;
+			goto out;
+		}
+		if (total > (uint64_t)(BL__OFF_MAX - off)) {
+			ret = -EOVERFLOW;
+			goto out;
+		}
+	}
+
+	while (pos < total) {
+		ssize_t n;
+
+		if (i == cnt) {
+			cnt = bl_list_to_iovec(l, pos, iov, BL__IO_IOV_MAX);
+			/* pos < length, so the list owes us an entry */
+			if (bl__unlikely(cnt <= 0)) {
+				BL_ASSERT(cnt > 0);
+				ret = cnt < 0 ? cnt : -EIO;
+				break;
+			}
+			i = 0;
+		}
+		if (positional)
+			n = pwritev(fd, iov + i, cnt - i, off + (off_t)pos);
+		else
+			n = writev(fd, iov + i, cnt - i);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			break;
+		}
+		/*
+		 * Zero bytes for a non-empty request means the descriptor will
+		 * not take more; retrying would spin.
+		 */
+		if (n == 0) {
+			ret = -EIO;
+			break;
+		}
+		pos += (size_t)n;
+		while (i < cnt && (size_t)n >= iov[i].iov_len) {
+			n -= (ssize_t)iov[i].iov_len;
+			i++;
+		}
+		if (n) {
+			iov[i].iov_base = (char *)iov[i].iov_base + n;
+			iov[i].iov_len -= (size_t)n;
+		}
+	}
+out:
+	if (done)
+		*done = pos;
+	return ret;
+}
+
+int bl_list_write_fd(const struct bl_list *l, int fd, size_t *done)
+{
+	return write_all(l, fd, false, 0, done);
+}
+
+int bl_list_pwrite(const struct bl_list *l, int fd, off_t off, size_t *done)
+{
+	return write_all(l, fd, true, off, done);
+}
+
+/* Moves the first @fill bytes of @r (one reference, taken) to the end of @acc. */
+static int keep_raw(struct bl_list *acc, struct bl_raw *r, size_t fill)
+{
+	struct bl_ptr p;
+	int ret;
+
+	bl_ptr_from_raw(&p, r);
+	ret = bl_ptr_slice(&p, &p, 0, fill);
+	if (!ret)
+		ret = bl_list_append_ptr_move(acc, &p);
+	if (ret)
+		bl_ptr_release(&p);
+	return ret;
+}
+
+/*
+ * Reads up to @len bytes into raws: the first of @first bytes, the next
+ * of @next bytes doubling up to BL__IO_CHUNK_MAX, none larger than what
+ * is left to read.  Appends to @l only on success.
+ */
+static ssize_t read_all(struct bl_list *l, int fd, size_t len,
+			bool positional, off_t off, size_t first, size_t next)
+{
+	struct bl_list acc;
+	struct bl_raw *r = NULL;
+	size_t chunk = first, cap = 0, fill = 0, total = 0;
+	bool first_done = false;
+	ssize_t ret = 0;
+
+	if (positional) {
+		if (off < 0)
+			return -EINVAL;
+		/* past the largest offset there is nothing to read anyway */
+		if (len > (uint64_t)(BL__OFF_MAX - off))
+			len = (size_t)(BL__OFF_MAX - off);
+	}
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;
+	if (!len)
+		return 0;
+
+	bl_list_init(&acc);
+	while (total < len) {
+		ssize_t n;
+
+		if (!r) {
+			cap = chunk < len - total ? chunk : len - total;
+			r = bl_raw_create(cap);
+			if (!r) {
+				ret = -ENOMEM;
+				goto fail;
+			}
+			fill = 0;
+		}
+		if (positional)
+			n = pread(fd, bl_raw_data(r) + fill, cap - fill,
+				  off + (off_t)total);
+		else
+			n = read(fd, bl_raw_data(r) + fill, cap - fill);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if ((errno == EAGAIN || errno == EWOULDBLOCK) && total)
+				break;
+			ret = -errno;
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		fill += (size_t)n;
+		total += (size_t)n;
+		if (fill == cap) {
+			ret = keep_raw(&acc, r, fill);
+			r = NULL;
+			if (ret)
+				goto fail;
+			chunk = first_done ? chunk * 2 : next;
+			first_done = true;
+			if (chunk > BL__IO_CHUNK_MAX)
+				chunk = BL__IO_CHUNK_MAX;
+		}
+	}
+	if (r) {
+		if (fill) {
+			ret = keep_raw(&acc, r, fill);
+			r = NULL;
+			if (ret)
+				goto fail;
+		} else {
+			bl_raw_put(r);
+			r = NULL;
+		}
+	}
+	ret = bl_list_claim_append(l, &acc);
+	if (ret)
+		goto fail;
+	return (ssize_t)total;
+
+fail:
+	bl_raw_put(r);
+	bl_list_clear(&acc);
+	return ret;
+}
+
+ssize_t bl_list_read_fd(struct bl_list *l, int fd, size_t len)
+{
+	return read_all(l, fd, len, false, 0, BL__IO_CHUNK_MAX,
+			BL__IO_CHUNK_MAX);
+}
+
+ssize_t bl_list_pread(struct bl_list *l, int fd, size_t len, off_t off)
+{
+	return read_all(l, fd, len, true, off, BL__IO_CHUNK_MAX,
+			BL__IO_CHUNK_MAX);
+}
+
+ssize_t bl_list_read_file(struct bl_list *l, const char *path)
+{
+	struct stat st;
+	size_t first = BL__IO_CHUNK_MIN;
+	ssize_t ret;
+	int fd;
+
+	do
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	/*
+	 * A regular file's size is known: one raw holds it.  Reading goes on
+	 * to end of file, so a file that grew meanwhile is read whole (in
+	 * further raws) and a procfs or sysfs file whose size is 0 or a
+	 * placeholder is read in growing chunks.
+	 */
+	if (S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size <= SSIZE_MAX)
+		first = (size_t)st.st_size;
+	ret = read_all(l, fd, SIZE_MAX, false, 0, first, BL__IO_CHUNK_MIN);
+	close(fd);
+	return ret;
+}
+
+int bl_list_write_file(const struct bl_list *l, const char *path,
+		       mode_t mode)
+{
+	int fd, ret;
+
+	do
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -errno;
+	ret = bl_list_write_fd(l, fd, NULL);
+	if (!ret) {
+		while (fsync(fd) < 0) {
+			if (errno != EINTR) {
+				ret = -errno;
+				break;
+			}
+		}
+	}
+	/*
+	 * Linux releases the descriptor even when close fails, so it is not
+	 * retried; its error (NFS reports deferred write errors here) still
+	 * counts when everything before succeeded.
+	 */
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	return ret;
+}

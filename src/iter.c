@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * iter.c - a cursor over a list.
+ *
+ * The cursor is (chunk, slot, offset in segment) plus the absolute offset;
+ * at the end of the list the chunk is NULL.  Moves are checked against the
+ * remaining length first, so a failed move never changes the cursor.
+ */
+#include <errno.h>
+#include "internal.h"
+
+static inline const struct bl_ptr *cur(const struct bl_iter *it)
+{
+	return &bl__chunk(it->_chunk)->seg[it->_idx];
+}
+
+/* Steps to the next segment (the current one is used up). */
+static inline void next_seg(struct bl_iter *it)
+{
+	const struct bl__chunk_hdr *c = it->_chunk;
+
+	it->_seg_off = 0;
+	if (++it->_idx < c->start + c->count)
+		return;
+	for (c = c->next; c && !c->count; c = c->next)
+		;
+	it->_chunk = c;
+	it->_idx = c ? c->start : 0;
+}
+
+int bl_iter_init(struct bl_iter *it, const struct bl_list *l, size_t off)
+{
+	const struct bl__chunk_hdr *c = &l->_inl;
+
+	if (off > l->_len)
+		return -ERANGE;
+	while (c && !c->count)	/* only the inline chunk can be empty */
+		c = c->next;
+	it->_l = l;
+	it->_chunk = c;
+	it->_idx = c ? c->start : 0;
+	it->_seg_off = 0;
+	it->_off = 0;
+	return bl_iter_advance(it, off);
+}
+
+size_t bl_iter_offset(const struct bl_iter *it)
+{
+	return it->_off;
+}
+
+size_t bl_iter_remaining(const struct bl_iter *it)
+{
+	return it->_l->_len - it->_off;
+}
+
+int bl_iter_advance(struct bl_iter *it, size_t n)
+{
+	if (n > bl_iter_remaining(it))
+		return -ERANGE;
+	it->_off += n;
+	while (n) {
+		size_t left = cur(it)->len - it->_seg_off;
+
+		if (n < left) {
+			it->_seg_off += n;
+			return 0;
+		}
+		n -= left;
+		next_seg(it);
+	}
+	return 0;
+}
+
+int bl_iter_seek(struct bl_iter *it, size_t off)
+{
+	struct bl_iter t;
+	int ret;
+
+	if (off >= it->_off)
+		return bl_iter_advance(it, off - it->_off);
+	ret = bl_iter_init(&t, it->_l, off);
+	if (!ret)
+		*it = t;
+	return ret;
+}
+
+int bl_iter_copy(struct bl_iter *it, size_t len, void *dst)
+{
+	char *out = dst;
+
+	if (len > bl_iter_remaining(it))
+		return -ERANGE;
+	if (len)
+		bl__count_copy(len);
+	it->_off += len;
+	while (len) {
+		const struct bl_ptr *s = cur(it);
+		size_t n = s->len - it->_seg_off;
+
+		if (n > len) {
+			memcpy(out, s->raw->data + s->off + it->_seg_off, len);
+			it->_seg_off += len;
+			return 0;
+		}
+		memcpy(out, s->raw->data + s->off + it->_seg_off, n);
+		out += n;
+		len -= n;
+		next_seg(it);
+	}
+	return 0;
+}
+
+int bl_iter_copy_list(struct bl_iter *it, size_t len, struct bl_list *dst)
+{
+	struct bl_iter t = *it;
+	struct bl_list tmp;
+	int ret;
+
+	if (len > bl_iter_remaining(it))
+		return -ERANGE;
+	/* build aside, so a failure leaves dst and the cursor alone */
+	bl_list_init(&tmp);
+	while (len) {
+		const struct bl_ptr *s = cur(&t);
+		size_t n = s->len - t._seg_off;
+		struct bl_ptr piece;
+
+		if (n > len)
+			n = len;
+		piece.raw = s->raw;
+		piece.off = s->off + t._seg_off;
+		piece.len = n;
+		ret = bl_list_append_ptr(&tmp, &piece);
+		if (ret) {
+			bl_list_clear(&tmp);
+			return ret;
+		}
+		bl_iter_advance(&t, n);
+		len -= n;
+	}
+	ret = bl_list_claim_append(dst, &tmp);
+	bl_list_clear(&tmp);
+	if (!ret)
+		*it = t;
+	return ret;
+}
+
+size_t bl_iter_get_ptr_and_advance(struct bl_iter *it, size_t want,
+				   const char **data)
+{
+	const struct bl_ptr *s;
+	size_t n;
+
+	if (!it->_chunk || !want) {
+		*data = NULL;
+		return 0;
+	}
+	s = cur(it);
+	n = s->len - it->_seg_off;
+	if (n > want)
+		n = want;
+	*data = s->raw->data + s->off + it->_seg_off;
+	bl_iter_advance(it, n);
+	return n;
+}

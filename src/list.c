@@ -1,0 +1,1493 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * list.c - the bufferlist.
+ *
+ * Representation: a singly linked chain of chunks, each an array of
+ * slices stored by value.  The first chunk is always the inline one inside
+ * struct bl_list (possibly empty); heap chunks follow and are never empty.
+ * Appending a segment writes 24 bytes into the tail chunk; a chunk is
+ * allocated once per up to 64 segments (Ceph allocates a node per segment).
+ *
+ * Costs on the hot paths:
+ *  - append of caller bytes that fit the append buffer: no allocation, no
+ *    atomic, one memcpy; it extends the last segment when that segment
+ *    ends at the buffer's frontier.
+ *  - append_ptr: one atomic increment (the new reference); extends the
+ *    last segment instead when the slice continues it.
+ *  - claim_append: relinks chunks; copies at most BL_LIST_INLINE slices;
+ *    touches no reference count.
+ *  - splice: moves the references of whole segments; only a segment cut
+ *    in two gains a reference.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "internal.h"
+
+_Static_assert(offsetof(struct bl_list, _inl_seg) ==
+	       offsetof(struct bl_list, _inl) + offsetof(struct bl__chunk, seg),
+	       "the inline slots must sit where a chunk's slots would");
+
+#define CHUNK_MIN 8
+#define CHUNK_MAX 64
+#define ABUF_MIN 256u		/* first append buffer, header included */
+#define LARGE_APPEND 4096	/* appends this big get a raw of their own */
+
+/* ---- chunks ------------------------------------------------------------- */
+
+static inline struct bl__chunk_hdr *inl(const struct bl_list *l)
+{
+	return (struct bl__chunk_hdr *)&l->_inl;
+}
+
+static inline struct bl_ptr *slots(const struct bl__chunk_hdr *c)
+{
+	return bl__chunk(c)->seg;
+}
+
+static inline size_t chunk_bytes(uint32_t cap)
+{
+	return sizeof(struct bl__chunk) + (size_t)cap * sizeof(struct bl_ptr);
+}
+
+/*
+ * Heap chunks always come from the allocator in force when they are freed
+ * too: a chunk never outlives the list operations of one thread, and tests
+ * that swap allocators free their lists first.  To stay correct even when
+ * they do not, the chunk keeps its allocator in the header's spare word's
+ * place: we store it just before the chunk.
+ */
+struct chunk_box {
+	const struct bl__allocator *al;
+	struct bl__chunk c;
+};
+
+static struct bl__chunk_hdr *chunk_new(uint32_t cap)
+{
+	const struct bl__allocator *al = bl__allocator_current();
+	size_t sz = offsetof(struct chunk_box, c) + chunk_bytes(cap);
+	struct chunk_box *b = bl__alloc(al, sz, _Alignof(struct chunk_box));
+
+	if (!b)
+		return NULL;
+	b->al = al;
+	b->c.h.next = NULL;
+	b->c.h.start = 0;
+	b->c.h.count = 0;
+	b->c.h.cap = cap;
+	b->c.h._pad = 0;
+	return &b->c.h;
+}
+
+static void chunk_free(struct bl__chunk_hdr *c)
+{
+	struct chunk_box *b = (struct chunk_box *)((char *)c -
+						   offsetof(struct chunk_box, c));
+
+	bl__free(b->al, b, offsetof(struct chunk_box, c) + chunk_bytes(c->cap),
+		 _Alignof(struct chunk_box));
+}
+
+static uint32_t next_chunk_cap(const struct bl__chunk_hdr *tail)
+{
+	uint32_t cap = tail->cap * 2;
+
+	if (cap < CHUNK_MIN)
+		cap = CHUNK_MIN;
+	return cap > CHUNK_MAX ? CHUNK_MAX : cap;
+}
+
+static inline struct bl_ptr *last_seg(const struct bl_list *l)
+{
+	const struct bl__chunk_hdr *t = l->_tail;
+
+	return t->count ? &slots(t)[t->start + t->count - 1] : NULL;
+}
+
+/* Moves a chunk's slots to its front so free room is at the end. */
+static void chunk_compact(struct bl__chunk_hdr *c)
+{
+	if (c->start) {
+		memmove(slots(c), slots(c) + c->start,
+			c->count * sizeof(struct bl_ptr));
+		c->start = 0;
+	}
+}
+
+/* True when one more slot can be pushed without allocating. */
+static inline bool tail_has_room(const struct bl_list *l)
+{
+	const struct bl__chunk_hdr *t = l->_tail;
+
+	return t->count < t->cap;
+}
+
+/*
+ * Pushes a slice whose reference the list now owns.  @spare, when not
+ * NULL, is a chunk allocated in advance and consumed if needed (so that a
+ * caller can do all its allocation before it changes anything).
+ * Return: 0, or -ENOMEM with nothing changed.
+ */
+static int push_seg(struct bl_list *l, struct bl_raw *raw, size_t off,
+		    size_t len, struct bl__chunk_hdr **spare)
+{
+	struct bl__chunk_hdr *t = l->_tail;
+	struct bl_ptr *s;
+
+	if (bl__unlikely(t->start + t->count == t->cap)) {
+		if (t->count < t->cap) {
+			chunk_compact(t);
+		} else {
+			struct bl__chunk_hdr *c;
+
+			if (spare && *spare) {
+				c = *spare;
+				*spare = NULL;
+			} else {
+				c = chunk_new(next_chunk_cap(t));
+				if (!c)
+					return -ENOMEM;
+			}
+			t->next = c;
+			l->_tail = t = c;
+		}
+	}
+	s = &slots(t)[t->start + t->count++];
+	s->raw = raw;
+	s->off = off;
+	s->len = len;
+	l->_nseg++;
+	l->_len += len;
+	return 0;
+}
+
+/* ---- marks: undo of appends ------------------------------------------- */
+
+/*
+ * A mark records the end of a list so that everything appended after it
+ * can be taken back: the way an operation that appends many segments stays
+ * atomic when an allocation fails halfway.
+ */
+struct mark {
+	struct bl__chunk_hdr *tail;
+	uint32_t end;		/* start + count of the tail chunk */
+	size_t last_len;	/* length of the last segment then */
+	size_t len;
+	unsigned nseg;
+};
+
+static void mark_take(const struct bl_list *l, struct mark *m)
+{
+	struct bl_ptr *ls = last_seg(l);
+
+	m->tail = l->_tail;
+	m->end = m->tail->start + m->tail->count;
+	m->last_len = ls ? ls->len : 0;
+	m->len = l->_len;
+	m->nseg = l->_nseg;
+}
+
+/* Drops what was appended after @m; @release: the list owned references. */
+static void mark_rollback(struct bl_list *l, const struct mark *m,
+			  bool release)
+{
+	struct bl__chunk_hdr *c = m->tail, *n = c->next;
+	uint32_t end = c->start + c->count;
+
+	if (release)
+		for (uint32_t i = m->end; i < end; i++)
+			bl__raw_put(slots(c)[i].raw);
+	c->count = m->end - c->start;
+	c->next = NULL;
+	while (n) {
+		struct bl__chunk_hdr *nx = n->next;
+
+		if (release)
+			for (uint32_t i = n->start; i < n->start + n->count; i++)
+				bl__raw_put(slots(n)[i].raw);
+		chunk_free(n);
+		n = nx;
+	}
+	l->_tail = c;
+	if (c->count)
+		slots(c)[c->start + c->count - 1].len = m->last_len;
+	l->_len = m->len;
+	l->_nseg = m->nseg;
+}
+
+/* ---- basics ------------------------------------------------------------ */
+
+void bl_list_init(struct bl_list *l)
+{
+	l->_tail = inl(l);
+	l->_len = 0;
+	l->_nseg = 0;
+	l->_abuf_next = 0;
+	l->_abuf = NULL;
+	l->_inl.next = NULL;
+	l->_inl.start = 0;
+	l->_inl.count = 0;
+	l->_inl.cap = BL_LIST_INLINE;
+	l->_inl._pad = 0;
+}
+
+/* Drops the segments, keeps the append buffer. */
+static void drop_segments(struct bl_list *l)
+{
+	struct bl__chunk_hdr *c = inl(l);
+
+	while (c) {
+		struct bl__chunk_hdr *n = c->next;
+		struct bl_ptr *s = slots(c) + c->start;
+
+		for (uint32_t i = 0; i < c->count; i++)
+			bl__raw_put(s[i].raw);
+		if (c != inl(l))
+			chunk_free(c);
+		c = n;
+	}
+	l->_tail = inl(l);
+	l->_inl.next = NULL;
+	l->_inl.start = 0;
+	l->_inl.count = 0;
+	l->_len = 0;
+	l->_nseg = 0;
+}
+
+void bl_list_clear(struct bl_list *l)
+{
+	drop_segments(l);
+	if (l->_abuf)
+		bl__raw_put(l->_abuf);
+	l->_abuf = NULL;
+	/* A cleared list starts small again: it must not pin a large raw. */
+	l->_abuf_next = 0;
+}
+
+/* The list's contents are now empty but its chunks belong to another. */
+static void reset_moved(struct bl_list *l)
+{
+	l->_tail = inl(l);
+	l->_inl.next = NULL;
+	l->_inl.start = 0;
+	l->_inl.count = 0;
+	l->_len = 0;
+	l->_nseg = 0;
+}
+
+void bl_list_swap(struct bl_list *a, struct bl_list *b)
+{
+	struct bl_list t;
+	bool a_inl, b_inl;
+
+	if (a == b)
+		return;
+	a_inl = a->_tail == inl(a);
+	b_inl = b->_tail == inl(b);
+	memcpy(&t, a, sizeof(t));
+	memcpy(a, b, sizeof(*a));
+	memcpy(b, &t, sizeof(*b));
+	if (b_inl)
+		a->_tail = inl(a);
+	if (a_inl)
+		b->_tail = inl(b);
+}
+
+size_t bl_list_length(const struct bl_list *l)
+{
+	return l->_len;
+}
+
+unsigned bl_list_num_buffers(const struct bl_list *l)
+{
+	return l->_nseg;
+}
+
+bool bl_list_is_empty(const struct bl_list *l)
+{
+	return l->_len == 0;
+}
+
+/* ---- appending bytes ------------------------------------------------------ */
+
+/*
+ * Appends into the append buffer @ab, which has room for @len: extends the
+ * last segment when it ends at the frontier, else pushes a new segment
+ * (one atomic increment, maybe one chunk allocation).
+ */
+static inline int abuf_put(struct bl_list *l, struct bl_raw *ab,
+			   const void *data, size_t len)
+{
+	struct bl_ptr *ls = last_seg(l);
+
+	if (ls && ls->raw == ab && ls->off + ls->len == ab->used) {
+		ls->len += len;
+		l->_len += len;
+	} else {
+		if (push_seg(l, ab, ab->used, len, NULL))
+			return -ENOMEM;
+		bl__raw_get(ab);
+	}
+	if (data)
+		memcpy(ab->data + ab->used, data, len);
+	else
+		memset(ab->data + ab->used, 0, len);
+	ab->used += len;
+	return 0;
+}
+
+/* Capacity of an append buffer whose block (data + header) is @block. */
+static inline size_t abuf_cap(size_t block)
+{
+	return block - sizeof(struct bl_raw);
+}
+
+static int append_slow(struct bl_list *l, const void *data, size_t len)
+{
+	struct bl_raw *ab;
+	size_t block;
+
+	if (len >= LARGE_APPEND) {
+		/* Big enough to be a segment of its own, sized exactly. */
+		ab = bl__raw_create_combined(len, len);
+		if (!ab)
+			return -ENOMEM;
+		if (push_seg(l, ab, 0, len, NULL)) {
+			bl__raw_put(ab);
+			return -ENOMEM;
+		}
+		if (data)
+			memcpy(ab->data, data, len);
+		else
+			memset(ab->data, 0, len);
+		return 0;
+	}
+	/*
+	 * A new append buffer: the first is small (a lone small list pins
+	 * little), each refill doubles up to BL_LIST_ABUF_MAX, and its size
+	 * counts the raw's header so data + header fill a power of two.
+	 */
+	block = l->_abuf_next ? l->_abuf_next : ABUF_MIN;
+	while (abuf_cap(block) < len)
+		block *= 2;
+	ab = bl__raw_create_combined(abuf_cap(block), 0);
+	if (!ab)
+		return -ENOMEM;
+	if (abuf_put(l, ab, data, len)) {
+		bl__raw_put(ab);
+		return -ENOMEM;
+	}
+	if (l->_abuf)
+		bl__raw_put(l->_abuf);
+	l->_abuf = ab;
+	l->_abuf_next = block * 2 > BL_LIST_ABUF_MAX ? BL_LIST_ABUF_MAX
+						     : block * 2;
+	return 0;
+}
+
+static inline int append_bytes(struct bl_list *l, const void *data,
+			       size_t len)
+{
+	struct bl_raw *ab = l->_abuf;
+	int ret;
+
+	if (bl__unlikely(!len))
+		return 0;
+	if (bl__likely(ab && ab->len - ab->used >= len))
+		ret = abuf_put(l, ab, data, len);
+	else
+		ret = append_slow(l, data, len);
+	if (!ret && data)
+		bl__count_copy(len);
+	return ret;
+}
+
+int bl_list_append(struct bl_list *l, const void *data, size_t len)
+{
+	return append_bytes(l, data, len);
+}
+
+int bl_list_append_zero(struct bl_list *l, size_t len)
+{
+	return append_bytes(l, NULL, len);
+}
+
+/* ---- appending slices --------------------------------------------------- */
+
+/* Extends the last segment over @p when @p continues it in the same raw. */
+static inline bool try_extend(struct bl_list *l, const struct bl_ptr *p)
+{
+	struct bl_ptr *ls = last_seg(l);
+
+	if (ls && ls->raw == p->raw && ls->off + ls->len == p->off) {
+		ls->len += p->len;
+		l->_len += p->len;
+		return true;
+	}
+	return false;
+}
+
+int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p)
+{
+	if (!p->len || try_extend(l, p))
+		return 0;
+	if (push_seg(l, p->raw, p->off, p->len, NULL))
+		return -ENOMEM;
+	bl__raw_get(p->raw);
+	return 0;
+}
+
+int bl_list_append_ptr_move(struct bl_list *l, struct bl_ptr *p)
+{
+	if (!p->len || try_extend(l, p)) {
+		bl_ptr_release(p);
+		return 0;
+	}
+	if (push_seg(l, p->raw, p->off, p->len, NULL))
+		return -ENOMEM;
+	p->raw = NULL;
+	p->off = 0;
+	p->len = 0;
+	return 0;
+}
+
+#define for_each_seg(l, c, s, i)					\
+	for (c = inl(l); c; c = c->next)				\
+		for (i = 0, s = slots(c) + c->start; i < c->count; i++, s++)
+
+int bl_list_append_list(struct bl_list *l, const struct bl_list *src)
+{
+	const struct bl__chunk_hdr *c;
+	const struct bl_ptr *s;
+	struct mark m;
+	uint32_t i;
+	bool first = true;
+
+	if (!src->_len)
+		return 0;
+	if (l == src) {
+		/* Appending a list to itself: share a snapshot. */
+		struct bl_list tmp;
+		int ret;
+
+		bl_list_init(&tmp);
+		ret = bl_list_append_list(&tmp, src);
+		if (!ret)
+			ret = bl_list_claim_append(l, &tmp);
+		bl_list_clear(&tmp);
+		return ret;
+	}
+	mark_take(l, &m);
+	for_each_seg(src, c, s, i) {
+		if (first && try_extend(l, s)) {
+			first = false;
+			continue;
+		}
+		first = false;
+		if (push_seg(l, s->raw, s->off, s->len, NULL)) {
+			mark_rollback(l, &m, true);
+			return -ENOMEM;
+		}
+		bl__raw_get(s->raw);
+	}
+	return 0;
+}
+
+int bl_list_prepend_ptr(struct bl_list *l, const struct bl_ptr *p)
+{
+	struct bl__chunk_hdr *c = inl(l), *n;
+
+	if (!p->len)
+		return 0;
+	if (!l->_nseg)
+		return bl_list_append_ptr(l, p);
+	if (!c->start && c->count == c->cap) {
+		/* The inline slots are full: move them to a new chunk. */
+		n = chunk_new(CHUNK_MIN);
+		if (!n)
+			return -ENOMEM;
+		memcpy(slots(n), slots(c), c->count * sizeof(struct bl_ptr));
+		n->count = c->count;
+		n->next = c->next;
+		c->next = n;
+		if (l->_tail == c)
+			l->_tail = n;
+		c->count = 0;
+		c->start = c->cap;
+	} else if (!c->start) {
+		memmove(slots(c) + 1, slots(c), c->count * sizeof(struct bl_ptr));
+		c->start = 1;
+	}
+	c->start--;
+	c->count++;
+	slots(c)[c->start] = *p;
+	bl__raw_get(p->raw);
+	l->_nseg++;
+	l->_len += p->len;
+	return 0;
+}
+
+/* ---- claim -------------------------------------------------------------- */
+
+int bl_list_claim_append(struct bl_list *l, struct bl_list *src)
+{
+	struct bl__chunk_hdr *si = inl(src), *t = l->_tail, *dst;
+
+	if (l == src)
+		return -EINVAL;
+	if (!src->_nseg)
+		return 0;
+	/* src's inline slices are copied; everything else is relinked. */
+	if (si->count) {
+		if (t->cap - t->count >= si->count) {
+			if (t->start + t->count + si->count > t->cap)
+				chunk_compact(t);
+			dst = t;
+		} else {
+			dst = chunk_new(CHUNK_MIN);
+			if (!dst)
+				return -ENOMEM;
+			t->next = dst;
+			t = dst;
+		}
+		memcpy(slots(dst) + dst->start + dst->count, slots(si) + si->start,
+		       si->count * sizeof(struct bl_ptr));
+		dst->count += si->count;
+	}
+	if (si->next) {
+		t->next = si->next;
+		t = src->_tail;
+	}
+	l->_tail = t;
+	l->_len += src->_len;
+	l->_nseg += src->_nseg;
+	/* src keeps its append buffer: further appends to it stay cheap. */
+	reset_moved(src);
+	return 0;
+}
+
+int bl_list_claim_prepend(struct bl_list *l, struct bl_list *src)
+{
+	struct bl__chunk_hdr *li = inl(l), *si = inl(src), *e = NULL, *old_next;
+	struct bl__chunk_hdr *old_tail;
+
+	if (l == src)
+		return -EINVAL;
+	if (!src->_nseg)
+		return 0;
+	if (!l->_nseg) {
+		/* Same as an append, but keep l's own append buffer. */
+		return bl_list_claim_append(l, src);
+	}
+	if (li->count) {
+		e = chunk_new(CHUNK_MIN);
+		if (!e)
+			return -ENOMEM;
+		memcpy(slots(e), slots(li) + li->start,
+		       li->count * sizeof(struct bl_ptr));
+		e->count = li->count;
+	}
+	old_next = li->next;
+	old_tail = l->_tail;
+	/* l's inline slots take src's inline slices... */
+	memcpy(slots(li), slots(si) + si->start, si->count * sizeof(struct bl_ptr));
+	li->start = 0;
+	li->count = si->count;
+	/* ... then src's chunks, then l's old inline slices, then l's chunks. */
+	{
+		struct bl__chunk_hdr *t = li;
+
+		if (si->next) {
+			t->next = si->next;
+			t = src->_tail;
+		}
+		if (e) {
+			t->next = e;
+			t = e;
+		}
+		t->next = old_next;
+		l->_tail = old_next ? old_tail : t;
+	}
+	l->_len += src->_len;
+	l->_nseg += src->_nseg;
+	reset_moved(src);
+	return 0;
+}
+
+/* ---- positions ------------------------------------------------------------ */
+
+struct pos {
+	struct bl__chunk_hdr *c;	/* NULL at the end of the list */
+	struct bl__chunk_hdr *prev;	/* chunk before c (NULL for inline) */
+	uint32_t i;			/* slot index in c */
+	size_t inner;			/* offset inside that segment */
+};
+
+/* The segment holding byte @off (< length), or the end when off == length. */
+static void locate(const struct bl_list *l, size_t off, struct pos *p)
+{
+	struct bl__chunk_hdr *c, *prev = NULL;
+
+	for (c = inl(l); c; prev = c, c = c->next) {
+		struct bl_ptr *s = slots(c);
+
+		for (uint32_t i = c->start; i < c->start + c->count; i++) {
+			if (off < s[i].len) {
+				p->c = c;
+				p->prev = prev;
+				p->i = i;
+				p->inner = off;
+				return;
+			}
+			off -= s[i].len;
+		}
+	}
+	p->c = NULL;
+	p->prev = NULL;
+	p->i = 0;
+	p->inner = 0;
+}
+
+static inline bool range_ok(const struct bl_list *l, size_t off, size_t len)
+{
+	return off <= l->_len && len <= l->_len - off;
+}
+
+/* Next slot after (c, i), moving to the next chunk at a chunk's end. */
+static inline void pos_next(struct bl__chunk_hdr **c, uint32_t *i)
+{
+	if (++*i == (*c)->start + (*c)->count) {
+		*c = (*c)->next;
+		if (*c)
+			*i = (*c)->start;
+	}
+}
+
+/* ---- splice ------------------------------------------------------------- */
+
+/*
+ * Removes slots from (a.c, a.i) to (b.c, b.i) inclusive, without touching
+ * references, freeing heap chunks that become empty.
+ */
+static void remove_slots(struct bl_list *l, struct pos *a, struct pos *b)
+{
+	struct bl__chunk_hdr *c = a->c, *prev = a->prev;
+
+	if (a->c == b->c) {
+		uint32_t end = c->start + c->count;
+
+		memmove(slots(c) + a->i, slots(c) + b->i + 1,
+			(end - b->i - 1) * sizeof(struct bl_ptr));
+		c->count -= b->i - a->i + 1;
+	} else {
+		struct bl__chunk_hdr *n = c->next;
+
+		c->count = a->i - c->start;
+		while (n != b->c) {
+			struct bl__chunk_hdr *nx = n->next;
+
+			chunk_free(n);
+			n = nx;
+		}
+		c->next = b->c;
+		b->c->count -= b->i + 1 - b->c->start;
+		b->c->start = b->i + 1;
+		/* b's chunk may now be empty. */
+		if (!b->c->count) {
+			c->next = b->c->next;
+			if (l->_tail == b->c)
+				l->_tail = c;
+			chunk_free(b->c);
+		}
+	}
+	if (!c->count) {
+		if (c != inl(l)) {
+			prev->next = c->next;
+			if (l->_tail == c)
+				l->_tail = prev;
+			chunk_free(c);
+		} else {
+			c->start = 0;
+		}
+	}
+}
+
+/* Slot before (b->c, b->i), given that one exists; b->prev is b's chunk's. */
+static void pos_prev(const struct pos *b, struct pos *y)
+{
+	if (b->i > b->c->start) {
+		*y = *b;
+		y->i--;
+		return;
+	}
+	/* heap chunks are never empty, and a slot precedes b: prev has one */
+	y->c = b->prev;
+	y->i = y->c->start + y->c->count - 1;
+	y->prev = NULL;	/* not needed: only x's prev is used */
+}
+
+/* Inserts @s right after slot @a.i of @a.c (which has room, or @spare). */
+static void insert_after(struct bl_list *l, const struct pos *a,
+			 const struct bl_ptr *s, struct bl__chunk_hdr **spare)
+{
+	struct bl__chunk_hdr *c = a->c;
+	uint32_t end = c->start + c->count;
+
+	if (end < c->cap) {
+		memmove(slots(c) + a->i + 2, slots(c) + a->i + 1,
+			(end - a->i - 1) * sizeof(struct bl_ptr));
+		slots(c)[a->i + 1] = *s;
+		c->count++;
+	} else if (c->start) {
+		memmove(slots(c) + c->start - 1, slots(c) + c->start,
+			(a->i + 1 - c->start) * sizeof(struct bl_ptr));
+		c->start--;
+		slots(c)[a->i] = *s;
+		c->count++;
+	} else {
+		/* full: s and the slots after a move to the spare chunk */
+		struct bl__chunk_hdr *n = *spare;
+		uint32_t moved = end - a->i - 1;
+
+		*spare = NULL;
+		slots(n)[0] = *s;
+		memcpy(slots(n) + 1, slots(c) + a->i + 1,
+		       moved * sizeof(struct bl_ptr));
+		n->start = 0;
+		n->count = moved + 1;
+		c->count -= moved;
+		n->next = c->next;
+		c->next = n;
+		if (l->_tail == c)
+			l->_tail = n;
+	}
+	l->_nseg++;
+}
+
+int bl_list_splice(struct bl_list *l, size_t off, size_t len,
+		   struct bl_list *claim_by)
+{
+	struct bl__chunk_hdr *spare = NULL, *c;
+	struct pos a, b;
+	struct bl_ptr sb;
+	struct mark m;
+	size_t left_len, end_inner;
+	bool keep_l, keep_r, one;
+	unsigned nslots = 0;
+	uint32_t i;
+
+	if (claim_by == l)
+		return -EINVAL;
+	if (!range_ok(l, off, len))
+		return -ERANGE;
+	if (!len)
+		return 0;
+	locate(l, off, &a);
+	locate(l, off + len - 1, &b);	/* b holds the last byte removed */
+	sb = slots(b.c)[b.i];
+	left_len = a.inner;		/* bytes of a's segment kept in front */
+	end_inner = b.inner + 1;	/* bytes of sb removed */
+	keep_l = left_len > 0;
+	keep_r = end_inner < sb.len;
+	one = a.c == b.c && a.i == b.i;
+
+	/*
+	 * A hole inside one segment turns one slot into two: get the room
+	 * now, so that after this point only claim_by's appends can fail,
+	 * and a mark undoes those.
+	 */
+	if (one && keep_l && keep_r && a.c->count == a.c->cap) {
+		spare = chunk_new(a.c->cap > CHUNK_MIN ? a.c->cap : CHUNK_MIN);
+		if (!spare)
+			return -ENOMEM;
+	}
+	if (claim_by)
+		mark_take(claim_by, &m);
+	/* Phase 1: count the slots; claim_by gets the removed pieces. */
+	for (c = a.c, i = a.i;; pos_next(&c, &i)) {
+		struct bl_ptr s = slots(c)[i];
+		bool first = c == a.c && i == a.i;
+		bool last = c == b.c && i == b.i;
+		size_t so = first ? left_len : 0;
+		size_t se = last ? end_inner : s.len;
+
+		nslots++;
+		if (claim_by &&
+		    push_seg(claim_by, s.raw, s.off + so, se - so, NULL)) {
+			/* the references were only borrowed: drop nothing */
+			mark_rollback(claim_by, &m, false);
+			if (spare)
+				chunk_free(spare);
+			return -ENOMEM;
+		}
+		if (last)
+			break;
+	}
+
+	/* Phase 2: references, then slots.  Nothing here can fail. */
+	for (c = a.c, i = a.i;; pos_next(&c, &i)) {
+		bool first = c == a.c && i == a.i;
+		bool last = c == b.c && i == b.i;
+		bool kept = (first && keep_l) || (last && keep_r);
+
+		if (kept && claim_by)
+			bl__raw_get(slots(c)[i].raw);	/* claim_by's piece */
+		else if (!kept && !claim_by)
+			bl__raw_put(slots(c)[i].raw);
+		if (last)
+			break;
+	}
+	if (one && keep_l && keep_r) {
+		struct bl_ptr r = { sb.raw, sb.off + end_inner,
+				    sb.len - end_inner };
+
+		bl__raw_get(sb.raw);
+		slots(a.c)[a.i].len = left_len;
+		insert_after(l, &a, &r, &spare);
+	} else {
+		struct pos x = a, y = b;
+		unsigned nkeep = keep_l + keep_r;
+
+		if (keep_l)
+			slots(a.c)[a.i].len = left_len;
+		if (keep_r) {
+			struct bl_ptr *s = &slots(b.c)[b.i];
+
+			s->off += end_inner;
+			s->len -= end_inner;
+		}
+		if (nslots > nkeep) {
+			if (keep_l) {
+				x.prev = a.c;
+				pos_next(&x.c, &x.i);
+				if (x.c == a.c)
+					x.prev = a.prev;
+			}
+			if (keep_r)
+				pos_prev(&b, &y);
+			remove_slots(l, &x, &y);
+			l->_nseg -= nslots - nkeep;
+		}
+	}
+	l->_len -= len;
+	if (spare)
+		chunk_free(spare);
+	return 0;
+}
+
+/* ---- substr, copy ---------------------------------------------------------- */
+
+/* Shares [off, off + len) of @src onto the end of @dst (dst != src). */
+static int share_range(struct bl_list *dst, const struct bl_list *src,
+		       size_t off, size_t len)
+{
+	struct bl__chunk_hdr *c;
+	struct mark m;
+	struct pos p;
+	uint32_t i;
+
+	if (!len)
+		return 0;
+	mark_take(dst, &m);
+	locate(src, off, &p);
+	for (c = p.c, i = p.i; len; pos_next(&c, &i)) {
+		const struct bl_ptr *s = &slots(c)[i];
+		size_t so = c == p.c && i == p.i ? p.inner : 0;
+		size_t n = s->len - so;
+		struct bl_ptr piece;
+
+		if (n > len)
+			n = len;
+		piece.raw = s->raw;
+		piece.off = s->off + so;
+		piece.len = n;
+		if (!try_extend(dst, &piece)) {
+			if (push_seg(dst, s->raw, s->off + so, n, NULL)) {
+				mark_rollback(dst, &m, true);
+				return -ENOMEM;
+			}
+			bl__raw_get(s->raw);
+		}
+		len -= n;
+	}
+	return 0;
+}
+
+int bl_list_substr_of(struct bl_list *dst, const struct bl_list *src,
+		      size_t off, size_t len)
+{
+	struct bl_list tmp;
+	int ret;
+
+	if (!range_ok(src, off, len))
+		return -ERANGE;
+	bl_list_init(&tmp);
+	ret = share_range(&tmp, src, off, len);
+	if (ret)
+		return ret;
+	/* dst's old segments go; its append buffer stays with it */
+	drop_segments(dst);
+	bl_list_claim_append(dst, &tmp);	/* dst is empty: cannot fail */
+	return 0;
+}
+
+int bl_list_copy_out(const struct bl_list *l, size_t off, size_t len,
+		     void *dst)
+{
+	struct bl__chunk_hdr *c;
+	char *out = dst;
+	struct pos p;
+	uint32_t i;
+
+	if (!range_ok(l, off, len))
+		return -ERANGE;
+	if (!len)
+		return 0;
+	locate(l, off, &p);
+	bl__count_copy(len);
+	for (c = p.c, i = p.i; len; pos_next(&c, &i)) {
+		const struct bl_ptr *s = &slots(c)[i];
+		size_t so = c == p.c && i == p.i ? p.inner : 0;
+		size_t n = s->len - so;
+
+		if (n > len)
+			n = len;
+		memcpy(out, s->raw->data + s->off + so, n);
+		out += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * Writes @src (NULL: zeros) over [off, off + len).  Static raws are
+ * read-only: their segments first get private copies, all allocated before
+ * anything is written so that a failure changes nothing.
+ */
+static int write_range(struct bl_list *l, size_t off, size_t len,
+		       const void *src)
+{
+	struct bl__chunk_hdr *c;
+	const char *in = src;
+	struct bl_raw **priv = NULL, *stack_priv[8];
+	unsigned nstatic = 0, k;
+	struct pos p;
+	uint32_t i;
+	size_t left;
+
+	if (!range_ok(l, off, len))
+		return -ERANGE;
+	if (!len)
+		return 0;
+	locate(l, off, &p);
+	for (c = p.c, i = p.i, left = len; left; pos_next(&c, &i)) {
+		const struct bl_ptr *s = &slots(c)[i];
+		size_t so = c == p.c && i == p.i ? p.inner : 0;
+		size_t n = s->len - so < left ? s->len - so : left;
+
+		nstatic += s->raw->readonly;
+		left -= n;
+	}
+	if (nstatic) {
+		priv = stack_priv;
+		if (nstatic > 8) {
+			priv = malloc(nstatic * sizeof(*priv));
+			if (!priv)
+				return -ENOMEM;
+		}
+		k = 0;
+		for (c = p.c, i = p.i, left = len; left; pos_next(&c, &i)) {
+			const struct bl_ptr *s = &slots(c)[i];
+			size_t so = c == p.c && i == p.i ? p.inner : 0;
+			size_t n = s->len - so < left ? s->len - so : left;
+
+			left -= n;
+			if (!s->raw->readonly)
+				continue;
+			priv[k] = bl_raw_create(s->len);
+			if (!priv[k]) {
+				while (k--)
+					bl__raw_put(priv[k]);
+				if (priv != stack_priv)
+					free(priv);
+				return -ENOMEM;
+			}
+			memcpy(priv[k]->data, s->raw->data + s->off, s->len);
+			bl__count_copy(s->len);
+			k++;
+		}
+	}
+	k = 0;
+	for (c = p.c, i = p.i, left = len; left; pos_next(&c, &i)) {
+		struct bl_ptr *s = &slots(c)[i];
+		size_t so = c == p.c && i == p.i ? p.inner : 0;
+		size_t n = s->len - so < left ? s->len - so : left;
+
+		if (s->raw->readonly) {
+			bl__raw_put(s->raw);
+			s->raw = priv[k++];
+			s->off = 0;
+		}
+		if (in) {
+			memcpy(s->raw->data + s->off + so, in, n);
+			in += n;
+		} else {
+			memset(s->raw->data + s->off + so, 0, n);
+		}
+		bl_raw_invalidate_crc(s->raw);
+		left -= n;
+	}
+	if (priv && priv != stack_priv)
+		free(priv);
+	if (src)
+		bl__count_copy(len);
+	return 0;
+}
+
+int bl_list_copy_in(struct bl_list *l, size_t off, size_t len,
+		    const void *src)
+{
+	return write_range(l, off, len, src);
+}
+
+int bl_list_zero(struct bl_list *l, size_t off, size_t len)
+{
+	return write_range(l, off, len, NULL);
+}
+
+/* ---- rebuild ------------------------------------------------------------- */
+
+/* Copies @nslots segments from slot (c, i) on into @dst (which has room). */
+static void copy_run(char *dst, struct bl__chunk_hdr *c, uint32_t i,
+		     unsigned nslots)
+{
+	while (nslots--) {
+		const struct bl_ptr *s = &slots(c)[i];
+
+		memcpy(dst, s->raw->data + s->off, s->len);
+		dst += s->len;
+		pos_next(&c, &i);
+	}
+}
+
+static struct bl_raw *raw_for_copy(size_t len, size_t align)
+{
+	return align <= BL_CACHELINE ? bl__raw_create_combined(len, len)
+				     : bl_raw_create_aligned(len, align);
+}
+
+int bl_list_rebuild(struct bl_list *l)
+{
+	struct bl_raw *r;
+
+	if (l->_nseg <= 1)
+		return 0;
+	r = raw_for_copy(l->_len, BL_CACHELINE);
+	if (!r)
+		return -ENOMEM;
+	bl_list_copy_out(l, 0, l->_len, r->data);
+	drop_segments(l);
+	push_seg(l, r, 0, r->len, NULL);	/* inline slot: cannot fail */
+	return 0;
+}
+
+static inline bool seg_good(const struct bl_ptr *s, size_t size_align,
+			    size_t mem_align, bool last)
+{
+	return !(((uintptr_t)s->raw->data + s->off) & (mem_align - 1)) &&
+	       (last || !(s->len & (size_align - 1)));
+}
+
+int bl_list_rebuild_aligned_size_and_memory(struct bl_list *l,
+					    size_t size_align,
+					    size_t mem_align,
+					    unsigned max_segments)
+{
+	struct bl__chunk_hdr *c;
+	struct bl_list out;
+	unsigned idx = 0, n = l->_nseg;
+	bool copied = false;
+	uint32_t i;
+	int ret;
+
+	if (!bl__is_pow2(size_align) || !bl__is_pow2(mem_align))
+		return -EINVAL;
+	if (!n)
+		return 0;
+	bl_list_init(&out);
+	c = inl(l);
+	while (c && !c->count)
+		c = c->next;
+	i = c->start;
+	while (idx < n) {
+		const struct bl_ptr *s = &slots(c)[i];
+
+		if (seg_good(s, size_align, mem_align, idx == n - 1)) {
+			ret = push_seg(&out, s->raw, s->off, s->len, NULL);
+			if (ret)
+				goto fail;
+			bl__raw_get(s->raw);
+			idx++;
+			pos_next(&c, &i);
+			continue;
+		}
+		/* a misaligned run: take segments until it ends on a boundary
+		 * and the next segment is good by itself */
+		{
+			struct bl__chunk_hdr *rc = c;
+			uint32_t ri = i;
+			size_t total = 0;
+			unsigned cnt = 0;
+			struct bl_raw *r;
+
+			do {
+				total += slots(c)[i].len;
+				cnt++;
+				idx++;
+				pos_next(&c, &i);
+			} while (idx < n &&
+				 ((total & (size_align - 1)) ||
+				  !seg_good(&slots(c)[i], size_align, mem_align,
+					    idx == n - 1)));
+			r = raw_for_copy(total, mem_align);
+			if (!r) {
+				ret = -ENOMEM;
+				goto fail;
+			}
+			copy_run(r->data, rc, ri, cnt);
+			bl__count_copy(total);
+			copied = true;
+			ret = push_seg(&out, r, 0, total, NULL);
+			if (ret) {
+				bl__raw_put(r);
+				goto fail;
+			}
+		}
+	}
+	if (max_segments && out._nseg > max_segments) {
+		/* Too many segments for one request: copy groups of them. */
+		unsigned group = (out._nseg + max_segments - 1) / max_segments;
+		struct bl_list out2;
+
+		bl_list_init(&out2);
+		c = inl(&out);
+		while (c && !c->count)
+			c = c->next;
+		i = c ? c->start : 0;
+		for (idx = 0; idx < out._nseg;) {
+			unsigned cnt = out._nseg - idx < group ? out._nseg - idx
+							       : group;
+			struct bl__chunk_hdr *rc = c;
+			uint32_t ri = i;
+			size_t total = 0;
+			struct bl_raw *r;
+
+			for (unsigned k = 0; k < cnt; k++) {
+				total += slots(c)[i].len;
+				pos_next(&c, &i);
+			}
+			idx += cnt;
+			r = raw_for_copy(total, mem_align);
+			if (!r || push_seg(&out2, r, 0, total, NULL)) {
+				bl_raw_put(r);
+				bl_list_clear(&out2);
+				ret = -ENOMEM;
+				goto fail;
+			}
+			copy_run(r->data, rc, ri, cnt);
+			bl__count_copy(total);
+		}
+		copied = true;
+		bl_list_clear(&out);
+		bl_list_swap(&out, &out2);
+	}
+	drop_segments(l);
+	bl_list_claim_append(l, &out);	/* l is empty: cannot fail */
+	bl_list_clear(&out);
+	return copied;
+fail:
+	bl_list_clear(&out);
+	return ret;
+}
+
+int bl_list_rebuild_aligned(struct bl_list *l, size_t align)
+{
+	return bl_list_rebuild_aligned_size_and_memory(l, align, align, 0);
+}
+
+char *bl_list_c_str(struct bl_list *l)
+{
+	struct bl_ptr *s;
+
+	if (!l->_len)
+		return NULL;
+	if (l->_nseg > 1 && bl_list_rebuild(l))
+		return NULL;
+	s = last_seg(l);
+	return s->raw->data + s->off;
+}
+
+/* ---- comparing --------------------------------------------------------- */
+
+int bl_list_compare(const struct bl_list *a, const struct bl_list *b)
+{
+	struct bl__chunk_hdr *ca = inl(a), *cb = inl(b);
+	uint32_t ia = ca->start, ib = cb->start;
+	size_t oa = 0, ob = 0;
+
+	/* skip empty chunks (only the inline one can be) */
+	if (!ca->count)
+		ca = ca->next, ia = ca ? ca->start : 0;
+	if (!cb->count)
+		cb = cb->next, ib = cb ? cb->start : 0;
+	while (ca && cb) {
+		const struct bl_ptr *sa = &slots(ca)[ia], *sb = &slots(cb)[ib];
+		size_t n = sa->len - oa < sb->len - ob ? sa->len - oa
+						       : sb->len - ob;
+		int r = memcmp(sa->raw->data + sa->off + oa,
+			       sb->raw->data + sb->off + ob, n);
+
+		if (r)
+			return r < 0 ? -1 : 1;
+		oa += n;
+		ob += n;
+		if (oa == sa->len) {
+			oa = 0;
+			pos_next(&ca, &ia);
+		}
+		if (ob == sb->len) {
+			ob = 0;
+			pos_next(&cb, &ib);
+		}
+	}
+	if (ca)
+		return 1;
+	if (cb)
+		return -1;
+	return 0;
+}
+
+bool bl_list_contents_equal(const struct bl_list *a, const struct bl_list *b)
+{
+	return a->_len == b->_len && !bl_list_compare(a, b);
+}
+
+/* ---- export -------------------------------------------------------------- */
+
+int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
+		     int iovcnt)
+{
+	struct bl__chunk_hdr *c;
+	struct pos p;
+	uint32_t i;
+	int n = 0;
+
+	if (iovcnt < 0)
+		return -EINVAL;
+	if (off > l->_len)
+		return -ERANGE;
+	if (off == l->_len || !iovcnt)
+		return 0;
+	locate(l, off, &p);
+	for (c = p.c, i = p.i; c && n < iovcnt; pos_next(&c, &i)) {
+		const struct bl_ptr *s = &slots(c)[i];
+		size_t so = n ? 0 : p.inner;
+
+		iov[n].iov_base = s->raw->data + s->off + so;
+		iov[n].iov_len = s->len - so;
+		n++;
+	}
+	return n;
+}
+
+int bl_list_get_ptr(const struct bl_list *l, unsigned idx, struct bl_ptr *p)
+{
+	const struct bl__chunk_hdr *c;
+
+	if (idx >= l->_nseg)
+		return -ERANGE;
+	for (c = inl(l); c; c = c->next) {
+		if (idx < c->count) {
+			bl_ptr_copy(p, &slots(c)[c->start + idx]);
+			return 0;
+		}
+		idx -= c->count;
+	}
+	return -ERANGE;
+}
+
+/* ---- crc32c ---------------------------------------------------------------- */
+
+uint32_t bl_list_crc32c(const struct bl_list *l, uint32_t seed)
+{
+	const struct bl__chunk_hdr *c;
+	const struct bl_ptr *s;
+	uint32_t i, crc = seed;
+
+	for_each_seg(l, c, s, i)
+		crc = bl__raw_crc32c(s->raw, s->off, s->len, crc);
+	return crc;
+}
+
+void bl_list_invalidate_crc(struct bl_list *l)
+{
+	const struct bl__chunk_hdr *c;
+	const struct bl_ptr *s;
+	uint32_t i;
+
+	for_each_seg(l, c, s, i)
+		bl_raw_invalidate_crc(s->raw);
+}
+
+/* ---- hexdump ------------------------------------------------------------- */
+
+static int hex_line(FILE *out, size_t off, const unsigned char *b, size_t n)
+{
+	char line[80], *p = line;
+
+	p += sprintf(p, "%08zx  ", off);
+	for (size_t k = 0; k < 16; k++) {
+		if (k < n)
+			p += sprintf(p, "%02x ", b[k]);
+		else
+			p += sprintf(p, "   ");
+		if (k == 7)
+			*p++ = ' ';
+	}
+	*p++ = ' ';
+	*p++ = '|';
+	for (size_t k = 0; k < n; k++)
+		*p++ = b[k] >= 0x20 && b[k] < 0x7f ? (char)b[k] : '.';
+	*p++ = '|';
+	*p++ = '\n';
+	*p = 0;
+	return fputs(line, out) < 0 ? -EIO : 0;
+}
+
+int bl_list_hexdump(const struct bl_list *l, FILE *out)
+{
+	unsigned char cur[16], prev[16];
+	bool have_prev = false, starred = false;
+	size_t off;
+
+	for (off = 0; off < l->_len; off += 16) {
+		size_t n = l->_len - off < 16 ? l->_len - off : 16;
+
+		/* 16-byte lines: a copy is simpler than walking seams */
+		{
+			struct bl__chunk_hdr *c;
+			struct pos p;
+			uint32_t i;
+			size_t got = 0;
+
+			locate(l, off, &p);
+			for (c = p.c, i = p.i; got < n; pos_next(&c, &i)) {
+				const struct bl_ptr *s = &slots(c)[i];
+				size_t so = got ? 0 : p.inner;
+				size_t k = s->len - so < n - got ? s->len - so
+								 : n - got;
+
+				memcpy(cur + got, s->raw->data + s->off + so, k);
+				got += k;
+			}
+		}
+		if (have_prev && n == 16 && !memcmp(cur, prev, 16)) {
+			if (!starred && fputs("*\n", out) < 0)
+				return -EIO;
+			starred = true;
+			continue;
+		}
+		starred = false;
+		if (hex_line(out, off, cur, n))
+			return -EIO;
+		memcpy(prev, cur, 16);
+		have_prev = n == 16;
+	}
+	if (l->_len && fprintf(out, "%08zx\n", l->_len) < 0)
+		return -EIO;
+	return 0;
+}
+
+/* ---- memory -------------------------------------------------------------- */
+
+static int cmp_ptr_raw(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)((const struct bl_ptr *)a)->raw;
+	uintptr_t y = (uintptr_t)((const struct bl_ptr *)b)->raw;
+
+	return x < y ? -1 : x > y;
+}
+
+size_t bl_list_pinned_unused(const struct bl_list *l)
+{
+	const struct bl__chunk_hdr *c;
+	const struct bl_ptr *s;
+	struct bl_ptr *v;
+	size_t total = 0, k = 0, n = l->_nseg + (l->_abuf ? 1 : 0);
+	uint32_t i;
+
+	if (!n)
+		return 0;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return 0;
+	for_each_seg(l, c, s, i)
+		v[k++] = *s;
+	if (l->_abuf) {
+		v[k].raw = l->_abuf;
+		v[k].off = 0;
+		v[k++].len = 0;
+	}
+	qsort(v, n, sizeof(*v), cmp_ptr_raw);
+	for (k = 0; k < n;) {
+		struct bl_raw *r = v[k].raw;
+		size_t used = 0;
+
+		for (; k < n && v[k].raw == r; k++)
+			used += v[k].len;
+		if (r->len > used)
+			total += r->len - used;
+	}
+	free(v);
+	return total;
+}
+
+/* ---- validation -------------------------------------------------------- */
+
+int bl__list_validate(const struct bl_list *l)
+{
+	const struct bl__chunk_hdr *c, *last = NULL;
+	size_t len = 0;
+	unsigned nseg = 0;
+
+	if (l->_inl.cap != BL_LIST_INLINE)
+		return -1;
+	for (c = inl(l); c; c = c->next) {
+		if (c->start + c->count > c->cap)
+			return -2;
+		if (c != inl(l) && !c->count)
+			return -3;	/* empty heap chunk */
+		for (uint32_t i = c->start; i < c->start + c->count; i++) {
+			const struct bl_ptr *s = &slots(c)[i];
+
+			if (!s->raw || !s->len)
+				return -4;
+			if (s->off + s->len > s->raw->used ||
+			    s->raw->used > s->raw->len)
+				return -5;
+			if (!bl_raw_nref(s->raw))
+				return -6;
+			len += s->len;
+			nseg++;
+		}
+		last = c;
+	}
+	if (last != l->_tail)
+		return -7;
+	if (len != l->_len)
+		return -8;
+	if (nseg != l->_nseg)
+		return -9;
+	if (l->_abuf && l->_abuf->used > l->_abuf->len)
+		return -10;
+	return 0;
+}

@@ -1,0 +1,131 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# check_exports.sh - the exported ABI has three descriptions that must never
+# drift apart:
+#   1. the dynamic symbols the built shared library defines (nm -D),
+#   2. the names the version script src/libbufferlist.map lists as global,
+#   3. the functions the public headers declare with BL_API.
+# Fails (exit 1) printing the difference when any two differ; exit 77 (SKIP)
+# only when the shared library was not built (e.g. --disable-shared).
+#
+# Environment: top_srcdir and top_builddir (set by `make check`); both
+# default to what fits a run from the build directory.
+
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+NM=${NM:-nm}
+
+so=$top_builddir/src/.libs/libbufferlist.so
+map=$top_srcdir/src/libbufferlist.map
+hdrdir=$top_srcdir/include/bufferlist
+
+if [ ! -f "$so" ]; then
+	echo "exports: $so not built, skipping"
+	exit 77
+fi
+for f in "$map" "$hdrdir"; do
+	if [ ! -e "$f" ]; then
+		echo "exports: $f missing" >&2
+		exit 1
+	fi
+done
+
+tmp=${TMPDIR:-/tmp}/bl_exports.$$
+mkdir "$tmp" || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
+
+# 1. Defined global dynamic symbols: text, data, bss, read-only data (plus
+# weak and ifunc, so a resolver-dispatched function is not missed).  The
+# version nodes appear as absolute (A) symbols and are dropped; nm may print
+# a version suffix (name@@NODE), which is cut.
+if ! "$NM" -D --defined-only "$so" >"$tmp/nm.out"; then
+	echo "exports: $NM -D failed on $so" >&2
+	exit 1
+fi
+awk 'NF >= 3 && $2 ~ /^[TDBRWVi]$/ { sub(/@.*/, "", $3); print $3 }' \
+	"$tmp/nm.out" | LC_ALL=C sort -u >"$tmp/so"
+
+# 2. The version script: comments removed, split into tokens; every name
+# inside a version node's braces that is global (after `global:`, or before
+# any `local:`) is exported.  Node names and inherited nodes sit outside the
+# braces.  A wildcard in a global section cannot be compared name by name
+# and is an error.
+awk '
+	{ sub(/#.*$/, ""); text = text " " $0 }
+	END {
+		gsub(/\/\*([^*]|\*+[^*\/])*\*+\//, " ", text)
+		gsub(/[{};:]/, " & ", text)
+		n = split(text, t, /[ \t]+/)
+		for (i = 1; i <= n; i++) {
+			if (t[i] == "{") {
+				depth++
+				g = 1
+			} else if (t[i] == "}") {
+				depth--
+				g = 0
+			} else if (t[i] == ":") {
+				continue
+			} else if (t[i] == "global" && t[i + 1] == ":") {
+				g = 1
+			} else if (t[i] == "local" && t[i + 1] == ":") {
+				g = 0
+			} else if (t[i] != ";" && t[i] != "" && depth > 0 && g) {
+				print t[i]
+			}
+		}
+	}' "$map" | LC_ALL=C sort -u >"$tmp/map"
+if grep -q '[][*?]' "$tmp/map"; then
+	echo "exports: $map uses wildcards in a global section;" \
+		"list every symbol explicitly:" >&2
+	grep '[][*?]' "$tmp/map" >&2
+	exit 1
+fi
+
+# 3. Declarations: every line starting with BL_API declares one function
+# (the identifier right before the first parenthesis) or, without one, one
+# object (the identifier before ';' or '[').
+cat "$hdrdir"/*.h | awk '
+	/^BL_API[ \t]/ {
+		s = $0
+		if (index(s, "(")) {
+			s = substr(s, 1, index(s, "(") - 1)
+		} else {
+			sub(/[;[].*$/, "", s)
+		}
+		sub(/[ \t]+$/, "", s)
+		if (match(s, /[A-Za-z_][A-Za-z0-9_]*$/))
+			print substr(s, RSTART, RLENGTH)
+	}' | LC_ALL=C sort -u >"$tmp/hdr"
+
+n_so=$(wc -l <"$tmp/so")
+n_map=$(wc -l <"$tmp/map")
+n_hdr=$(wc -l <"$tmp/hdr")
+status=0
+
+report()
+{
+	# $1 $2: files; $3 $4: their names
+	if ! cmp -s "$1" "$2"; then
+		status=1
+		echo "exports: $3 and $4 differ:"
+		LC_ALL=C comm -23 "$1" "$2" | sed "s/^/  only in $3: /"
+		LC_ALL=C comm -13 "$1" "$2" | sed "s/^/  only in $4: /"
+	fi
+}
+
+report "$tmp/so" "$tmp/map" "libbufferlist.so" "libbufferlist.map"
+report "$tmp/hdr" "$tmp/map" "headers(BL_API)" "libbufferlist.map"
+report "$tmp/so" "$tmp/hdr" "libbufferlist.so" "headers(BL_API)"
+
+if [ "$n_so" -eq 0 ]; then
+	echo "exports: no symbols found in $so" >&2
+	status=1
+fi
+if [ $status -ne 0 ]; then
+	echo "exports: FAIL (so: $n_so, map: $n_map, headers: $n_hdr)"
+	exit 1
+fi
+echo "exports: $n_so symbols match (so, map, headers)"
+exit 0

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "testutil.h"
+
+static pthread_mutex_t tu_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tu_alloc_stats tu_st;
+static uint64_t tu_fail_at;	/* allocation number that fails, 0 = never */
+static int tu_sticky;
+static uint64_t tu_attempts;
+
+static void *tu_alloc(void *opaque, size_t size, size_t align)
+{
+	void *p = NULL;
+	bool fail;
+
+	pthread_mutex_lock(&tu_lock);
+	tu_attempts++;
+	fail = tu_fail_at && (tu_attempts == tu_fail_at ||
+			      (tu_sticky && tu_attempts > tu_fail_at));
+	if (fail)
+		tu_st.failed++;
+	pthread_mutex_unlock(&tu_lock);
+	if (fail)
+		return NULL;
+	if (align < sizeof(void *))
+		align = sizeof(void *);
+	if (posix_memalign(&p, align, size ? size : 1))
+		return NULL;
+	pthread_mutex_lock(&tu_lock);
+	tu_st.allocs++;
+	tu_st.live_bytes += (int64_t)size;
+	pthread_mutex_unlock(&tu_lock);
+	return p;
+}
+
+static void tu_free(void *opaque, void *p, size_t size, size_t align)
+{
+	pthread_mutex_lock(&tu_lock);
+	tu_st.frees++;
+	tu_st.live_bytes -= (int64_t)size;
+	pthread_mutex_unlock(&tu_lock);
+	free(p);
+}
+
+void tu_alloc_install(uint64_t fail_at, int sticky)
+{
+	struct bl_allocator a = { tu_alloc, tu_free, NULL };
+
+	pthread_mutex_lock(&tu_lock);
+	memset(&tu_st, 0, sizeof(tu_st));
+	tu_attempts = 0;
+	tu_fail_at = fail_at;
+	tu_sticky = sticky;
+	pthread_mutex_unlock(&tu_lock);
+	bl_allocator_set(&a);
+}
+
+void tu_alloc_fail_at(uint64_t fail_at, int sticky)
+{
+	pthread_mutex_lock(&tu_lock);
+	tu_attempts = 0;
+	tu_fail_at = fail_at;
+	tu_sticky = sticky;
+	pthread_mutex_unlock(&tu_lock);
+}
+
+void tu_alloc_uninstall(void)
+{
+	bl_allocator_set(NULL);
+}
+
+void tu_alloc_stats(struct tu_alloc_stats *out)
+{
+	pthread_mutex_lock(&tu_lock);
+	*out = tu_st;
+	pthread_mutex_unlock(&tu_lock);
+}
+
+unsigned char *tu_flatten(const struct bl_list *l)
+{
+	size_t n = bl_list_length(l);
+	unsigned char *p;
+
+	if (!n)
+		return NULL;
+	p = malloc(n);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(bl_list_copy_out(l, 0, n, p), 0);
+	return p;
+}
+
+void tu_assert_list_eq(const struct bl_list *l, const void *want, size_t len)
+{
+	unsigned char *got;
+
+	ck_assert_int_eq(bl__list_validate(l), 0);
+	ck_assert_uint_eq(bl_list_length(l), len);
+	got = tu_flatten(l);
+	if (len)
+		ck_assert_msg(memcmp(got, want, len) == 0,
+			      "list bytes differ from the expected bytes");
+	free(got);
+}
+
+uint64_t tu_rand(uint64_t *s)
+{
+	uint64_t x = *s ? *s : 0x9E3779B97F4A7C15ull;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1Dull;
+}
+
+void tu_fill(void *buf, size_t len, uint64_t *rng)
+{
+	unsigned char *p = buf;
+
+	for (size_t i = 0; i < len; i++)
+		p[i] = (unsigned char)(tu_rand(rng) >> 56);
+}
+
+void tu_append_segmented(struct bl_list *l, const void *data, size_t len,
+			 size_t max_seg, int own_raws, uint64_t *rng)
+{
+	const char *p = data;
+
+	while (len) {
+		size_t n = 1 + tu_rand(rng) % max_seg;
+
+		if (n > len)
+			n = len;
+		if (own_raws) {
+			struct bl_ptr bp;
+
+			ck_assert_int_eq(bl_ptr_alloc(&bp, n), 0);
+			memcpy(bl_ptr_data(&bp), p, n);
+			ck_assert_int_eq(bl_list_append_ptr_move(l, &bp), 0);
+		} else {
+			ck_assert_int_eq(bl_list_append(l, p, n), 0);
+		}
+		p += n;
+		len -= n;
+	}
+}
+
+uint64_t tu_seed(const char *who)
+{
+	const char *e = getenv("BL_TEST_SEED");
+	uint64_t s;
+
+	if (e && *e)
+		s = strtoull(e, NULL, 0);
+	else
+		s = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
+	if (!s)
+		s = 1;
+	fprintf(stderr, "%s: seed %" PRIu64 " (rerun with BL_TEST_SEED=%" PRIu64 ")\n",
+		who, s, s);
+	return s;
+}
+
+int tu_run(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/* testutil.h - helpers shared by the Check suites (never installed). */
+#ifndef BL_TESTUTIL_H
+#define BL_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <check.h>
+#include "internal.h"
+
+/*
+ * A counting allocator that can fail the Nth allocation.  Installed with
+ * tu_alloc_install(); every block it hands out is tracked so a test can
+ * assert that nothing leaked.
+ */
+struct tu_alloc_stats {
+	uint64_t allocs;	/* successful allocations */
+	uint64_t frees;
+	uint64_t failed;	/* allocations refused */
+	int64_t live_bytes;	/* allocated minus freed */
+};
+
+/* Installs the counting allocator; fail_at = 0 never fails, N fails the
+ * Nth allocation from now (1-based) and every one after it when sticky. */
+void tu_alloc_install(uint64_t fail_at, int sticky);
+/* Changes the failure point without resetting the counters. */
+void tu_alloc_fail_at(uint64_t fail_at, int sticky);
+/* Restores the default allocator (blocks keep their own allocator). */
+void tu_alloc_uninstall(void);
+void tu_alloc_stats(struct tu_alloc_stats *out);
+
+/* Flattens @l into a new malloc'd buffer (caller frees); NULL for empty. */
+unsigned char *tu_flatten(const struct bl_list *l);
+
+/* Asserts (ck_assert) that @l holds exactly @len bytes equal to @want and
+ * passes bl__list_validate(). */
+void tu_assert_list_eq(const struct bl_list *l, const void *want, size_t len);
+
+/* Appends @len bytes of @data to @l as segments of random sizes in
+ * [1, max_seg] (each its own raw when @own_raws, else through append). */
+void tu_append_segmented(struct bl_list *l, const void *data, size_t len,
+			 size_t max_seg, int own_raws, uint64_t *rng);
+
+/* xorshift64*: deterministic test randomness. */
+uint64_t tu_rand(uint64_t *state);
+/* Fills @buf with pseudo-random bytes. */
+void tu_fill(void *buf, size_t len, uint64_t *rng);
+
+/* Seed: from BL_TEST_SEED if set, else time-based; printed to stderr. */
+uint64_t tu_seed(const char *who);
+
+/* Runs @s (fork mode as CK_FORK says) and returns the exit status. */
+int tu_run(Suite *s);
+
+#endif
