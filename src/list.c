@@ -135,7 +135,7 @@ static int push_seg(struct bl_list *l, struct bl_raw *raw, size_t off,
 
 	if (bl__unlikely(t->start + t->count == t->cap)) {
 		if (t->count < t->cap) {
-			chunk_compact(t);
+			chunk_compact(t);	/* push clears _ext below */
 		} else {
 			struct bl__chunk_hdr *c;
 
@@ -152,6 +152,7 @@ static int push_seg(struct bl_list *l, struct bl_raw *raw, size_t off,
 		}
 	}
 	s = &slots(t)[t->start + t->count++];
+	l->_ext = NULL;
 	s->raw = raw;
 	s->off = off;
 	s->len = len;
@@ -193,6 +194,7 @@ static void mark_rollback(struct bl_list *l, const struct mark *m,
 	struct bl__chunk_hdr *c = m->tail, *n = c->next;
 	uint32_t end = c->start + c->count;
 
+	l->_ext = NULL;
 	if (release)
 		for (uint32_t i = m->end; i < end; i++)
 			bl__raw_put(slots(c)[i].raw);
@@ -218,6 +220,7 @@ static void mark_rollback(struct bl_list *l, const struct mark *m,
 
 void bl_list_init(struct bl_list *l)
 {
+	l->_ext = NULL;
 	l->_tail = inl(l);
 	l->_len = 0;
 	l->_nseg = 0;
@@ -245,6 +248,7 @@ static void drop_segments(struct bl_list *l)
 			chunk_free(c);
 		c = n;
 	}
+	l->_ext = NULL;
 	l->_tail = inl(l);
 	l->_inl.next = NULL;
 	l->_inl.start = 0;
@@ -266,6 +270,7 @@ void bl_list_clear(struct bl_list *l)
 /* The list's contents are now empty but its chunks belong to another. */
 static void reset_moved(struct bl_list *l)
 {
+	l->_ext = NULL;
 	l->_tail = inl(l);
 	l->_inl.next = NULL;
 	l->_inl.start = 0;
@@ -290,6 +295,8 @@ void bl_list_swap(struct bl_list *a, struct bl_list *b)
 		a->_tail = inl(a);
 	if (a_inl)
 		b->_tail = inl(b);
+	a->_ext = NULL;	/* it may point into the other's inline slots */
+	b->_ext = NULL;
 }
 
 size_t bl_list_length(const struct bl_list *l)
@@ -314,24 +321,48 @@ bool bl_list_is_empty(const struct bl_list *l)
  * last segment when it ends at the frontier, else pushes a new segment
  * (one atomic increment, maybe one chunk allocation).
  */
-static inline int abuf_put(struct bl_list *l, struct bl_raw *ab,
-			   const void *data, size_t len)
+/* Inlined by force: it is the whole of a small append. */
+static inline __attribute__((always_inline)) int
+abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len)
 {
-	struct bl_ptr *ls = last_seg(l);
+	struct bl_ptr *ls = l->_ext;
+	char *dst = ab->data + ab->used;
 
-	if (ls && ls->raw == ab && ls->off + ls->len == ab->used) {
-		ls->len += len;
-		l->_len += len;
-	} else {
-		if (push_seg(l, ab, ab->used, len, NULL))
-			return -ENOMEM;
-		bl__raw_get(ab);
+	if (!ls) {
+		ls = last_seg(l);
+		if (!ls || ls->raw != ab || ls->off + ls->len != ab->used) {
+			if (push_seg(l, ab, ab->used, 0, NULL))
+				return -ENOMEM;
+			bl__raw_get(ab);
+			ls = last_seg(l);
+		}
 	}
-	if (data)
-		memcpy(ab->data + ab->used, data, len);
-	else
-		memset(ab->data + ab->used, 0, len);
+	ls->len += len;
+	l->_len += len;
 	ab->used += len;
+	l->_ext = ls;
+	/* small appends dominate: keep them out of a library call */
+	if (data) {
+		if (len <= 16 && len >= 8) {
+			uint64_t x, y;
+
+			memcpy(&x, data, 8);
+			memcpy(&y, (const char *)data + len - 8, 8);
+			memcpy(dst, &x, 8);
+			memcpy(dst + len - 8, &y, 8);
+		} else if (len < 8 && len >= 4) {
+			uint32_t x, y;
+
+			memcpy(&x, data, 4);
+			memcpy(&y, (const char *)data + len - 4, 4);
+			memcpy(dst, &x, 4);
+			memcpy(dst + len - 4, &y, 4);
+		} else {
+			memcpy(dst, data, len);
+		}
+	} else {
+		memset(dst, 0, len);
+	}
 	return 0;
 }
 
@@ -346,6 +377,7 @@ static int append_slow(struct bl_list *l, const void *data, size_t len)
 	struct bl_raw *ab;
 	size_t block;
 
+	l->_ext = NULL;	/* the hint belongs to the old buffer */
 	if (len >= LARGE_APPEND) {
 		/* Big enough to be a segment of its own, sized exactly. */
 		ab = bl__raw_create_combined(len, len);
@@ -418,6 +450,7 @@ static inline bool try_extend(struct bl_list *l, const struct bl_ptr *p)
 {
 	struct bl_ptr *ls = last_seg(l);
 
+	l->_ext = NULL;
 	if (ls && ls->raw == p->raw && ls->off + ls->len == p->off) {
 		ls->len += p->len;
 		l->_len += p->len;
@@ -498,6 +531,7 @@ int bl_list_prepend_ptr(struct bl_list *l, const struct bl_ptr *p)
 
 	if (!p->len)
 		return 0;
+	l->_ext = NULL;
 	if (!l->_nseg)
 		return bl_list_append_ptr(l, p);
 	if (!c->start && c->count == c->cap) {
@@ -536,6 +570,7 @@ int bl_list_claim_append(struct bl_list *l, struct bl_list *src)
 		return -EINVAL;
 	if (!src->_nseg)
 		return 0;
+	l->_ext = NULL;
 	/* src's inline slices are copied; everything else is relinked. */
 	if (si->count) {
 		if (t->cap - t->count >= si->count) {
@@ -574,6 +609,7 @@ int bl_list_claim_prepend(struct bl_list *l, struct bl_list *src)
 		return -EINVAL;
 	if (!src->_nseg)
 		return 0;
+	l->_ext = NULL;
 	if (!l->_nseg) {
 		/* Same as an append, but keep l's own append buffer. */
 		return bl_list_claim_append(l, src);
@@ -781,6 +817,7 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 		return -ERANGE;
 	if (!len)
 		return 0;
+	l->_ext = NULL;
 	locate(l, off, &a);
 	locate(l, off + len - 1, &b);	/* b holds the last byte removed */
 	sb = slots(b.c)[b.i];
@@ -1489,5 +1526,8 @@ int bl__list_validate(const struct bl_list *l)
 		return -9;
 	if (l->_abuf && l->_abuf->used > l->_abuf->len)
 		return -10;
+	if (l->_ext && (l->_ext != last_seg(l) || l->_ext->raw != l->_abuf ||
+			l->_ext->off + l->_ext->len != l->_abuf->used))
+		return -11;	/* stale append hint */
 	return 0;
 }

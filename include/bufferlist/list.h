@@ -58,6 +58,8 @@ struct bl_list {
 	unsigned _nseg;			/* segments */
 	unsigned _abuf_next;		/* size of the next append buffer */
 	struct bl_raw *_abuf;		/* append buffer, one reference, or NULL */
+	struct bl_ptr *_ext;		/* last segment if it ends at _abuf's
+					 * frontier, else NULL (a hint) */
 	struct bl__chunk_hdr _inl;	/* the inline chunk: header ... */
 	struct bl_ptr _inl_seg[BL_LIST_INLINE];	/* ... and its slots */
 };
