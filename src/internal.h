@@ -60,15 +60,38 @@ void *bl__alloc(const struct bl__allocator *al, size_t size, size_t align);
 void bl__free(const struct bl__allocator *al, void *p, size_t size,
 	      size_t align);
 
-/* Per-thread counters (see struct bl_stats).  Plain stores: no RMW. */
+/*
+ * Per-thread state: the counters of struct bl_stats, each pool's
+ * accounting, and the cache of free combined raws.  Only its own thread
+ * writes it; counters use relaxed atomics written as load + store (no
+ * read-modify-write) so that another thread may sum them.
+ */
+#define BL__NCLASS 19	/* cache size classes, 32 .. BL_POOL_CACHE_MAX */
+
+struct bl__pool_tstats {
+	_Atomic int64_t raws;
+	_Atomic int64_t bytes;
+	_Atomic int64_t used;
+};
+
+struct bl__tcache_class {
+	void *head;		/* free blocks, linked through their first word */
+	uint32_t n;
+};
+
 struct bl__tstats {
 	_Atomic uint64_t copied_bytes;
 	_Atomic uint64_t copy_ops;
 	_Atomic uint64_t raws_created;
 	_Atomic uint64_t raws_freed;
+	_Atomic uint64_t cache_misses;	/* creates that went to the allocator */
+	bool no_cache;			/* a thread past its destructor */
+	struct bl__tcache_class cache[BL__NCLASS];
+	struct bl__pool_tstats pool[BL_POOL_MAX];
 };
 struct bl__tstats *bl__tstats_slow(void);
-extern __thread struct bl__tstats *bl__tstats_tls;
+extern __thread struct bl__tstats *bl__tstats_tls
+	__attribute__((tls_model("initial-exec")));
 
 static inline struct bl__tstats *bl__tstats(void)
 {
@@ -82,12 +105,99 @@ static inline void bl__stat_add(_Atomic uint64_t *c, uint64_t n)
 			      memory_order_relaxed);
 }
 
+static inline void bl__stat_adds(_Atomic int64_t *c, int64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
 /* Count a payload copy of @n bytes (n > 0). */
 static inline void bl__count_copy(size_t n)
 {
 	struct bl__tstats *t = bl__tstats();
 	bl__stat_add(&t->copied_bytes, n);
 	bl__stat_add(&t->copy_ops, 1);
+}
+
+/* ---- pools (pool.c) ------------------------------------------------------ */
+
+struct bl_pool {
+	char name[BL_POOL_NAME_MAX];
+	uint8_t id;
+	const struct bl__allocator *al;	/* NULL: the allocator in force */
+};
+
+extern struct bl_pool bl__pools[BL_POOL_MAX];
+extern const struct bl__allocator bl__default_allocator;
+extern _Atomic bool bl__cache_on;
+
+#define BL__NOCLASS 0xff
+
+/* Size class whose capacity holds @len, or BL__NOCLASS when too big. */
+static inline unsigned bl__size_class(size_t len)
+{
+	unsigned k;
+
+	if (len > BL_POOL_CACHE_MAX)
+		return BL__NOCLASS;
+	if (len <= 32)
+		return 0;
+	/* classes 32, 48, 64, 96, 128, ...: two per power of two */
+	k = 64 - __builtin_clzll(len - 1);	/* 2^k >= len, k >= 6 */
+	if (len <= (3ull << (k - 2)))
+		return 2 * (k - 5) - 1;
+	return 2 * (k - 5);
+}
+
+static inline size_t bl__class_size(unsigned cls)
+{
+	if (!cls)
+		return 32;
+	/* odd classes are 3 * 2^(k-2), even ones 2^k */
+	return cls & 1 ? 3ull << ((cls + 1) / 2 + 5 - 2)
+		       : 1ull << (cls / 2 + 5);
+}
+
+/* Slow halves of the cache: refill from the depot, spill to it. */
+void *bl__cache_refill(struct bl__tstats *t, unsigned cls);
+void bl__cache_spill(struct bl__tstats *t, unsigned cls);
+extern const uint32_t bl__tcache_cap[BL__NCLASS];
+
+/* A cached block of class @cls, or NULL (then allocate). */
+static inline void *bl__cache_get(struct bl__tstats *t, unsigned cls)
+{
+	struct bl__tcache_class *c = &t->cache[cls];
+	void *b = c->head;
+
+	if (bl__likely(b != NULL)) {
+		c->head = *(void **)b;
+		c->n--;
+		return b;
+	}
+	return bl__cache_refill(t, cls);
+}
+
+/* Takes @base into the cache; false if it must be freed instead. */
+static inline bool bl__cache_put(struct bl__tstats *t, unsigned cls,
+				 void *base)
+{
+	struct bl__tcache_class *c = &t->cache[cls];
+
+	if (bl__unlikely(t->no_cache ||
+			 !atomic_load_explicit(&bl__cache_on,
+					       memory_order_relaxed)))
+		return false;
+	*(void **)base = c->head;
+	c->head = base;
+	if (bl__unlikely(++c->n > bl__tcache_cap[cls]))
+		bl__cache_spill(t, cls);
+	return true;
+}
+
+/* Accounting of pool @id on this thread. */
+static inline struct bl__pool_tstats *bl__pool_stats(unsigned id)
+{
+	return &bl__tstats()->pool[id];
 }
 
 /* ---- raw (raw.c) -------------------------------------------------------- */
@@ -111,7 +221,8 @@ struct bl_raw {
 	_Atomic uint32_t nref;
 	uint8_t kind;		/* enum bl__raw_kind */
 	uint8_t readonly;	/* static: a write first copies */
-	uint16_t _pad0;
+	uint8_t pool;		/* index into bl__pools */
+	uint8_t cls;		/* cache size class, or BL__NOCLASS */
 	char *data;
 	size_t len;		/* capacity */
 	size_t used;		/* frontier: no slice covers bytes past it */
@@ -159,8 +270,16 @@ static inline struct bl_raw *bl__raw_get(struct bl_raw *r)
 /* Size of a combined raw's header as allocated after the data. */
 #define BL__RAW_HDR_SIZE bl__align_up(sizeof(struct bl_raw), 64)
 
-/* A combined raw whose frontier starts at @used (0 or @len). */
-struct bl_raw *bl__raw_create_combined(size_t len, size_t used);
+/* A combined raw in pool @p (NULL: default) with its frontier at @used. */
+struct bl_raw *bl__raw_create_combined(struct bl_pool *p, size_t len,
+				       size_t used);
+
+/* Moves @r's frontier forward by @n bytes, with its pool's accounting. */
+static inline void bl__raw_advance(struct bl_raw *r, size_t n)
+{
+	r->used += n;
+	bl__stat_adds(&bl__pool_stats(r->pool)->used, (int64_t)n);
+}
 
 /* Cached crc of [off, off + len) of @r for @seed, computing it on a miss. */
 uint32_t bl__raw_crc32c(struct bl_raw *r, size_t off, size_t len,

@@ -29,7 +29,7 @@ _Static_assert(offsetof(struct bl_list, _inl_seg) ==
 
 #define CHUNK_MIN 8
 #define CHUNK_MAX 64
-#define ABUF_MIN 256u		/* first append buffer, header included */
+#define ABUF_MIN 128u		/* first append buffer's capacity */
 #define LARGE_APPEND 4096	/* appends this big get a raw of their own */
 
 /* ---- chunks ------------------------------------------------------------- */
@@ -101,6 +101,14 @@ static inline struct bl_ptr *last_seg(const struct bl_list *l)
 	const struct bl__chunk_hdr *t = l->_tail;
 
 	return t->count ? &slots(t)[t->start + t->count - 1] : NULL;
+}
+
+/* The first segment (the list is not empty); only inline can be empty. */
+static inline struct bl_ptr *first_seg(const struct bl_list *l)
+{
+	const struct bl__chunk_hdr *c = inl(l)->count ? inl(l) : inl(l)->next;
+
+	return &slots(c)[c->start];
 }
 
 /* Moves a chunk's slots to its front so free room is at the end. */
@@ -218,8 +226,14 @@ static void mark_rollback(struct bl_list *l, const struct mark *m,
 
 /* ---- basics ------------------------------------------------------------ */
 
+void bl_list_set_pool(struct bl_list *l, struct bl_pool *p)
+{
+	l->_pool = p;
+}
+
 void bl_list_init(struct bl_list *l)
 {
+	l->_pool = NULL;
 	l->_ext = NULL;
 	l->_tail = inl(l);
 	l->_len = 0;
@@ -339,7 +353,7 @@ abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len)
 	}
 	ls->len += len;
 	l->_len += len;
-	ab->used += len;
+	bl__raw_advance(ab, len);
 	l->_ext = ls;
 	/* small appends dominate: keep them out of a library call */
 	if (data) {
@@ -366,21 +380,15 @@ abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len)
 	return 0;
 }
 
-/* Capacity of an append buffer whose block (data + header) is @block. */
-static inline size_t abuf_cap(size_t block)
-{
-	return block - sizeof(struct bl_raw);
-}
-
 static int append_slow(struct bl_list *l, const void *data, size_t len)
 {
 	struct bl_raw *ab;
-	size_t block;
+	size_t cap;
 
 	l->_ext = NULL;	/* the hint belongs to the old buffer */
 	if (len >= LARGE_APPEND) {
 		/* Big enough to be a segment of its own, sized exactly. */
-		ab = bl__raw_create_combined(len, len);
+		ab = bl__raw_create_combined(l->_pool, len, len);
 		if (!ab)
 			return -ENOMEM;
 		if (push_seg(l, ab, 0, len, NULL)) {
@@ -395,13 +403,15 @@ static int append_slow(struct bl_list *l, const void *data, size_t len)
 	}
 	/*
 	 * A new append buffer: the first is small (a lone small list pins
-	 * little), each refill doubles up to BL_LIST_ABUF_MAX, and its size
-	 * counts the raw's header so data + header fill a power of two.
+	 * little), each refill doubles up to BL_LIST_ABUF_MAX.  Capacities
+	 * are the pool cache's size classes, so no block carries slack.
 	 */
-	block = l->_abuf_next ? l->_abuf_next : ABUF_MIN;
-	while (abuf_cap(block) < len)
-		block *= 2;
-	ab = bl__raw_create_combined(abuf_cap(block), 0);
+	cap = l->_abuf_next ? l->_abuf_next : ABUF_MIN;
+	while (cap < len)
+		cap *= 2;
+	if (bl__size_class(cap) != BL__NOCLASS)
+		cap = bl__class_size(bl__size_class(cap));
+	ab = bl__raw_create_combined(l->_pool, cap, 0);
 	if (!ab)
 		return -ENOMEM;
 	if (abuf_put(l, ab, data, len)) {
@@ -411,8 +421,8 @@ static int append_slow(struct bl_list *l, const void *data, size_t len)
 	if (l->_abuf)
 		bl__raw_put(l->_abuf);
 	l->_abuf = ab;
-	l->_abuf_next = block * 2 > BL_LIST_ABUF_MAX ? BL_LIST_ABUF_MAX
-						     : block * 2;
+	l->_abuf_next = cap * 2 > BL_LIST_ABUF_MAX ? BL_LIST_ABUF_MAX
+						   : (unsigned)cap * 2;
 	return 0;
 }
 
@@ -1040,7 +1050,7 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 			left -= n;
 			if (!s->raw->readonly)
 				continue;
-			priv[k] = bl_raw_create(s->len);
+			priv[k] = bl_raw_create_in(bl_raw_pool(s->raw), s->len);
 			if (!priv[k]) {
 				while (k--)
 					bl__raw_put(priv[k]);
@@ -1106,10 +1116,14 @@ static void copy_run(char *dst, struct bl__chunk_hdr *c, uint32_t i,
 	}
 }
 
-static struct bl_raw *raw_for_copy(size_t len, size_t align)
+/* A raw for bytes copied out of @like's segment: same pool. */
+static struct bl_raw *raw_for_copy(const struct bl_raw *like, size_t len,
+				   size_t align)
 {
-	return align <= BL_CACHELINE ? bl__raw_create_combined(len, len)
-				     : bl_raw_create_aligned(len, align);
+	struct bl_pool *p = &bl__pools[like->pool];
+
+	return align <= BL_CACHELINE ? bl__raw_create_combined(p, len, len)
+				     : bl_raw_create_aligned_in(p, len, align);
 }
 
 int bl_list_rebuild(struct bl_list *l)
@@ -1118,7 +1132,7 @@ int bl_list_rebuild(struct bl_list *l)
 
 	if (l->_nseg <= 1)
 		return 0;
-	r = raw_for_copy(l->_len, BL_CACHELINE);
+	r = raw_for_copy(first_seg(l)->raw, l->_len, BL_CACHELINE);
 	if (!r)
 		return -ENOMEM;
 	bl_list_copy_out(l, 0, l->_len, r->data);
@@ -1185,7 +1199,7 @@ int bl_list_rebuild_aligned_size_and_memory(struct bl_list *l,
 				 ((total & (size_align - 1)) ||
 				  !seg_good(&slots(c)[i], size_align, mem_align,
 					    idx == n - 1)));
-			r = raw_for_copy(total, mem_align);
+			r = raw_for_copy(slots(rc)[ri].raw, total, mem_align);
 			if (!r) {
 				ret = -ENOMEM;
 				goto fail;
@@ -1223,7 +1237,7 @@ int bl_list_rebuild_aligned_size_and_memory(struct bl_list *l,
 				pos_next(&c, &i);
 			}
 			idx += cnt;
-			r = raw_for_copy(total, mem_align);
+			r = raw_for_copy(slots(rc)[ri].raw, total, mem_align);
 			if (!r || push_seg(&out2, r, 0, total, NULL)) {
 				bl_raw_put(r);
 				bl_list_clear(&out2);

@@ -44,7 +44,7 @@ static void default_free(void *opaque, void *p, size_t size, size_t align)
 		free(((void **)p)[-1]);
 }
 
-static const struct bl__allocator default_allocator = {
+const struct bl__allocator bl__default_allocator = {
 	{ default_alloc, default_free, NULL }
 };
 
@@ -59,30 +59,38 @@ static const struct bl__allocator default_allocator = {
 static struct bl__allocator interned[MAX_ALLOCATORS];
 static unsigned n_interned;
 static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(const struct bl__allocator *) current = &default_allocator;
+static _Atomic(const struct bl__allocator *) current = &bl__default_allocator;
 
 const struct bl__allocator *bl__allocator_current(void)
 {
 	return atomic_load_explicit(&current, memory_order_acquire);
 }
 
+/* The interned record for @a, or NULL when the table is full. */
+static const struct bl__allocator *intern(const struct bl_allocator *a)
+{
+	const struct bl__allocator *rec = NULL;
+
+	pthread_mutex_lock(&alloc_lock);
+	for (unsigned i = 0; i < n_interned; i++)
+		if (interned[i].a.alloc == a->alloc &&
+		    interned[i].a.free == a->free &&
+		    interned[i].a.opaque == a->opaque)
+			rec = &interned[i];
+	if (!rec && n_interned < MAX_ALLOCATORS) {
+		interned[n_interned].a = *a;
+		rec = &interned[n_interned++];
+	}
+	pthread_mutex_unlock(&alloc_lock);
+	return rec;
+}
+
 void bl_allocator_set(const struct bl_allocator *a)
 {
-	const struct bl__allocator *rec = &default_allocator;
+	const struct bl__allocator *rec = &bl__default_allocator;
 
 	if (a && a->alloc && a->free) {
-		pthread_mutex_lock(&alloc_lock);
-		rec = NULL;
-		for (unsigned i = 0; i < n_interned; i++)
-			if (interned[i].a.alloc == a->alloc &&
-			    interned[i].a.free == a->free &&
-			    interned[i].a.opaque == a->opaque)
-				rec = &interned[i];
-		if (!rec && n_interned < MAX_ALLOCATORS) {
-			interned[n_interned].a = *a;
-			rec = &interned[n_interned++];
-		}
-		pthread_mutex_unlock(&alloc_lock);
+		rec = intern(a);
 		if (!rec)
 			return;	/* table full: keep the allocator in force */
 	}
@@ -105,47 +113,63 @@ void bl__free(const struct bl__allocator *al, void *p, size_t size,
 	al->a.free(al->a.opaque, p, size, align);
 }
 
-/* ---- per-thread counters -------------------------------------------------- */
+/* ---- per-thread state ---------------------------------------------------- */
 
 /*
- * Each thread owns a block of counters that only it writes (plain
- * load+store, no read-modify-write), linked into a registry so that
- * bl_stats_get() can sum them.  A thread's block is folded into `retired`
- * when it exits.  These blocks come from malloc, not from the pluggable
- * allocator, so they never show up in a test's allocation counts.
+ * Each thread owns a block (struct bl__tstats) that only it writes, linked
+ * into a registry so that the stats calls can sum them.  When the thread
+ * exits its counters fold into `retired` and its cache goes to the depot.
+ * These blocks come from malloc, not from the pluggable allocator, so they
+ * never show up in a test's allocation counts.
  */
 struct tstats_node {
 	struct bl__tstats s;
 	struct tstats_node *next, **pprev;
 };
 
-__thread struct bl__tstats *bl__tstats_tls;
+__thread struct bl__tstats *bl__tstats_tls
+	__attribute__((tls_model("initial-exec")));
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tstats_node *stats_head;
-static struct bl_stats retired;
+static struct bl__tstats retired;
 static pthread_key_t stats_key;
 static pthread_once_t stats_once = PTHREAD_ONCE_INIT;
-static struct bl__tstats fallback_stats;	/* if malloc fails */
+/* used when malloc fails, and by a thread after its destructor ran */
+static struct bl__tstats fallback_stats = { .no_cache = true };
 
-static void add_into(struct bl_stats *dst, const struct bl__tstats *s)
+static void cache_drain_thread(struct bl__tstats *t);
+
+static void fold(struct bl__tstats *dst, const struct bl__tstats *s)
 {
-	dst->copied_bytes += atomic_load_explicit(&s->copied_bytes, memory_order_relaxed);
-	dst->copy_ops += atomic_load_explicit(&s->copy_ops, memory_order_relaxed);
-	dst->raws_created += atomic_load_explicit(&s->raws_created, memory_order_relaxed);
-	dst->raws_freed += atomic_load_explicit(&s->raws_freed, memory_order_relaxed);
+#define F(x) bl__stat_add(&dst->x, atomic_load_explicit(&s->x, memory_order_relaxed))
+	F(copied_bytes);
+	F(copy_ops);
+	F(raws_created);
+	F(raws_freed);
+	F(cache_misses);
+#undef F
+	for (unsigned i = 0; i < BL_POOL_MAX; i++) {
+#define P(x) bl__stat_adds(&dst->pool[i].x, atomic_load_explicit(&s->pool[i].x, memory_order_relaxed))
+		P(raws);
+		P(bytes);
+		P(used);
+#undef P
+	}
 }
 
 static void tstats_exit(void *arg)
 {
 	struct tstats_node *n = arg;
 
+	cache_drain_thread(&n->s);
 	pthread_mutex_lock(&stats_lock);
-	add_into(&retired, &n->s);
+	fold(&retired, &n->s);
 	*n->pprev = n->next;
 	if (n->next)
 		n->next->pprev = n->pprev;
 	pthread_mutex_unlock(&stats_lock);
-	bl__tstats_tls = &fallback_stats;	/* late frees after this */
+	/* frees that run in later destructors count here */
+	bl__tstats_tls = &fallback_stats;
 	free(n);
 }
 
@@ -176,36 +200,359 @@ struct bl__tstats *bl__tstats_slow(void)
 	return &n->s;
 }
 
+/* Sums every thread's block (and the retired ones) into @sum. */
+static void sum_all(struct bl__tstats *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	pthread_mutex_lock(&stats_lock);
+	fold(sum, &retired);
+	fold(sum, &fallback_stats);
+	for (struct tstats_node *n = stats_head; n; n = n->next)
+		fold(sum, &n->s);
+	pthread_mutex_unlock(&stats_lock);
+}
+
+static void to_public(struct bl_stats *out, const struct bl__tstats *s)
+{
+	out->copied_bytes = atomic_load_explicit(&s->copied_bytes, memory_order_relaxed);
+	out->copy_ops = atomic_load_explicit(&s->copy_ops, memory_order_relaxed);
+	out->raws_created = atomic_load_explicit(&s->raws_created, memory_order_relaxed);
+	out->raws_freed = atomic_load_explicit(&s->raws_freed, memory_order_relaxed);
+}
+
 void bl_stats_get(struct bl_stats *out)
 {
-	pthread_mutex_lock(&stats_lock);
-	*out = retired;
-	for (struct tstats_node *n = stats_head; n; n = n->next)
-		add_into(out, &n->s);
-	add_into(out, &fallback_stats);
-	pthread_mutex_unlock(&stats_lock);
+	struct bl__tstats sum;
+
+	sum_all(&sum);
+	to_public(out, &sum);
 }
 
 void bl_stats_thread(struct bl_stats *out)
 {
-	memset(out, 0, sizeof(*out));
-	add_into(out, bl__tstats());
+	to_public(out, bl__tstats());
 }
 
-static void zero(struct bl__tstats *s)
+static void zero_counters(struct bl__tstats *s)
 {
 	atomic_store_explicit(&s->copied_bytes, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->copy_ops, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->raws_created, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->raws_freed, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->cache_misses, 0, memory_order_relaxed);
 }
 
+/* Resets the counters of struct bl_stats; pool accounting is not reset. */
 void bl_stats_reset(void)
 {
 	pthread_mutex_lock(&stats_lock);
-	memset(&retired, 0, sizeof(retired));
+	zero_counters(&retired);
+	zero_counters(&fallback_stats);
 	for (struct tstats_node *n = stats_head; n; n = n->next)
-		zero(&n->s);
-	zero(&fallback_stats);
+		zero_counters(&n->s);
 	pthread_mutex_unlock(&stats_lock);
+}
+
+/* ---- pools ------------------------------------------------------------------ */
+
+struct bl_pool bl__pools[BL_POOL_MAX] = { [0] = { "default", 0, NULL } };
+static unsigned n_pools = 1;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct bl_pool *bl_pool_default(void)
+{
+	return &bl__pools[0];
+}
+
+struct bl_pool *bl_pool_create(const char *name, const struct bl_allocator *a)
+{
+	struct bl_pool *p = NULL;
+	size_t len = name ? strlen(name) : 0;
+
+	if (!len || len >= BL_POOL_NAME_MAX)
+		return NULL;
+	pthread_mutex_lock(&pool_lock);
+	for (unsigned i = 0; i < n_pools; i++)
+		if (!strcmp(bl__pools[i].name, name))
+			p = &bl__pools[i];
+	if (!p && n_pools < BL_POOL_MAX) {
+		const struct bl__allocator *al = NULL;
+
+		if (a && a->alloc && a->free)
+			al = intern(a);	/* outlives the pool's raws */
+		p = &bl__pools[n_pools];
+		memcpy(p->name, name, len + 1);
+		p->id = (uint8_t)n_pools;
+		p->al = al;
+		n_pools++;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	return p;
+}
+
+const char *bl_pool_name(const struct bl_pool *p)
+{
+	return p->name;
+}
+
+static void pool_stats_from(const struct bl__tstats *sum, unsigned id,
+			    struct bl_pool_stats *out)
+{
+	memcpy(out->name, bl__pools[id].name, BL_POOL_NAME_MAX);
+	out->raws = atomic_load_explicit(&sum->pool[id].raws, memory_order_relaxed);
+	out->bytes = atomic_load_explicit(&sum->pool[id].bytes, memory_order_relaxed);
+	out->bytes_used = atomic_load_explicit(&sum->pool[id].used, memory_order_relaxed);
+}
+
+void bl_pool_get_stats(const struct bl_pool *p, struct bl_pool_stats *out)
+{
+	struct bl__tstats sum;
+
+	sum_all(&sum);
+	pool_stats_from(&sum, p->id, out);
+}
+
+int bl_pool_stats_all(struct bl_pool_stats *out, int max)
+{
+	struct bl__tstats sum;
+	int n;
+
+	sum_all(&sum);
+	pthread_mutex_lock(&pool_lock);
+	n = (int)n_pools;
+	pthread_mutex_unlock(&pool_lock);
+	for (int i = 0; i < n && i < max; i++)
+		pool_stats_from(&sum, (unsigned)i, &out[i]);
+	return n;
+}
+
+int bl_pool_dump(FILE *out)
+{
+	struct bl_pool_stats st[BL_POOL_MAX];
+	struct bl_pool_cache_stats cs;
+	int n = bl_pool_stats_all(st, BL_POOL_MAX);
+
+	if (n < 0)
+		return n;
+	if (fprintf(out, "%-24s %12s %16s %16s\n", "pool", "raws", "bytes",
+		    "bytes_used") < 0)
+		return -EIO;
+	for (int i = 0; i < n; i++)
+		if (fprintf(out, "%-24s %12lld %16lld %16lld\n", st[i].name,
+			    (long long)st[i].raws, (long long)st[i].bytes,
+			    (long long)st[i].bytes_used) < 0)
+			return -EIO;
+	bl_pool_cache_get_stats(&cs);
+	if (fprintf(out, "cache: %llu raws, %llu bytes held; %llu misses\n",
+		    (unsigned long long)cs.cached_raws,
+		    (unsigned long long)cs.cached_bytes,
+		    (unsigned long long)cs.misses) < 0)
+		return -EIO;
+	return 0;
+}
+
+/* ---- the per-thread cache ------------------------------------------------ */
+
+/*
+ * A thread keeps up to TCACHE_MAX blocks per class (and no more than
+ * TCACHE_BYTES of one class); past that it moves half of them to the depot
+ * in one batch, so the depot's lock is taken once per TCACHE_MAX/2 frees in
+ * a producer/consumer pattern.  The depot holds at most DEPOT_BYTES; past
+ * that blocks go back to the allocator.
+ */
+#define TCACHE_MAX 64u
+#define TCACHE_BYTES (256u * 1024)
+#define DEPOT_BYTES (64u * 1024 * 1024)
+
+_Atomic bool bl__cache_on = true;
+
+struct depot_class {
+	pthread_mutex_t lock;
+	void *head;
+	_Atomic uint32_t n;	/* peeked at without the lock */
+};
+
+static struct depot_class depot[BL__NCLASS];
+static _Atomic size_t depot_bytes;
+static pthread_once_t depot_once = PTHREAD_ONCE_INIT;
+
+static void depot_init(void)
+{
+	for (unsigned i = 0; i < BL__NCLASS; i++)
+		pthread_mutex_init(&depot[i].lock, NULL);
+}
+
+__attribute__((constructor)) static void pool_env_init(void)
+{
+	const char *e = getenv("BL_POOL_CACHE");
+
+	if (e && *e == '0')
+		atomic_store(&bl__cache_on, false);
+	pthread_once(&depot_once, depot_init);
+}
+
+static inline size_t block_size(unsigned cls)
+{
+	return bl__align_up(bl__class_size(cls), 8) + sizeof(struct bl_raw);
+}
+
+/* TCACHE_MAX blocks, or fewer so that one class holds <= TCACHE_BYTES. */
+#define CAP(cls) (TCACHE_BYTES / (((cls) & 1 ? 3u << (((cls) + 1) / 2 + 3) \
+				   : 1u << ((cls) / 2 + 5)) + 104) < TCACHE_MAX ? \
+	TCACHE_BYTES / (((cls) & 1 ? 3u << (((cls) + 1) / 2 + 3) \
+			  : 1u << ((cls) / 2 + 5)) + 104) : TCACHE_MAX)
+const uint32_t bl__tcache_cap[BL__NCLASS] = {
+	CAP(0), CAP(1), CAP(2), CAP(3), CAP(4), CAP(5), CAP(6), CAP(7),
+	CAP(8), CAP(9), CAP(10), CAP(11), CAP(12), CAP(13), CAP(14), CAP(15),
+	CAP(16), CAP(17), CAP(18),
+};
+#undef CAP
+
+static void free_chain(void *head, unsigned cls)
+{
+	while (head) {
+		void *next = *(void **)head;
+
+		bl__free(&bl__default_allocator, head, block_size(cls),
+			 BL_CACHELINE);
+		head = next;
+	}
+}
+
+void *bl__cache_refill(struct bl__tstats *t, unsigned cls)
+{
+	struct bl__tcache_class *c = &t->cache[cls];
+	struct depot_class *d = &depot[cls];
+	void *batch, *tail;
+	unsigned k = 0, want = bl__tcache_cap[cls] / 2 + 1;
+
+	if (!t->no_cache &&
+	    atomic_load_explicit(&d->n, memory_order_relaxed)) {
+		pthread_mutex_lock(&d->lock);
+		batch = d->head;
+		for (tail = batch; tail && ++k < want; tail = *(void **)tail)
+			;
+		if (tail) {
+			d->head = *(void **)tail;
+			*(void **)tail = NULL;
+		} else {
+			d->head = NULL;
+		}
+		atomic_fetch_sub_explicit(&d->n, k, memory_order_relaxed);
+		pthread_mutex_unlock(&d->lock);
+		atomic_fetch_sub_explicit(&depot_bytes, k * block_size(cls),
+					  memory_order_relaxed);
+		if (batch) {
+			c->head = *(void **)batch;
+			c->n = k - 1;
+			return batch;
+		}
+	}
+	bl__stat_add(&t->cache_misses, 1);
+	return NULL;
+}
+
+/* Moves all but @keep blocks of @c to the depot (or the allocator). */
+static void spill(struct bl__tcache_class *c, unsigned cls, unsigned keep)
+{
+	struct depot_class *d = &depot[cls];
+	void *first, *last;
+	unsigned k = c->n - keep;
+	size_t bytes = (size_t)k * block_size(cls);
+
+	if (!k)
+		return;
+	first = c->head;
+	last = first;
+	for (unsigned i = 1; i < k; i++)
+		last = *(void **)last;
+	c->head = *(void **)last;
+	c->n = keep;
+	if (atomic_load_explicit(&depot_bytes, memory_order_relaxed) + bytes >
+	    DEPOT_BYTES) {
+		*(void **)last = NULL;
+		free_chain(first, cls);
+		return;
+	}
+	atomic_fetch_add_explicit(&depot_bytes, bytes, memory_order_relaxed);
+	pthread_mutex_lock(&d->lock);
+	*(void **)last = d->head;
+	d->head = first;
+	atomic_fetch_add_explicit(&d->n, k, memory_order_relaxed);
+	pthread_mutex_unlock(&d->lock);
+}
+
+void bl__cache_spill(struct bl__tstats *t, unsigned cls)
+{
+	struct bl__tcache_class *c = &t->cache[cls];
+
+	spill(c, cls, c->n / 2);
+}
+
+static void cache_drain_thread(struct bl__tstats *t)
+{
+	for (unsigned cls = 0; cls < BL__NCLASS; cls++)
+		spill(&t->cache[cls], cls, 0);
+}
+
+void bl_pool_cache_enable(bool on)
+{
+	atomic_store(&bl__cache_on, on);
+	if (!on)
+		bl_pool_cache_flush();
+}
+
+bool bl_pool_cache_enabled(void)
+{
+	return atomic_load(&bl__cache_on);
+}
+
+void bl_pool_cache_flush(void)
+{
+	struct bl__tstats *t = bl__tstats();
+
+	if (!t->no_cache)
+		for (unsigned cls = 0; cls < BL__NCLASS; cls++) {
+			free_chain(t->cache[cls].head, cls);
+			t->cache[cls].head = NULL;
+			t->cache[cls].n = 0;
+		}
+	for (unsigned cls = 0; cls < BL__NCLASS; cls++) {
+		struct depot_class *d = &depot[cls];
+		void *h;
+		unsigned n;
+
+		pthread_mutex_lock(&d->lock);
+		h = d->head;
+		n = atomic_exchange_explicit(&d->n, 0, memory_order_relaxed);
+		d->head = NULL;
+		pthread_mutex_unlock(&d->lock);
+		atomic_fetch_sub_explicit(&depot_bytes, n * block_size(cls),
+					  memory_order_relaxed);
+		free_chain(h, cls);
+	}
+}
+
+void bl_pool_cache_get_stats(struct bl_pool_cache_stats *out)
+{
+	struct bl__tstats sum;
+
+	memset(out, 0, sizeof(*out));
+	sum_all(&sum);
+	out->misses = atomic_load_explicit(&sum.cache_misses, memory_order_relaxed);
+	/* other threads' caches are theirs alone: count ours and the depot */
+	for (unsigned cls = 0; cls < BL__NCLASS; cls++) {
+		const struct bl__tcache_class *c = &bl__tstats()->cache[cls];
+
+		out->cached_raws += c->n;
+		out->cached_bytes += c->n * block_size(cls);
+	}
+	for (unsigned cls = 0; cls < BL__NCLASS; cls++) {
+		pthread_mutex_lock(&depot[cls].lock);
+		uint32_t n = atomic_load_explicit(&depot[cls].n, memory_order_relaxed);
+
+		out->cached_raws += n;
+		out->cached_bytes += n * block_size(cls);
+		pthread_mutex_unlock(&depot[cls].lock);
+	}
 }

@@ -95,7 +95,7 @@ int bl_ptr_append(struct bl_ptr *p, const void *src, size_t len)
 	 * so no crc cache can go stale here.
 	 */
 	memcpy(r->data + r->used, src, len);
-	r->used += len;
+	bl__raw_advance(r, len);
 	p->len += len;
 	bl__count_copy(len);
 	return 0;

@@ -13,58 +13,102 @@
 
 _Static_assert(sizeof(struct bl_raw) <= 128, "raw header grew past 2 lines");
 
-static void raw_init(struct bl_raw *r, const struct bl__allocator *al,
-		     enum bl__raw_kind kind, char *data, size_t len,
-		     size_t used)
+static inline struct bl_pool *pool_or_default(struct bl_pool *p)
 {
+	return p ? p : &bl__pools[0];
+}
+
+/* The allocator for a new raw of pool @p: the pool's own, else the one in force. */
+static inline const struct bl__allocator *pool_allocator(struct bl_pool *p)
+{
+	return p->al ? p->al : bl__allocator_current();
+}
+
+static inline void raw_init(struct bl__tstats *t, struct bl_raw *r,
+			    struct bl_pool *p, const struct bl__allocator *al,
+			    enum bl__raw_kind kind, char *data, size_t len,
+			    size_t used)
+{
+	struct bl__pool_tstats *ps = &t->pool[p->id];
+
 	atomic_init(&r->nref, 1);
 	r->kind = kind;
 	r->readonly = kind == BL__RAW_STATIC;
-	r->_pad0 = 0;
+	r->pool = p->id;
+	r->cls = BL__NOCLASS;
 	r->data = data;
 	r->len = len;
 	r->used = used;
 	r->al = al;
 	atomic_flag_clear_explicit(&r->crc_lock, memory_order_relaxed);
 	r->crc_valid = false;
-	bl__stat_add(&bl__tstats()->raws_created, 1);
+	bl__stat_add(&t->raws_created, 1);
+	bl__stat_adds(&ps->raws, 1);
+	bl__stat_adds(&ps->bytes, (int64_t)len);
+	bl__stat_adds(&ps->used, (int64_t)used);
 }
 
-/* Header after the data, 8-byte aligned; the block starts 64-aligned. */
-static inline size_t combined_hdr_off(size_t len)
+/*
+ * Combined layout: data first (64-byte aligned, as the block is), the
+ * header right after it at an 8-byte boundary.  A small raw of the default
+ * allocator gets a block of its size class, from the thread's cache when
+ * one is there; the header then sits after the class's capacity so that
+ * any block of the class fits any request of the class.
+ */
+struct bl_raw *bl__raw_create_combined(struct bl_pool *p, size_t len,
+				       size_t used)
 {
-	return bl__align_up(len, 8);
-}
-
-struct bl_raw *bl__raw_create_combined(size_t len, size_t used)
-{
-	const struct bl__allocator *al = bl__allocator_current();
+	struct bl__tstats *t = bl__tstats();
+	const struct bl__allocator *al;
 	struct bl_raw *r;
-	size_t hoff;
+	unsigned cls;
+	size_t cap;
 	char *base;
 
-	if (len > SIZE_MAX / 2)
-		return NULL;
-	hoff = combined_hdr_off(len);
-	base = bl__alloc(al, hoff + sizeof(struct bl_raw), BL_CACHELINE);
+	p = pool_or_default(p);
+	al = pool_allocator(p);
+	cls = bl__size_class(len);
+	if (bl__likely(al == &bl__default_allocator && cls != BL__NOCLASS &&
+		       atomic_load_explicit(&bl__cache_on,
+					    memory_order_relaxed))) {
+		cap = bl__class_size(cls);
+		base = bl__cache_get(t, cls);
+		if (!base)
+			base = bl__alloc(al, bl__align_up(cap, 8) +
+					 sizeof(struct bl_raw), BL_CACHELINE);
+	} else {
+		if (len > SIZE_MAX / 2)
+			return NULL;
+		cls = BL__NOCLASS;
+		cap = len;
+		base = bl__alloc(al, bl__align_up(cap, 8) + sizeof(struct bl_raw),
+				 BL_CACHELINE);
+	}
 	if (!base)
 		return NULL;
-	r = (struct bl_raw *)(base + hoff);
-	raw_init(r, al, BL__RAW_COMBINED, base, len, used);
+	r = (struct bl_raw *)(base + bl__align_up(cap, 8));
+	raw_init(t, r, p, al, BL__RAW_COMBINED, base, len, used);
+	r->cls = (uint8_t)cls;
 	return r;
 }
 
 struct bl_raw *bl_raw_create(size_t len)
 {
-	return bl__raw_create_combined(len, len);
+	return bl__raw_create_combined(NULL, len, len);
+}
+
+struct bl_raw *bl_raw_create_in(struct bl_pool *p, size_t len)
+{
+	return bl__raw_create_combined(p, len, len);
 }
 
 struct bl_raw *bl_raw_create_empty(size_t cap)
 {
-	return bl__raw_create_combined(cap, 0);
+	return bl__raw_create_combined(NULL, cap, 0);
 }
 
-struct bl_raw *bl_raw_create_aligned(size_t len, size_t align)
+struct bl_raw *bl_raw_create_aligned_in(struct bl_pool *p, size_t len,
+					size_t align)
 {
 	const struct bl__allocator *al;
 	struct bl_raw *r;
@@ -73,14 +117,15 @@ struct bl_raw *bl_raw_create_aligned(size_t len, size_t align)
 	if (!bl__is_pow2(align))
 		return NULL;
 	if (align <= BL_CACHELINE)
-		return bl__raw_create_combined(len, len);
+		return bl__raw_create_combined(p, len, len);
 	if (len > SIZE_MAX / 2)
 		return NULL;
 	/*
 	 * Page-aligned data gets its own block so that a 4 MiB request is
 	 * exactly 4 MiB of pages; the small header comes from elsewhere.
 	 */
-	al = bl__allocator_current();
+	p = pool_or_default(p);
+	al = pool_allocator(p);
 	r = bl__alloc(al, sizeof(*r), _Alignof(struct bl_raw));
 	if (!r)
 		return NULL;
@@ -89,21 +134,27 @@ struct bl_raw *bl_raw_create_aligned(size_t len, size_t align)
 		bl__free(al, r, sizeof(*r), _Alignof(struct bl_raw));
 		return NULL;
 	}
-	raw_init(r, al, BL__RAW_ALIGNED, data, len, len);
+	raw_init(bl__tstats(), r, p, al, BL__RAW_ALIGNED, data, len, len);
 	r->u.mem.size = len ? len : 1;
 	r->u.mem.align = align;
 	return r;
 }
 
+struct bl_raw *bl_raw_create_aligned(size_t len, size_t align)
+{
+	return bl_raw_create_aligned_in(NULL, len, align);
+}
+
 static struct bl_raw *raw_create_external(enum bl__raw_kind kind, void *data,
 					  size_t len)
 {
-	const struct bl__allocator *al = bl__allocator_current();
+	struct bl_pool *p = &bl__pools[0];
+	const struct bl__allocator *al = pool_allocator(p);
 	struct bl_raw *r = bl__alloc(al, sizeof(*r), _Alignof(struct bl_raw));
 
 	if (!r)
 		return NULL;
-	raw_init(r, al, kind, data, len, len);
+	raw_init(bl__tstats(), r, p, al, kind, data, len, len);
 	return r;
 }
 
@@ -127,13 +178,22 @@ struct bl_raw *bl_raw_claim(void *data, size_t len, bl_free_fn fn,
 void bl__raw_free(struct bl_raw *r)
 {
 	const struct bl__allocator *al = r->al;
+	struct bl__tstats *t = bl__tstats();
+	struct bl__pool_tstats *ps = &t->pool[r->pool];
 
-	bl__stat_add(&bl__tstats()->raws_freed, 1);
+	bl__stat_add(&t->raws_freed, 1);
+	bl__stat_adds(&ps->raws, -1);
+	bl__stat_adds(&ps->bytes, -(int64_t)r->len);
+	bl__stat_adds(&ps->used, -(int64_t)r->used);
 	switch (r->kind) {
-	case BL__RAW_COMBINED:
-		bl__free(al, r->data, (size_t)((char *)r - r->data) +
-			 sizeof(*r), BL_CACHELINE);
+	case BL__RAW_COMBINED: {
+		size_t size = (size_t)((char *)r - r->data) + sizeof(*r);
+
+		if (r->cls != BL__NOCLASS && bl__cache_put(t, r->cls, r->data))
+			return;
+		bl__free(al, r->data, size, BL_CACHELINE);
 		return;
+	}
 	case BL__RAW_ALIGNED:
 		bl__free(al, r->data, r->u.mem.size, r->u.mem.align);
 		break;
@@ -174,6 +234,11 @@ unsigned bl_raw_nref(const struct bl_raw *r)
 {
 	return atomic_load_explicit(&((struct bl_raw *)r)->nref,
 				    memory_order_relaxed);
+}
+
+struct bl_pool *bl_raw_pool(const struct bl_raw *r)
+{
+	return &bl__pools[r->pool];
 }
 
 bool bl_raw_is_static(const struct bl_raw *r)

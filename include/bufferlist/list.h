@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 #include <bufferlist/common.h>
 #include <bufferlist/ptr.h>
@@ -60,12 +61,19 @@ struct bl_list {
 	struct bl_raw *_abuf;		/* append buffer, one reference, or NULL */
 	struct bl_ptr *_ext;		/* last segment if it ends at _abuf's
 					 * frontier, else NULL (a hint) */
+	struct bl_pool *_pool;		/* where appends allocate; NULL: default */
 	struct bl__chunk_hdr _inl;	/* the inline chunk: header ... */
 	struct bl_ptr _inl_seg[BL_LIST_INLINE];	/* ... and its slots */
 };
 
 /** bl_list_init() - an empty list.  No allocation. */
 BL_API void bl_list_init(struct bl_list *l);
+
+/**
+ * bl_list_set_pool() - raws that @l allocates for appends come from @p
+ * (NULL: the default pool).  Existing segments keep their pools.
+ */
+BL_API void bl_list_set_pool(struct bl_list *l, struct bl_pool *p);
 
 /** bl_list_clear() - drop every reference (segments and append buffer). */
 BL_API void bl_list_clear(struct bl_list *l);
@@ -245,6 +253,17 @@ BL_API int bl_list_hexdump(const struct bl_list *l, FILE *out);
  * covers (each raw counted once, its capacity minus what @l uses of it).
  */
 BL_API size_t bl_list_pinned_unused(const struct bl_list *l);
+
+/**
+ * bl_list_compact() - copies out every segment whose raw is larger than
+ * what @l uses of it by more than @max_waste bytes, so that a long-lived
+ * small value does not keep a large (receive) buffer alive.  Neighbouring
+ * segments that are copied share one new raw, allocated in the pool of the
+ * first raw it replaces.  The list's bytes are unchanged; the large raws
+ * lose this list's references (and are freed if it held the last).
+ * Return: bytes copied (0 if none), or -ENOMEM (then @l is unchanged).
+ */
+BL_API ssize_t bl_list_compact(struct bl_list *l, size_t max_waste);
 
 BL_END_DECLS
 

@@ -13,7 +13,9 @@
 #define BUFFERLIST_POOL_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <bufferlist/common.h>
 
 BL_BEGIN_DECLS
@@ -76,6 +78,104 @@ BL_API void bl_stats_thread(struct bl_stats *out);
 
 /** bl_stats_reset() - zero every thread's counters (no thread may be busy). */
 BL_API void bl_stats_reset(void);
+
+
+/*
+ * Named pools, in the manner of Ceph's mempools: every raw belongs to one
+ * pool, which says where its memory comes from and accounts for it.  Pool
+ * "default" (bl_pool_default()) is used when none is named, and takes its
+ * memory from the allocator in force.  A raw keeps its pool for life, and
+ * what the library copies on a raw's behalf (rebuild, c_str, compact, a
+ * private copy of a static segment) is allocated in the pool of the raw it
+ * replaces, so accounting does not leak across pools.
+ *
+ * Small combined raws of the default pool are recycled through per-thread
+ * caches of size classes (up to BL_POOL_CACHE_MAX bytes of data): creating
+ * and releasing one costs a few loads and stores.  A raw released on
+ * another thread goes into that thread's cache; caches spill to a shared
+ * depot in batches (one lock per batch), the depot is capped, and an
+ * exiting thread hands its cache to the depot.  Set BL_POOL_CACHE=0 in the
+ * environment, or call bl_pool_cache_enable(false), to send every raw
+ * straight to the allocator (for valgrind or ASan).  Raws made while a
+ * custom allocator is in force are never cached: that allocator sees every
+ * allocation and every free.
+ */
+#define BL_POOL_MAX 32
+#define BL_POOL_NAME_MAX 32
+#define BL_POOL_CACHE_MAX 16384
+
+struct bl_pool;
+
+/** bl_pool_default() - the pool used when none is named.  Never NULL. */
+BL_API struct bl_pool *bl_pool_default(void);
+
+/**
+ * bl_pool_create() - the pool named @name, made on first use.
+ * @a: the allocator for this pool's raws (copied), or NULL for the
+ *     allocator in force at each allocation.  Ignored when the pool exists.
+ * Return: borrowed (pools live as long as the process), or NULL when
+ * BL_POOL_MAX pools exist already or @name is empty or too long.
+ */
+BL_API struct bl_pool *bl_pool_create(const char *name,
+				      const struct bl_allocator *a);
+
+/** bl_pool_name() - borrowed. */
+BL_API const char *bl_pool_name(const struct bl_pool *p);
+
+/**
+ * struct bl_pool_stats - one pool's accounting, summed over threads.
+ * @raws:       raws alive;
+ * @bytes:      their capacity in bytes (what the pool holds);
+ * @bytes_used: bytes of it handed out to slices (each raw's frontier);
+ *              bytes - bytes_used is room in append buffers.
+ */
+struct bl_pool_stats {
+	char name[BL_POOL_NAME_MAX];
+	int64_t raws;
+	int64_t bytes;
+	int64_t bytes_used;
+};
+
+/** bl_pool_get_stats() - a snapshot of @p (exact when no thread is busy). */
+BL_API void bl_pool_get_stats(const struct bl_pool *p,
+			      struct bl_pool_stats *out);
+
+/**
+ * bl_pool_stats_all() - snapshots of every pool, at most @max of them.
+ * Return: the number of pools that exist (may exceed @max).
+ */
+BL_API int bl_pool_stats_all(struct bl_pool_stats *out, int max);
+
+/** bl_pool_dump() - prints every pool's stats as a table.  0 or -EIO. */
+BL_API int bl_pool_dump(FILE *out);
+
+/** bl_pool_cache_enable() - turn the per-thread caches on or off. */
+BL_API void bl_pool_cache_enable(bool on);
+
+/** bl_pool_cache_enabled() - whether raws are being cached. */
+BL_API bool bl_pool_cache_enabled(void);
+
+/**
+ * bl_pool_cache_flush() - return the calling thread's cache and the shared
+ * depot to the allocator (what a leak checker wants before exit).
+ */
+BL_API void bl_pool_cache_flush(void);
+
+/**
+ * struct bl_pool_cache_stats - what the caches hold right now.
+ * @cached_raws, @cached_bytes: in the calling thread's cache and the
+ *                shared depot (other threads' caches are private).
+ * @misses: cacheable creates that went to the allocator (the cache was
+ *          empty), summed over threads.
+ */
+struct bl_pool_cache_stats {
+	uint64_t cached_raws;
+	uint64_t cached_bytes;
+	uint64_t misses;
+};
+
+/** bl_pool_cache_get_stats() - a snapshot. */
+BL_API void bl_pool_cache_get_stats(struct bl_pool_cache_stats *out);
 
 BL_END_DECLS
 

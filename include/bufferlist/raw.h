@@ -73,6 +73,21 @@ BL_API struct bl_raw *bl_raw_create_static(const void *data, size_t len);
 BL_API struct bl_raw *bl_raw_claim(void *data, size_t len, bl_free_fn fn,
 				   void *opaque);
 
+struct bl_pool;
+
+/**
+ * bl_raw_create_in() - as bl_raw_create(), in pool @p (NULL: default).
+ * Return: new, or NULL.
+ */
+BL_API struct bl_raw *bl_raw_create_in(struct bl_pool *p, size_t len);
+
+/** bl_raw_create_aligned_in() - as bl_raw_create_aligned(), in pool @p. */
+BL_API struct bl_raw *bl_raw_create_aligned_in(struct bl_pool *p, size_t len,
+					       size_t align);
+
+/** bl_raw_pool() - the pool @r belongs to (borrowed). */
+BL_API struct bl_pool *bl_raw_pool(const struct bl_raw *r);
+
 /** bl_raw_get() - take one more reference.  Return: @r. */
 BL_API struct bl_raw *bl_raw_get(struct bl_raw *r);
 
