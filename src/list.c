@@ -1460,46 +1460,154 @@ int bl_list_hexdump(const struct bl_list *l, FILE *out)
 
 /* ---- memory -------------------------------------------------------------- */
 
-static int cmp_ptr_raw(const void *a, const void *b)
+/* What @l uses of each raw it holds: one entry per distinct raw. */
+struct raw_use {
+	struct bl_raw *raw;
+	size_t used;
+};
+
+static int cmp_raw_use(const void *a, const void *b)
 {
-	uintptr_t x = (uintptr_t)((const struct bl_ptr *)a)->raw;
-	uintptr_t y = (uintptr_t)((const struct bl_ptr *)b)->raw;
+	uintptr_t x = (uintptr_t)((const struct raw_use *)a)->raw;
+	uintptr_t y = (uintptr_t)((const struct raw_use *)b)->raw;
 
 	return x < y ? -1 : x > y;
 }
 
-size_t bl_list_pinned_unused(const struct bl_list *l)
+/*
+ * A sorted array of the distinct raws of @l (and its append buffer, with
+ * what the segments use of them); *@n gets its length.  Caller frees.
+ * Return: NULL when @l holds nothing or memory runs out (*@n = 0 / SIZE_MAX).
+ */
+static struct raw_use *raw_usage(const struct bl_list *l, size_t *n)
 {
 	const struct bl__chunk_hdr *c;
 	const struct bl_ptr *s;
-	struct bl_ptr *v;
-	size_t total = 0, k = 0, n = l->_nseg + (l->_abuf ? 1 : 0);
+	struct raw_use *v;
+	size_t k = 0, m = l->_nseg + (l->_abuf ? 1 : 0), out = 0;
 	uint32_t i;
 
-	if (!n)
-		return 0;
-	v = malloc(n * sizeof(*v));
-	if (!v)
-		return 0;
-	for_each_seg(l, c, s, i)
-		v[k++] = *s;
+	*n = 0;
+	if (!m)
+		return NULL;
+	v = malloc(m * sizeof(*v));
+	if (!v) {
+		*n = SIZE_MAX;
+		return NULL;
+	}
+	for_each_seg(l, c, s, i) {
+		v[k].raw = s->raw;
+		v[k++].used = s->len;
+	}
 	if (l->_abuf) {
 		v[k].raw = l->_abuf;
-		v[k].off = 0;
-		v[k++].len = 0;
+		v[k++].used = 0;
 	}
-	qsort(v, n, sizeof(*v), cmp_ptr_raw);
-	for (k = 0; k < n;) {
-		struct bl_raw *r = v[k].raw;
-		size_t used = 0;
+	qsort(v, m, sizeof(*v), cmp_raw_use);
+	for (k = 0; k < m; k++) {
+		if (out && v[out - 1].raw == v[k].raw)
+			v[out - 1].used += v[k].used;
+		else
+			v[out++] = v[k];
+	}
+	*n = out;
+	return v;
+}
 
-		for (; k < n && v[k].raw == r; k++)
-			used += v[k].len;
-		if (r->len > used)
-			total += r->len - used;
-	}
+/* Bytes of @r that @l pins without using (overlapping slices count once). */
+static size_t waste_of(const struct raw_use *v, size_t n, struct bl_raw *r)
+{
+	struct raw_use key = { r, 0 };
+	const struct raw_use *f = bsearch(&key, v, n, sizeof(*v), cmp_raw_use);
+	size_t used = f ? f->used : 0;
+
+	return r->len > used ? r->len - used : 0;
+}
+
+size_t bl_list_pinned_unused(const struct bl_list *l)
+{
+	struct raw_use *v;
+	size_t n, total = 0;
+
+	v = raw_usage(l, &n);
+	if (!v)
+		return 0;
+	for (size_t k = 0; k < n; k++)
+		total += waste_of(v, n, v[k].raw);
 	free(v);
 	return total;
+}
+
+ssize_t bl_list_compact(struct bl_list *l, size_t max_waste)
+{
+	struct bl__chunk_hdr *c;
+	struct bl_list out;
+	struct raw_use *v;
+	size_t n, copied = 0;
+	uint32_t i;
+	unsigned idx = 0;
+
+	v = raw_usage(l, &n);
+	if (!v)
+		return n ? -ENOMEM : 0;
+	bl_list_init(&out);
+	c = inl(l);
+	while (c && !c->count)
+		c = c->next;
+	i = c ? c->start : 0;
+	while (idx < l->_nseg) {
+		const struct bl_ptr *s = &slots(c)[i];
+
+		if (waste_of(v, n, s->raw) <= max_waste) {
+			if (push_seg(&out, s->raw, s->off, s->len, NULL))
+				goto fail;
+			bl__raw_get(s->raw);
+			idx++;
+			pos_next(&c, &i);
+			continue;
+		}
+		/* a run of wasteful segments: one new raw for all of them */
+		{
+			struct bl__chunk_hdr *rc = c;
+			uint32_t ri = i;
+			size_t total = 0;
+			unsigned cnt = 0;
+			struct bl_raw *r;
+
+			do {
+				total += slots(c)[i].len;
+				cnt++;
+				idx++;
+				pos_next(&c, &i);
+			} while (idx < l->_nseg &&
+				 waste_of(v, n, slots(c)[i].raw) > max_waste);
+			r = raw_for_copy(slots(rc)[ri].raw, total, BL_CACHELINE);
+			if (!r)
+				goto fail;
+			copy_run(r->data, rc, ri, cnt);
+			bl__count_copy(total);
+			copied += total;
+			if (push_seg(&out, r, 0, total, NULL)) {
+				bl__raw_put(r);
+				goto fail;
+			}
+		}
+	}
+	free(v);
+	drop_segments(l);
+	bl_list_claim_append(l, &out);	/* l is empty: cannot fail */
+	bl_list_clear(&out);
+	/* the append buffer goes too: what we keep should pin nothing more */
+	if (l->_abuf && l->_abuf->len - l->_abuf->used > max_waste) {
+		bl__raw_put(l->_abuf);
+		l->_abuf = NULL;
+		l->_abuf_next = 0;
+	}
+	return (ssize_t)copied;
+fail:
+	free(v);
+	bl_list_clear(&out);
+	return -ENOMEM;
 }
 
 /* ---- validation -------------------------------------------------------- */
