@@ -11,5 +11,7 @@
 #include <bufferlist/codec.h>
 #include <bufferlist/crc32c.h>
 #include <bufferlist/io.h>
+#include <bufferlist/uring.h>
+#include <bufferlist/lz4.h>
 
 #endif /* BUFFERLIST_H */

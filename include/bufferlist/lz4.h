@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lz4.h - LZ4 frame compression of lists, without coalescing them.
+ *
+ * Input is read segment by segment (a segment is never copied into a
+ * contiguous staging buffer just to be compressed); output is written into
+ * new raws appended to the output list.  The format is the LZ4 frame
+ * format that the `lz4` command reads and writes.  On failure the output
+ * list is exactly as it was and the input is untouched.
+ */
+#ifndef BUFFERLIST_LZ4_H
+#define BUFFERLIST_LZ4_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <bufferlist/common.h>
+#include <bufferlist/list.h>
+
+BL_BEGIN_DECLS
+
+/**
+ * struct bl_lz4_opts - frame options (NULL: LZ4F's defaults: fast level,
+ * 64 KiB linked blocks, no checksums, no content size).
+ * @level:          0 (fast, the default) .. 12; 3 and up use LZ4 HC;
+ *                  negative values are LZ4's faster "acceleration" levels.
+ * @block_size_id:  4 (64 KiB), 5 (256 KiB), 6 (1 MiB), 7 (4 MiB); 0 = 4.
+ * @block_independent: blocks do not refer to earlier blocks.
+ * @content_checksum:  XXH32 of the whole content after the last block.
+ * @content_size:      the decompressed size in the frame header.
+ */
+struct bl_lz4_opts {
+	int level;
+	int block_size_id;
+	bool block_independent;
+	bool content_checksum;
+	bool content_size;
+};
+
+/**
+ * bl_lz4_compress() - compresses all of @in (borrowed, read in place) into
+ * one LZ4 frame appended to @out.
+ * Return: bytes appended to @out, -ENOMEM, or -EINVAL for bad options.
+ */
+BL_API ssize_t bl_lz4_compress(const struct bl_list *in, struct bl_list *out,
+			       const struct bl_lz4_opts *opts);
+
+/**
+ * bl_lz4_decompress() - decodes every frame of @in (any segmentation;
+ * skippable frames are skipped) and appends the bytes to @out.
+ * @max_out: the most bytes it may produce (0: no limit), against
+ *           decompression bombs.
+ * Return: bytes appended, -EBADMSG (corrupt or truncated input, bad magic,
+ * checksum mismatch, garbage after a frame), -E2BIG (@max_out exceeded),
+ * -ENOMEM.
+ */
+BL_API ssize_t bl_lz4_decompress(const struct bl_list *in,
+				 struct bl_list *out, size_t max_out);
+
+/* A streaming decoder for data that arrives in pieces. */
+struct bl_lz4_decoder;
+
+/** bl_lz4_decoder_new() - new; @max_out counts the whole stream (0: no limit). */
+BL_API struct bl_lz4_decoder *bl_lz4_decoder_new(size_t max_out);
+
+/**
+ * bl_lz4_decoder_feed() - decodes what it can of @in (borrowed; the decoder
+ * keeps references to, or copies of, an incomplete block's bytes) and
+ * appends the output to @out.  A failing feed appends nothing; after an
+ * error the decoder only accepts bl_lz4_decoder_free().
+ * Return: bytes appended, or -EBADMSG, -E2BIG, -ENOMEM, -EINVAL (after an
+ * earlier error).
+ */
+BL_API ssize_t bl_lz4_decoder_feed(struct bl_lz4_decoder *d,
+				   const struct bl_list *in,
+				   struct bl_list *out);
+
+/**
+ * bl_lz4_decoder_end() - the stream is over.
+ * Return: 0, or -EBADMSG when a frame is incomplete.
+ */
+BL_API int bl_lz4_decoder_end(struct bl_lz4_decoder *d);
+
+/** bl_lz4_decoder_free() - NULL is a no-op. */
+BL_API void bl_lz4_decoder_free(struct bl_lz4_decoder *d);
+
+BL_END_DECLS
+
+#endif /* BUFFERLIST_LZ4_H */

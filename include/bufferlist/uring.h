@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uring.h - asynchronous scatter/gather of lists through io_uring.
+ *
+ * A struct bl_uring drives operations on lists: file writes and reads
+ * (buffered or O_DIRECT), socket sends (plain or zero-copy) and receives
+ * (into fresh raws or into a provided-buffer ring).  Every submission takes
+ * its own references on the raws it covers, so the caller may clear or
+ * reuse its list as soon as the submit call returns; the references are
+ * dropped when the kernel is done with the memory (for zero-copy sends:
+ * after the notification, not the completion).  Short transfers are resumed
+ * by the library; a callback sees the whole result or an error.
+ *
+ * It can own its ring or attach to an application's struct io_uring so it
+ * fits an existing event loop.  Where io_uring cannot be used (ENOSYS,
+ * EPERM from seccomp, the io_uring_disabled sysctl) the same API runs on a
+ * blocking back end: operations run to completion in the submit call and
+ * their callbacks run from the next bl_uring_run(), so callers see the same
+ * order of events.  bl_uring_backend() says which one is in use.
+ *
+ * A struct bl_uring belongs to one thread: submit, run and destroy from it.
+ * Raws it handed out (received data) may be released from any thread.
+ */
+#ifndef BUFFERLIST_URING_H
+#define BUFFERLIST_URING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <bufferlist/common.h>
+#include <bufferlist/list.h>
+
+BL_BEGIN_DECLS
+
+struct io_uring;
+struct io_uring_cqe;
+struct bl_uring;
+
+enum bl_uring_backend {
+	BL_URING_IO_URING = 1,
+	BL_URING_BLOCKING = 2,
+};
+
+/**
+ * struct bl_uring_params - creation options (NULL: all defaults).
+ * @entries:        submission queue size (0: 256).
+ * @flags:          io_uring_setup flags (IORING_SETUP_*).
+ * @force_blocking: use the blocking back end even where io_uring works.
+ * @zc_threshold:   sends of at least this many bytes use zero copy
+ *                  (0: the library's measured default; SIZE_MAX: never).
+ */
+struct bl_uring_params {
+	unsigned entries;
+	unsigned flags;
+	bool force_blocking;
+	size_t zc_threshold;
+};
+
+/**
+ * bl_uring_create() - a ring of its own.
+ * Return: new, or NULL when memory runs out.  A ring that io_uring refuses
+ * falls back to the blocking back end instead of failing.
+ */
+BL_API struct bl_uring *bl_uring_create(const struct bl_uring_params *p);
+
+/**
+ * bl_uring_attach() - drive operations through the application's @ring
+ * (borrowed: it must outlive the bl_uring).  The application reaps its own
+ * completions and passes each to bl_uring_handle_cqe(); user_data values
+ * of the application's own requests must have bit 0 clear.
+ * Return: new, or NULL.
+ */
+BL_API struct bl_uring *bl_uring_attach(struct io_uring *ring,
+					const struct bl_uring_params *p);
+
+/**
+ * bl_uring_destroy() - cancels what is in flight, waits for the kernel to
+ * let go of every buffer (including zero-copy notifications), calls the
+ * pending callbacks with -ECANCELED (or their real result if they finished
+ * first), drops every reference and frees @u.  NULL is a no-op.
+ */
+BL_API void bl_uring_destroy(struct bl_uring *u);
+
+/** bl_uring_backend() - BL_URING_IO_URING or BL_URING_BLOCKING. */
+BL_API int bl_uring_backend(const struct bl_uring *u);
+
+/** bl_uring_backend_reason() - why the blocking back end is in use (borrowed), or "". */
+BL_API const char *bl_uring_backend_reason(const struct bl_uring *u);
+
+/** bl_uring_ring() - the ring (borrowed), or NULL on the blocking back end. */
+BL_API struct io_uring *bl_uring_ring(struct bl_uring *u);
+
+/**
+ * bl_uring_cb - a completion.
+ * @arg:  the caller's pointer.
+ * @res:  bytes transferred (all that was asked, or fewer only at end of
+ *        file / when the peer closed), or -errno.
+ * @data: for reads and receives, the bytes received: the callback may take
+ *        them (bl_list_claim_append, bl_list_swap); what it leaves is
+ *        released after it returns.  NULL for writes and sends.
+ */
+typedef void (*bl_uring_cb)(void *arg, ssize_t res, struct bl_list *data);
+
+/**
+ * bl_uring_write() - writes all of @l at file offset @off (-1: at the
+ * file's position, as write(2)).  Shares @l's segments (one reference per
+ * segment, no copy); @l may change right after the call.  Lists of more
+ * than IOV_MAX segments go out as several requests.  A single slice of a
+ * registered raw uses WRITE_FIXED.
+ * Return: 0 (the callback will run), or -ENOMEM / -EBUSY (queue full even
+ * after submitting) with nothing submitted.
+ */
+BL_API int bl_uring_write(struct bl_uring *u, int fd, off_t off,
+			  const struct bl_list *l, bl_uring_cb cb, void *arg);
+
+/**
+ * bl_uring_read() - reads @len bytes at @off into new raws whose data is
+ * aligned to @align (0: 64; pass the O_DIRECT memory alignment for such
+ * files).  The callback gets the list; short only at end of file.
+ * Return: 0, -ENOMEM or -EBUSY.
+ */
+BL_API int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
+			 size_t align, bl_uring_cb cb, void *arg);
+
+/**
+ * bl_uring_send() - sends all of @l on a stream socket (SENDMSG, or
+ * SENDMSG_ZC at or above the zero-copy threshold; the raws stay referenced
+ * until the kernel's notification).  @flags: MSG_* for sendmsg.
+ * Return: 0, -ENOMEM or -EBUSY.
+ */
+BL_API int bl_uring_send(struct bl_uring *u, int fd, const struct bl_list *l,
+			 int flags, bl_uring_cb cb, void *arg);
+
+/**
+ * bl_uring_recv() - receives up to @len bytes (one recv; fewer is normal)
+ * into a new raw.  res 0 means the peer closed.
+ * Return: 0, -ENOMEM or -EBUSY.
+ */
+BL_API int bl_uring_recv(struct bl_uring *u, int fd, size_t len,
+			 bl_uring_cb cb, void *arg);
+
+/* ---- pooled receive: a provided-buffer ring whose buffers become raws ---- */
+
+struct bl_uring_bufring;
+
+/**
+ * bl_uring_bufring_create() - @nbufs (a power of two) buffers of
+ * @buf_size bytes registered as buffer group @bgid.  A received chunk
+ * becomes a slice of its buffer's raw; the buffer goes back to the ring
+ * when the last reference to it is dropped, from whatever thread.
+ * Return: new, or NULL (memory, or the kernel refused; errno is not set).
+ */
+BL_API struct bl_uring_bufring *
+bl_uring_bufring_create(struct bl_uring *u, unsigned nbufs, size_t buf_size,
+			unsigned short bgid);
+
+/** bl_uring_bufring_available() - buffers the kernel can fill right now. */
+BL_API unsigned bl_uring_bufring_available(const struct bl_uring_bufring *br);
+
+/**
+ * bl_uring_bufring_destroy() - unregisters the ring; buffers still held
+ * by slices stay valid until released.  Call after the receives using it
+ * have finished or been cancelled.
+ */
+BL_API void bl_uring_bufring_destroy(struct bl_uring_bufring *br);
+
+/**
+ * bl_uring_recv_cb - a pooled receive's completion.
+ * @res:  bytes in @data, 0 when the peer closed, or -errno (-ENOBUFS when
+ *        the ring ran dry, which ends a multishot receive).
+ * @data: a slice of a ring buffer (zero copy); take it or leave it.
+ * @more: true when further completions of this receive will follow.
+ */
+typedef void (*bl_uring_recv_cb)(void *arg, ssize_t res,
+				 struct bl_list *data, bool more);
+
+/**
+ * bl_uring_recv_pooled() - receives into @br's buffers: one completion
+ * (single shot) or one per arriving chunk until error, EOF or cancel
+ * (@multishot, where the kernel supports it; else re-armed by the library).
+ * Return: 0, -ENOMEM or -EBUSY.
+ */
+BL_API int bl_uring_recv_pooled(struct bl_uring *u, int fd,
+				struct bl_uring_bufring *br, bool multishot,
+				bl_uring_recv_cb cb, void *arg);
+
+/**
+ * bl_list_detach_pooled() - copies out every segment of @l that lies in a
+ * ring buffer, so that data kept for long does not starve the ring.
+ * Neighbouring such segments share one new raw.  Return: bytes copied, or
+ * -ENOMEM with @l unchanged.
+ */
+BL_API ssize_t bl_list_detach_pooled(struct bl_list *l);
+
+/* ---- registered buffers ----------------------------------------------- */
+
+struct bl_uring_regpool;
+
+/**
+ * bl_uring_regpool_create() - @nbufs buffers of @buf_size bytes (page
+ * aligned) registered with io_uring_register_buffers; raws taken from it
+ * know their buffer index, and single-slice reads and writes of them use
+ * READ_FIXED / WRITE_FIXED.  Return: new, or NULL.
+ */
+BL_API struct bl_uring_regpool *
+bl_uring_regpool_create(struct bl_uring *u, unsigned nbufs, size_t buf_size);
+
+/**
+ * bl_uring_regpool_get() - a free buffer as a new raw (one reference) of
+ * buf_size bytes; it returns to the pool when released.  NULL when all are
+ * in use.
+ */
+BL_API struct bl_raw *bl_uring_regpool_get(struct bl_uring_regpool *p);
+
+/** bl_uring_regpool_destroy() - unregisters; raws still out stay valid. */
+BL_API void bl_uring_regpool_destroy(struct bl_uring_regpool *p);
+
+/** bl_raw_buf_index() - registered buffer index of @r, or -1. */
+BL_API int bl_raw_buf_index(const struct bl_raw *r);
+
+/* ---- driving ------------------------------------------------------------ */
+
+/** bl_uring_submit() - submits what is queued.  Count or -errno. */
+BL_API int bl_uring_submit(struct bl_uring *u);
+
+/**
+ * bl_uring_run() - submits, then reaps completions and runs callbacks
+ * until at least @min_complete operations finished or @timeout_ms passed
+ * (-1: no limit; 0: only what is ready).
+ * Return: operations completed, or -errno (-ETIME is not an error: it
+ * returns the count).
+ */
+BL_API int bl_uring_run(struct bl_uring *u, unsigned min_complete,
+			int timeout_ms);
+
+/**
+ * bl_uring_handle_cqe() - for attached rings: handles @cqe if it belongs to
+ * the library (runs callbacks, resubmits short transfers).  The caller
+ * still marks it seen.  Return: 1 if it was ours, 0 if not.
+ */
+BL_API int bl_uring_handle_cqe(struct bl_uring *u, struct io_uring_cqe *cqe);
+
+/** bl_uring_inflight() - operations submitted and not yet completed. */
+BL_API unsigned bl_uring_inflight(const struct bl_uring *u);
+
+/* ---- O_DIRECT --------------------------------------------------------- */
+
+/**
+ * bl_fd_dio_align() - the memory and offset/length alignment O_DIRECT needs
+ * on @fd: statx(STATX_DIOALIGN) where the kernel reports it, else the
+ * device's logical block size, else 4096.  Return: 0 or -errno.
+ */
+BL_API int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align);
+
+/**
+ * bl_list_prepare_dio() - makes @l writable with O_DIRECT on @fd: copies
+ * only the misaligned runs (bl_list_rebuild_aligned_size_and_memory) and
+ * keeps the list within IOV_MAX segments.  The length of @l must already
+ * be a multiple of the offset alignment (-EINVAL otherwise).
+ * Return: 1 if it copied, 0 if not, or -errno.
+ */
+BL_API int bl_list_prepare_dio(struct bl_list *l, int fd);
+
+BL_END_DECLS
+
+#endif /* BUFFERLIST_URING_H */
