@@ -5,9 +5,9 @@
  * Decoders take the bytes straight from the current segment when they are
  * all there (the common case) and fall back to a copy across the seam.
  */
+#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
 #include <endian.h>
 #include <errno.h>
-#include "internal.h"
 
 int bl_encode_u8(struct bl_list *l, uint8_t v)
 {

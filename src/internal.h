@@ -6,6 +6,10 @@
 #ifndef BUFFERLIST_INTERNAL_H
 #define BUFFERLIST_INTERNAL_H
 
+#ifdef HAVE_CONFIG_H
+#include "config.h"	/* _GNU_SOURCE and friends, before any system header */
+#endif
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>

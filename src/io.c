@@ -130,7 +130,7 @@ int bl_list_pwrite(const struct bl_list *l, int fd, off_t off, size_t *done)
 	return write_all(l, fd, true, off, done);
 }
 
-/* Moves the first @fill bytes of @r (one reference, taken) to the end of @acc. */
+/* Moves the first @fill bytes of @r (its reference taken) onto @acc. */
 static int keep_raw(struct bl_list *acc, struct bl_raw *r, size_t fill)
 {
 	struct bl_ptr p;

@@ -19,9 +19,9 @@
  *  - splice: moves the references of whole segments; only a segment cut
  *    in two gains a reference.
  */
+#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <stdlib.h>
-#include "internal.h"
 
 _Static_assert(offsetof(struct bl_list, _inl_seg) ==
 	       offsetof(struct bl_list, _inl) + offsetof(struct bl__chunk, seg),

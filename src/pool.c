@@ -3,10 +3,10 @@
  * pool.c - the ground floor: the allocator in force and the per-thread
  * counters.
  */
+#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include "internal.h"
 
 /* ---- allocators ----------------------------------------------------------- */
 

@@ -7,9 +7,9 @@
  * release of a count of 1 frees without one), two per-thread counter
  * stores.
  */
+#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <stdlib.h>
-#include "internal.h"
 
 _Static_assert(sizeof(struct bl_raw) <= 128, "raw header grew past 2 lines");
 

@@ -24,14 +24,22 @@ BL_BEGIN_DECLS
  */
 BL_API int bl_list_write_fd(const struct bl_list *l, int fd, size_t *done);
 
-/** bl_list_pwrite() - as bl_list_write_fd() at file offset @off (pwritev). */
+/**
+ * bl_list_pwrite() - as bl_list_write_fd() at file offset @off (pwritev).
+ * -EINVAL for a negative offset, -EOVERFLOW when the end would not fit an
+ * off_t (both before any I/O).  An empty list makes no system call.
+ */
 BL_API int bl_list_pwrite(const struct bl_list *l, int fd, off_t off,
 			  size_t *done);
 
 /**
  * bl_list_read_fd() - reads up to @len bytes from @fd and appends them to
- * @l in new raws (no copy after the read).  Short only at end of file.
- * Return: bytes read, or -errno; on failure @l is unchanged.
+ * @l in new raws of at most 1 MiB (no copy after the read).  Short only at
+ * end of file, or on a non-blocking fd that would block after some bytes
+ * arrived (those bytes are returned, not lost); -EAGAIN only when nothing
+ * was read.  @len is clamped to SSIZE_MAX, so SIZE_MAX reads to the end.
+ * Return: bytes read, or -errno; on failure @l is unchanged (bytes already
+ * consumed from a pipe or socket are then lost, as with read(2) errors).
  */
 BL_API ssize_t bl_list_read_fd(struct bl_list *l, int fd, size_t len);
 
