@@ -1,1 +1,1012 @@
-int main(void){return 0;}
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_codec.c - the cursor (init, seek, advance, copy, zero-copy runs)
+ * and the little-endian encoders/decoders: fixed-width integers, LEB128
+ * varints and length-prefixed blobs, over lists cut at every seam.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static uint64_t copied_now(void)
+{
+	struct bl_stats s;
+
+	bl_stats_thread(&s);
+	return s.copied_bytes;
+}
+
+/* Appends @len bytes as segments of @seg bytes, each over its own raw. */
+static void add_segs(struct bl_list *l, const void *data, size_t len,
+		     size_t seg)
+{
+	const char *p = data;
+
+	while (len) {
+		size_t n = len < seg ? len : seg;
+		struct bl_ptr bp = BL_PTR_INIT;
+
+		ck_assert_int_eq(bl_ptr_alloc(&bp, n), 0);
+		memcpy(bl_ptr_data(&bp), p, n);
+		ck_assert_int_eq(bl_list_append_ptr_move(l, &bp), 0);
+		p += n;
+		len -= n;
+	}
+}
+
+/* "ABCDEFGHIJ" as ABC DEF GHI J. */
+static void make_abc(struct bl_list *l)
+{
+	bl_list_init(l);
+	add_segs(l, "ABCDEFGHIJ", 10, 3);
+}
+
+/* A list of @len bytes, one segment per byte. */
+static void make_bytes(struct bl_list *l, const void *data, size_t len)
+{
+	bl_list_init(l);
+	add_segs(l, data, len, 1);
+}
+
+/* Re-cuts @l into segments of @seg bytes (own raws). */
+static void recut(struct bl_list *l, size_t seg)
+{
+	unsigned char *flat = tu_flatten(l);
+	size_t len = bl_list_length(l);
+
+	bl_list_clear(l);
+	add_segs(l, flat, len, seg);
+	free(flat);
+}
+
+static void assert_at(const struct bl_iter *it, size_t off, size_t remaining)
+{
+	ck_assert_uint_eq(bl_iter_offset(it), off);
+	ck_assert_uint_eq(bl_iter_remaining(it), remaining);
+}
+
+/* ---- iterator ---------------------------------------------------------- */
+
+START_TEST(test_iter_init_at_offsets)
+{
+	struct bl_list l, e;
+	struct bl_iter it;
+
+	make_abc(&l);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	assert_at(&it, 0, 10);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 4), 0);
+	assert_at(&it, 4, 6);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 3), 0);
+	assert_at(&it, 3, 7);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 10), 0);
+	assert_at(&it, 10, 0);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 11), -ERANGE);
+	ck_assert_int_eq(bl_iter_init(&it, &l, SIZE_MAX), -ERANGE);
+	bl_list_init(&e);
+	ck_assert_int_eq(bl_iter_init(&it, &e, 0), 0);
+	assert_at(&it, 0, 0);
+	ck_assert_int_eq(bl_iter_init(&it, &e, 1), -ERANGE);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_iter_advance_crosses_segments)
+{
+	struct bl_list l;
+	struct bl_iter it;
+	char buf[4] = { 0 };
+
+	make_abc(&l);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	ck_assert_int_eq(bl_iter_advance(&it, 2), 0);
+	assert_at(&it, 2, 8);
+	ck_assert_int_eq(bl_iter_advance(&it, 5), 0);
+	assert_at(&it, 7, 3);
+	/* too far: refused, cursor stays */
+	ck_assert_int_eq(bl_iter_advance(&it, 4), -ERANGE);
+	assert_at(&it, 7, 3);
+	ck_assert_int_eq(bl_iter_advance(&it, SIZE_MAX), -ERANGE);
+	assert_at(&it, 7, 3);
+	ck_assert_int_eq(bl_iter_copy(&it, 3, buf), 0);
+	ck_assert_mem_eq(buf, "HIJ", 3);
+	assert_at(&it, 10, 0);
+	ck_assert_int_eq(bl_iter_advance(&it, 0), 0);
+	ck_assert_int_eq(bl_iter_advance(&it, 1), -ERANGE);
+	assert_at(&it, 10, 0);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_iter_seek_both_ways)
+{
+	struct bl_list l;
+	struct bl_iter it;
+	char buf[4] = { 0 };
+
+	make_abc(&l);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	ck_assert_int_eq(bl_iter_seek(&it, 9), 0);
+	assert_at(&it, 9, 1);
+	ck_assert_int_eq(bl_iter_copy(&it, 1, buf), 0);
+	ck_assert_mem_eq(buf, "J", 1);
+	ck_assert_int_eq(bl_iter_seek(&it, 3), 0);
+	ck_assert_int_eq(bl_iter_copy(&it, 3, buf), 0);
+	ck_assert_mem_eq(buf, "DEF", 3);
+	ck_assert_int_eq(bl_iter_seek(&it, 0), 0);
+	ck_assert_int_eq(bl_iter_copy(&it, 2, buf), 0);
+	ck_assert_mem_eq(buf, "AB", 2);
+	ck_assert_int_eq(bl_iter_seek(&it, 10), 0);
+	assert_at(&it, 10, 0);
+	ck_assert_int_eq(bl_iter_seek(&it, 5), 0);
+	ck_assert_int_eq(bl_iter_seek(&it, 11), -ERANGE);
+	ck_assert_int_eq(bl_iter_seek(&it, SIZE_MAX), -ERANGE);
+	assert_at(&it, 5, 5);
+	ck_assert_int_eq(bl_iter_copy(&it, 2, buf), 0);
+	ck_assert_mem_eq(buf, "FG", 2);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_iter_copy_across_segments)
+{
+	static const char text[] = "0123456789abcdef";
+	struct bl_list l;
+	struct bl_iter it;
+	char buf[17];
+
+	make_bytes(&l, text, 16);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 1), 0);
+	memset(buf, '#', sizeof(buf));
+	ck_assert_int_eq(bl_iter_copy(&it, 10, buf), 0);
+	ck_assert_mem_eq(buf, "123456789a", 10);
+	ck_assert_uint_eq(buf[10], '#');
+	assert_at(&it, 11, 5);
+	ck_assert_int_eq(bl_iter_copy(&it, 6, buf), -ERANGE);
+	assert_at(&it, 11, 5);
+	ck_assert_int_eq(bl_iter_copy(&it, 5, buf), 0);
+	ck_assert_mem_eq(buf, "bcdef", 5);
+	ck_assert_int_eq(bl_iter_copy(&it, 0, buf), 0);
+	assert_at(&it, 16, 0);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_iter_copy_list_shares_slices)
+{
+	struct bl_list l, dst;
+	struct bl_iter it;
+	struct bl_ptr seg[4];
+	uint64_t c0;
+
+	make_abc(&l);
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_int_eq(bl_list_get_ptr(&l, i, &seg[i]), 0);
+	bl_list_init(&dst);
+	ck_assert_int_eq(bl_list_append(&dst, "xy", 2), 0);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 2), 0);
+	c0 = copied_now();
+	ck_assert_int_eq(bl_iter_copy_list(&it, 6, &dst), 0);
+	ck_assert_uint_eq(copied_now(), c0);
+	tu_assert_list_eq(&dst, "xyCDEFGH", 8);
+	assert_at(&it, 8, 2);
+	/* l and our seg[] hold one each, dst one more for ABC DEF GHI */
+	ck_assert_uint_eq(bl_raw_nref(seg[0].raw), 3);
+	ck_assert_uint_eq(bl_raw_nref(seg[1].raw), 3);
+	ck_assert_uint_eq(bl_raw_nref(seg[2].raw), 3);
+	ck_assert_uint_eq(bl_raw_nref(seg[3].raw), 2);
+	/* too long: refused, nothing appended, cursor stays */
+	ck_assert_int_eq(bl_iter_copy_list(&it, 3, &dst), -ERANGE);
+	tu_assert_list_eq(&dst, "xyCDEFGH", 8);
+	assert_at(&it, 8, 2);
+	ck_assert_int_eq(bl_iter_copy_list(&it, 2, &dst), 0);
+	tu_assert_list_eq(&dst, "xyCDEFGHIJ", 10);
+	tu_assert_list_eq(&l, "ABCDEFGHIJ", 10);
+	bl_list_clear(&dst);
+	for (unsigned i = 0; i < 4; i++) {
+		ck_assert_uint_eq(bl_raw_nref(seg[i].raw), 2);
+		bl_ptr_release(&seg[i]);
+	}
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_get_ptr_and_advance_returns_runs)
+{
+	struct bl_list l;
+	struct bl_iter it;
+	struct bl_ptr seg1 = BL_PTR_INIT;
+	const char *d = NULL;
+	uint64_t c0;
+
+	make_abc(&l);
+	ck_assert_int_eq(bl_list_get_ptr(&l, 1, &seg1), 0);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	c0 = copied_now();
+	ck_assert_uint_eq(bl_iter_get_ptr_and_advance(&it, 100, &d), 3);
+	ck_assert_mem_eq(d, "ABC", 3);
+	assert_at(&it, 3, 7);
+	ck_assert_uint_eq(bl_iter_get_ptr_and_advance(&it, 2, &d), 2);
+	ck_assert_ptr_eq(d, bl_ptr_data(&seg1));
+	ck_assert_mem_eq(d, "DE", 2);
+	ck_assert_uint_eq(bl_iter_get_ptr_and_advance(&it, 100, &d), 1);
+	ck_assert_ptr_eq(d, bl_ptr_data(&seg1) + 2);
+	ck_assert_uint_eq(bl_iter_get_ptr_and_advance(&it, 100, &d), 3);
+	ck_assert_mem_eq(d, "GHI", 3);
+	ck_assert_uint_eq(bl_iter_get_ptr_and_advance(&it, 100, &d), 1);
+	ck_assert_mem_eq(d, "J", 1);
+	assert_at(&it, 10, 0);
+	ck_assert_uint_eq(bl_iter_get_ptr_and_advance(&it, 100, &d), 0);
+	ck_assert_uint_eq(bl_iter_get_ptr_and_advance(&it, 100, &d), 0);
+	assert_at(&it, 10, 0);
+	ck_assert_uint_eq(copied_now(), c0);
+	bl_ptr_release(&seg1);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_iter_copied_by_assignment_is_independent)
+{
+	struct bl_list l;
+	struct bl_iter a, b;
+	char ba[3], bb[3];
+
+	make_abc(&l);
+	ck_assert_int_eq(bl_iter_init(&a, &l, 2), 0);
+	b = a;
+	ck_assert_int_eq(bl_iter_advance(&b, 5), 0);
+	assert_at(&a, 2, 8);
+	assert_at(&b, 7, 3);
+	ck_assert_int_eq(bl_iter_copy(&a, 3, ba), 0);
+	ck_assert_int_eq(bl_iter_copy(&b, 3, bb), 0);
+	ck_assert_mem_eq(ba, "CDE", 3);
+	ck_assert_mem_eq(bb, "HIJ", 3);
+	b = a;
+	ck_assert_int_eq(bl_iter_seek(&a, 0), 0);
+	assert_at(&b, 5, 5);
+	ck_assert_int_eq(bl_iter_copy(&b, 3, bb), 0);
+	ck_assert_mem_eq(bb, "FGH", 3);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_iter_random_walk_matches_model)
+{
+	static unsigned char data[5000];
+	unsigned char buf[600];
+	uint64_t rng = tu_seed("test_iter_random_walk_matches_model");
+	struct bl_list l;
+	struct bl_iter it;
+
+	tu_fill(data, sizeof(data), &rng);
+	bl_list_init(&l);
+	tu_append_segmented(&l, data, sizeof(data), 13, 1, &rng);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	for (int i = 0; i < 2000; i++) {
+		size_t pos = bl_iter_offset(&it), n = tu_rand(&rng) % 600;
+
+		switch (tu_rand(&rng) % 4) {
+		case 0:
+			pos = tu_rand(&rng) % (sizeof(data) + 1);
+			ck_assert_int_eq(bl_iter_seek(&it, pos), 0);
+			break;
+		case 1:
+			if (pos + n <= sizeof(data)) {
+				ck_assert_int_eq(bl_iter_advance(&it, n), 0);
+				pos += n;
+			} else {
+				ck_assert_int_eq(bl_iter_advance(&it, n),
+						 -ERANGE);
+			}
+			break;
+		case 2:
+			if (pos + n <= sizeof(data)) {
+				ck_assert_int_eq(bl_iter_copy(&it, n, buf), 0);
+				ck_assert(memcmp(buf, data + pos, n) == 0);
+				pos += n;
+			} else {
+				ck_assert_int_eq(bl_iter_copy(&it, n, buf),
+						 -ERANGE);
+			}
+			break;
+		default: {
+			const char *d;
+			size_t got = bl_iter_get_ptr_and_advance(&it, n, &d);
+
+			ck_assert_uint_le(got, n);
+			ck_assert_uint_le(got, sizeof(data) - pos);
+			if (n && pos < sizeof(data))
+				ck_assert_uint_gt(got, 0);
+			ck_assert(got == 0 || memcmp(d, data + pos, got) == 0);
+			pos += got;
+			break;
+		}
+		}
+		assert_at(&it, pos, sizeof(data) - pos);
+	}
+	bl_list_clear(&l);
+}
+END_TEST
+
+/* ---- fixed-width integers ---------------------------------------------- */
+
+START_TEST(test_encode_fixed_is_little_endian)
+{
+	static const unsigned char want[] = {
+		0xAB,
+		0x34, 0x12,
+		0xEF, 0xCD, 0xAB, 0x89,
+		0xEF, 0xCD, 0xAB, 0x89, 0x67, 0x45, 0x23, 0x01,
+	};
+	struct bl_list l;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_encode_u8(&l, 0xAB), 0);
+	ck_assert_int_eq(bl_encode_u16(&l, 0x1234), 0);
+	ck_assert_int_eq(bl_encode_u32(&l, 0x89ABCDEFu), 0);
+	ck_assert_int_eq(bl_encode_u64(&l, 0x0123456789ABCDEFull), 0);
+	tu_assert_list_eq(&l, want, sizeof(want));
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_decode_fixed_round_trip)
+{
+	struct bl_list l;
+	struct bl_iter it;
+	uint8_t a;
+	uint16_t b;
+	uint32_t c;
+	uint64_t d;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_encode_u8(&l, 0), 0);
+	ck_assert_int_eq(bl_encode_u8(&l, UINT8_MAX), 0);
+	ck_assert_int_eq(bl_encode_u16(&l, 0xBEEF), 0);
+	ck_assert_int_eq(bl_encode_u16(&l, UINT16_MAX), 0);
+	ck_assert_int_eq(bl_encode_u32(&l, 0xDEADBEEFu), 0);
+	ck_assert_int_eq(bl_encode_u32(&l, 0), 0);
+	ck_assert_int_eq(bl_encode_u64(&l, UINT64_MAX), 0);
+	ck_assert_int_eq(bl_encode_u64(&l, 0x8000000000000001ull), 0);
+	ck_assert_uint_eq(bl_list_length(&l), 2 + 4 + 8 + 16);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	ck_assert_int_eq(bl_decode_u8(&it, &a), 0);
+	ck_assert_uint_eq(a, 0);
+	ck_assert_int_eq(bl_decode_u8(&it, &a), 0);
+	ck_assert_uint_eq(a, UINT8_MAX);
+	ck_assert_int_eq(bl_decode_u16(&it, &b), 0);
+	ck_assert_uint_eq(b, 0xBEEF);
+	ck_assert_int_eq(bl_decode_u16(&it, &b), 0);
+	ck_assert_uint_eq(b, UINT16_MAX);
+	ck_assert_int_eq(bl_decode_u32(&it, &c), 0);
+	ck_assert_uint_eq(c, 0xDEADBEEFu);
+	ck_assert_int_eq(bl_decode_u32(&it, &c), 0);
+	ck_assert_uint_eq(c, 0);
+	ck_assert_int_eq(bl_decode_u64(&it, &d), 0);
+	ck_assert_uint_eq(d, UINT64_MAX);
+	ck_assert_int_eq(bl_decode_u64(&it, &d), 0);
+	ck_assert_uint_eq(d, 0x8000000000000001ull);
+	assert_at(&it, 30, 0);
+	ck_assert_int_eq(bl_decode_u8(&it, &a), -ERANGE);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_decode_fixed_truncated_leaves_cursor)
+{
+	static const unsigned char seven[7] = { 1, 2, 3, 4, 5, 6, 7 };
+	struct bl_list l;
+	struct bl_iter it;
+	uint8_t a = 0x11;
+	uint16_t b = 0x2222;
+	uint32_t c = 0x33333333;
+	uint64_t d = 0x4444444444444444ull;
+
+	make_bytes(&l, seven, 7);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	ck_assert_int_eq(bl_decode_u64(&it, &d), -ERANGE);
+	assert_at(&it, 0, 7);
+	ck_assert_uint_eq(d, 0x4444444444444444ull);
+	ck_assert_int_eq(bl_iter_seek(&it, 4), 0);
+	ck_assert_int_eq(bl_decode_u32(&it, &c), -ERANGE);
+	assert_at(&it, 4, 3);
+	ck_assert_uint_eq(c, 0x33333333);
+	ck_assert_int_eq(bl_iter_seek(&it, 6), 0);
+	ck_assert_int_eq(bl_decode_u16(&it, &b), -ERANGE);
+	assert_at(&it, 6, 1);
+	ck_assert_uint_eq(b, 0x2222);
+	ck_assert_int_eq(bl_decode_u8(&it, &a), 0);
+	ck_assert_uint_eq(a, 7);
+	ck_assert_int_eq(bl_decode_u8(&it, &a), -ERANGE);
+	ck_assert_uint_eq(a, 7);
+	assert_at(&it, 7, 0);
+	/* what fits still decodes after a refusal */
+	ck_assert_int_eq(bl_iter_seek(&it, 0), 0);
+	ck_assert_int_eq(bl_decode_u32(&it, &c), 0);
+	ck_assert_uint_eq(c, 0x04030201);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_fixed_values_straddling_segments)
+{
+	struct bl_list enc;
+	uint64_t rng = 404;
+
+	/* a prefix of 0..7 bytes shifts every value across the seams */
+	for (size_t prefix = 0; prefix < 8; prefix++) {
+		for (size_t seg = 1; seg <= 9; seg++) {
+			struct bl_iter it;
+			uint64_t v64[4], d;
+			uint32_t v32[4], c;
+			uint16_t v16[4], b;
+			uint8_t a;
+
+			bl_list_init(&enc);
+			for (size_t i = 0; i < prefix; i++)
+				ck_assert_int_eq(bl_encode_u8(&enc, 0xEE), 0);
+			for (int i = 0; i < 4; i++) {
+				v64[i] = tu_rand(&rng);
+				v32[i] = (uint32_t)tu_rand(&rng);
+				v16[i] = (uint16_t)tu_rand(&rng);
+				ck_assert_int_eq(bl_encode_u64(&enc, v64[i]),
+						 0);
+				ck_assert_int_eq(bl_encode_u16(&enc, v16[i]),
+						 0);
+				ck_assert_int_eq(bl_encode_u32(&enc, v32[i]),
+						 0);
+			}
+			recut(&enc, seg);
+			ck_assert_int_eq(bl_iter_init(&it, &enc, 0), 0);
+			for (size_t i = 0; i < prefix; i++) {
+				ck_assert_int_eq(bl_decode_u8(&it, &a), 0);
+				ck_assert_uint_eq(a, 0xEE);
+			}
+			for (int i = 0; i < 4; i++) {
+				ck_assert_int_eq(bl_decode_u64(&it, &d), 0);
+				ck_assert_uint_eq(d, v64[i]);
+				ck_assert_int_eq(bl_decode_u16(&it, &b), 0);
+				ck_assert_uint_eq(b, v16[i]);
+				ck_assert_int_eq(bl_decode_u32(&it, &c), 0);
+				ck_assert_uint_eq(c, v32[i]);
+			}
+			ck_assert_uint_eq(bl_iter_remaining(&it), 0);
+			bl_list_clear(&enc);
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_encoders_fail_without_memory)
+{
+	struct bl_list l;
+
+	bl_list_init(&l);
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_encode_u8(&l, 1), -ENOMEM);
+	ck_assert_int_eq(bl_encode_u16(&l, 1), -ENOMEM);
+	ck_assert_int_eq(bl_encode_u32(&l, 1), -ENOMEM);
+	ck_assert_int_eq(bl_encode_u64(&l, 1), -ENOMEM);
+	ck_assert_int_eq(bl_encode_varint(&l, 300), -ENOMEM);
+	ck_assert_int_eq(bl_encode_bytes(&l, "abc", 3), -ENOMEM);
+	tu_assert_list_eq(&l, "", 0);
+	tu_alloc_uninstall();
+}
+END_TEST
+
+/* ---- varint ------------------------------------------------------------ */
+
+static const struct {
+	uint64_t v;
+	unsigned n;
+	unsigned char b[10];
+} varints[] = {
+	{ 0, 1, { 0x00 } },
+	{ 1, 1, { 0x01 } },
+	{ 127, 1, { 0x7f } },
+	{ 128, 2, { 0x80, 0x01 } },
+	{ 300, 2, { 0xac, 0x02 } },
+	{ 16383, 2, { 0xff, 0x7f } },
+	{ 16384, 3, { 0x80, 0x80, 0x01 } },
+	{ 0xFFFFFFFFull, 5, { 0xff, 0xff, 0xff, 0xff, 0x0f } },
+	{ 1ull << 63, 10,
+	  { 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01 } },
+	{ UINT64_MAX, 10,
+	  { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 } },
+};
+
+#define NVARINTS (sizeof(varints) / sizeof(varints[0]))
+
+START_TEST(test_varint_encodes_leb128)
+{
+	for (size_t i = 0; i < NVARINTS; i++) {
+		struct bl_list l;
+
+		bl_list_init(&l);
+		ck_assert_int_eq(bl_encode_varint(&l, varints[i].v), 0);
+		tu_assert_list_eq(&l, varints[i].b, varints[i].n);
+		bl_list_clear(&l);
+	}
+}
+END_TEST
+
+START_TEST(test_varint_decodes_leb128_across_seams)
+{
+	for (size_t seg = 1; seg <= 4; seg++) {
+		for (size_t i = 0; i < NVARINTS; i++) {
+			struct bl_list l;
+			struct bl_iter it;
+			uint64_t v = 12345;
+
+			bl_list_init(&l);
+			add_segs(&l, varints[i].b, varints[i].n, seg);
+			ck_assert_int_eq(bl_encode_u8(&l, 0x5A), 0);
+			ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+			ck_assert_int_eq(bl_decode_varint(&it, &v), 0);
+			ck_assert_uint_eq(v, varints[i].v);
+			assert_at(&it, varints[i].n, 1);
+			bl_list_clear(&l);
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_varint_round_trip)
+{
+	struct bl_list l;
+	struct bl_iter it;
+	uint64_t vals[64 * 3 + 1], v;
+	size_t n = 0;
+
+	bl_list_init(&l);
+	vals[n++] = 0;
+	for (int b = 0; b < 64; b++) {
+		uint64_t p = 1ull << b;
+
+		vals[n++] = p - 1;
+		vals[n++] = p;
+		vals[n++] = p + 1;
+	}
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_eq(bl_encode_varint(&l, vals[i]), 0);
+	recut(&l, 3);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_int_eq(bl_decode_varint(&it, &v), 0);
+		ck_assert_uint_eq(v, vals[i]);
+	}
+	ck_assert_uint_eq(bl_iter_remaining(&it), 0);
+	ck_assert_int_eq(bl_decode_varint(&it, &v), -ERANGE);
+	bl_list_clear(&l);
+}
+END_TEST
+
+/* Decodes @b at offset 1 (after a marker byte); expects @ret, cursor kept. */
+static void varint_bad(const unsigned char *b, size_t n, int want)
+{
+	for (size_t seg = 1; seg <= n + 1; seg += 3) {
+		struct bl_list l;
+		struct bl_iter it;
+		uint64_t v = 777;
+
+		bl_list_init(&l);
+		ck_assert_int_eq(bl_encode_u8(&l, 0x42), 0);
+		add_segs(&l, b, n, seg);
+		ck_assert_int_eq(bl_iter_init(&it, &l, 1), 0);
+		ck_assert_int_eq(bl_decode_varint(&it, &v), want);
+		assert_at(&it, 1, n);
+		ck_assert_uint_eq(v, 777);
+		bl_list_clear(&l);
+	}
+}
+
+START_TEST(test_varint_truncated_is_erange)
+{
+	static const unsigned char c1[] = { 0x80 };
+	static const unsigned char c2[] = { 0xff, 0x80 };
+	static const unsigned char c9[] = {
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	};
+
+	varint_bad(c1, sizeof(c1), -ERANGE);
+	varint_bad(c2, sizeof(c2), -ERANGE);
+	varint_bad(c9, sizeof(c9), -ERANGE);
+	varint_bad(c1, 0, -ERANGE);
+}
+END_TEST
+
+START_TEST(test_varint_too_long_is_ebadmsg)
+{
+	/* eleven continuation bytes, then a terminator */
+	static const unsigned char c11[] = {
+		0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+		0x80, 0x00,
+	};
+	/* ten bytes that still continue, then a terminator */
+	static const unsigned char c10[] = {
+		0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x81,
+		0x00,
+	};
+
+	varint_bad(c11, sizeof(c11), -EBADMSG);
+	varint_bad(c10, sizeof(c10), -EBADMSG);
+}
+END_TEST
+
+START_TEST(test_varint_overflow_is_ebadmsg)
+{
+	/* the 10th byte may only carry bit 63 */
+	static const unsigned char two[] = {
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02,
+	};
+	static const unsigned char big[] = {
+		0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f,
+	};
+
+	varint_bad(two, sizeof(two), -EBADMSG);
+	varint_bad(big, sizeof(big), -EBADMSG);
+}
+END_TEST
+
+/* ---- blobs ------------------------------------------------------------- */
+
+START_TEST(test_encode_bytes_layout)
+{
+	static const unsigned char want[] = {
+		5, 0, 0, 0, 'h', 'e', 'l', 'l', 'o', 0, 0, 0, 0,
+	};
+	struct bl_list l;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_encode_bytes(&l, "hello", 5), 0);
+	ck_assert_int_eq(bl_encode_bytes(&l, "", 0), 0);
+	tu_assert_list_eq(&l, want, sizeof(want));
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_encode_bytes_large_blob)
+{
+	static unsigned char data[100000];
+	unsigned char hdr[4];
+	struct bl_list l;
+	uint64_t rng = 55;
+
+	tu_fill(data, sizeof(data), &rng);
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_encode_bytes(&l, data, sizeof(data)), 0);
+	ck_assert_uint_eq(bl_list_length(&l), 4 + sizeof(data));
+	ck_assert_int_eq(bl_list_copy_out(&l, 0, 4, hdr), 0);
+	ck_assert_uint_eq(hdr[0], 100000 & 0xff);
+	ck_assert_uint_eq(hdr[1], (100000 >> 8) & 0xff);
+	ck_assert_uint_eq(hdr[2], (100000 >> 16) & 0xff);
+	ck_assert_uint_eq(hdr[3], 0);
+	{
+		unsigned char *flat = tu_flatten(&l);
+
+		ck_assert(memcmp(flat + 4, data, sizeof(data)) == 0);
+		free(flat);
+	}
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_encode_bytes_past_4gib_is_einval)
+{
+#if SIZE_MAX > UINT32_MAX
+	struct bl_list l;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "ab", 2), 0);
+	/* the length is refused before a byte is read */
+	ck_assert_int_eq(bl_encode_bytes(&l, "x", (size_t)UINT32_MAX + 1),
+			 -EINVAL);
+	tu_assert_list_eq(&l, "ab", 2);
+	bl_list_clear(&l);
+#else
+	ck_assert_uint_eq(sizeof(size_t), 4);
+#endif
+}
+END_TEST
+
+START_TEST(test_decode_bytes_is_zero_copy)
+{
+	static unsigned char body[3000];
+	struct bl_list l, out;
+	struct bl_iter it;
+	struct bl_ptr whole = BL_PTR_INIT;
+	uint64_t rng = 66, c0;
+
+	tu_fill(body, sizeof(body), &rng);
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_encode_bytes(&l, body, sizeof(body)), 0);
+	ck_assert_int_eq(bl_encode_u8(&l, 0x99), 0);
+	ck_assert_int_eq(bl_list_rebuild(&l), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 1);
+	ck_assert_int_eq(bl_list_get_ptr(&l, 0, &whole), 0);
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_list_append(&out, "pre", 3), 0);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	c0 = copied_now();
+	ck_assert_int_eq(bl_decode_bytes(&it, &out), 0);
+	ck_assert_uint_eq(copied_now(), c0);
+	assert_at(&it, 4 + sizeof(body), 1);
+	ck_assert_uint_eq(bl_list_length(&out), 3 + sizeof(body));
+	{
+		unsigned char *flat = tu_flatten(&out);
+
+		ck_assert_mem_eq(flat, "pre", 3);
+		ck_assert(memcmp(flat + 3, body, sizeof(body)) == 0);
+		free(flat);
+	}
+	ck_assert_int_eq(bl__list_validate(&out), 0);
+	/* l, whole, and the slice in out */
+	ck_assert_uint_eq(bl_raw_nref(whole.raw), 3);
+	bl_list_clear(&out);
+	bl_ptr_release(&whole);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_decode_bytes_across_seams)
+{
+	struct bl_list l, out;
+	struct bl_iter it;
+	uint8_t tail;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_encode_bytes(&l, "segmented", 9), 0);
+	ck_assert_int_eq(bl_encode_bytes(&l, "", 0), 0);
+	ck_assert_int_eq(bl_encode_u8(&l, 0x77), 0);
+	recut(&l, 1);
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	ck_assert_int_eq(bl_decode_bytes(&it, &out), 0);
+	tu_assert_list_eq(&out, "segmented", 9);
+	ck_assert_uint_eq(bl_list_num_buffers(&out), 9);
+	ck_assert_int_eq(bl_decode_bytes(&it, &out), 0);
+	tu_assert_list_eq(&out, "segmented", 9);
+	ck_assert_int_eq(bl_decode_u8(&it, &tail), 0);
+	ck_assert_uint_eq(tail, 0x77);
+	assert_at(&it, 18, 0);
+	bl_list_clear(&out);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_decode_bytes_truncated_changes_nothing)
+{
+	static const unsigned char short_len[] = { 5, 0, 0 };
+	static const unsigned char short_body[] = { 10, 0, 0, 0, 'a', 'b' };
+	static const unsigned char huge_len[] = { 0xff, 0xff, 0xff, 0xff, 'a' };
+	const struct {
+		const unsigned char *b;
+		size_t n;
+	} cases[] = {
+		{ short_len, sizeof(short_len) },
+		{ short_body, sizeof(short_body) },
+		{ huge_len, sizeof(huge_len) },
+		{ short_len, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (size_t seg = 1; seg <= 6; seg += 5) {
+			struct bl_list l, out;
+			struct bl_iter it;
+
+			bl_list_init(&l);
+			ck_assert_int_eq(bl_encode_u8(&l, 0x42), 0);
+			add_segs(&l, cases[i].b, cases[i].n, seg);
+			bl_list_init(&out);
+			ck_assert_int_eq(bl_list_append(&out, "keep", 4), 0);
+			ck_assert_int_eq(bl_iter_init(&it, &l, 1), 0);
+			ck_assert_int_eq(bl_decode_bytes(&it, &out), -ERANGE);
+			assert_at(&it, 1, cases[i].n);
+			tu_assert_list_eq(&out, "keep", 4);
+			ck_assert_uint_eq(bl_list_num_buffers(&out), 1);
+			bl_list_clear(&out);
+			bl_list_clear(&l);
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_encode_list_shares_body)
+{
+	static unsigned char body[1000];
+	struct bl_list l, src, out;
+	struct bl_iter it;
+	struct bl_raw *r;
+	struct bl_ptr p = BL_PTR_INIT;
+	uint64_t rng = 88, c0;
+	uint32_t n;
+
+	tu_fill(body, sizeof(body), &rng);
+	bl_list_init(&l);
+	bl_list_init(&src);
+	bl_list_init(&out);
+	add_segs(&src, body, sizeof(body), 400);
+	ck_assert_int_eq(bl_list_get_ptr(&src, 0, &p), 0);
+	r = p.raw;
+	bl_ptr_release(&p);
+	ck_assert_uint_eq(bl_raw_nref(r), 1);
+	c0 = copied_now();
+	ck_assert_int_eq(bl_encode_list(&l, &src), 0);
+	/* only the 4-byte length may have been copied */
+	ck_assert_uint_le(copied_now() - c0, 4);
+	ck_assert_uint_eq(bl_raw_nref(r), 2);
+	ck_assert_uint_eq(bl_list_length(&l), 4 + sizeof(body));
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	ck_assert_int_eq(bl_decode_u32(&it, &n), 0);
+	ck_assert_uint_eq(n, sizeof(body));
+	ck_assert_int_eq(bl_iter_seek(&it, 0), 0);
+	ck_assert_int_eq(bl_decode_bytes(&it, &out), 0);
+	tu_assert_list_eq(&out, body, sizeof(body));
+	ck_assert_uint_eq(bl_raw_nref(r), 3);
+	tu_assert_list_eq(&src, body, sizeof(body));
+	bl_list_clear(&out);
+	bl_list_clear(&l);
+	bl_list_clear(&src);
+}
+END_TEST
+
+/* The blob of kind 5 for value @v: v % 40 bytes derived from @v. */
+static size_t blob_of(uint64_t v, unsigned char *blob)
+{
+	size_t n = v % 40;
+
+	for (size_t j = 0; j < n; j++)
+		blob[j] = (unsigned char)(v >> (j % 8) * 8) ^ (unsigned char)j;
+	return n;
+}
+
+/* Encodes @v as kind @k: u8, u16, u32, u64, varint, blob. */
+static int encode_kind(struct bl_list *l, int k, uint64_t v)
+{
+	unsigned char blob[40];
+
+	switch (k) {
+	case 0:
+		return bl_encode_u8(l, (uint8_t)v);
+	case 1:
+		return bl_encode_u16(l, (uint16_t)v);
+	case 2:
+		return bl_encode_u32(l, (uint32_t)v);
+	case 3:
+		return bl_encode_u64(l, v);
+	case 4:
+		return bl_encode_varint(l, v);
+	default:
+		return bl_encode_bytes(l, blob, blob_of(v, blob));
+	}
+}
+
+/* Decodes one value of kind @k and asserts it is @v. */
+static void decode_kind(struct bl_iter *it, int k, uint64_t v)
+{
+	unsigned char blob[40];
+	struct bl_list out;
+	uint8_t a;
+	uint16_t b;
+	uint32_t c;
+	uint64_t d;
+
+	switch (k) {
+	case 0:
+		ck_assert_int_eq(bl_decode_u8(it, &a), 0);
+		ck_assert_uint_eq(a, (uint8_t)v);
+		break;
+	case 1:
+		ck_assert_int_eq(bl_decode_u16(it, &b), 0);
+		ck_assert_uint_eq(b, (uint16_t)v);
+		break;
+	case 2:
+		ck_assert_int_eq(bl_decode_u32(it, &c), 0);
+		ck_assert_uint_eq(c, (uint32_t)v);
+		break;
+	case 3:
+		ck_assert_int_eq(bl_decode_u64(it, &d), 0);
+		ck_assert_uint_eq(d, v);
+		break;
+	case 4:
+		ck_assert_int_eq(bl_decode_varint(it, &d), 0);
+		ck_assert_uint_eq(d, v);
+		break;
+	default:
+		bl_list_init(&out);
+		ck_assert_int_eq(bl_decode_bytes(it, &out), 0);
+		tu_assert_list_eq(&out, blob, blob_of(v, blob));
+		bl_list_clear(&out);
+		break;
+	}
+}
+
+START_TEST(test_mixed_stream_round_trip_any_segmentation)
+{
+	uint64_t rng = tu_seed("test_mixed_stream_round_trip_any_segmentation");
+
+	for (int round = 0; round < 50; round++) {
+		struct bl_list l;
+		struct bl_iter it;
+		uint64_t vals[200];
+		int kinds[200];
+		unsigned char *flat;
+		size_t len;
+
+		bl_list_init(&l);
+		for (int i = 0; i < 200; i++) {
+			kinds[i] = (int)(tu_rand(&rng) % 6);
+			vals[i] = tu_rand(&rng) >> (tu_rand(&rng) % 64);
+			ck_assert_int_eq(encode_kind(&l, kinds[i], vals[i]), 0);
+		}
+		/* re-cut at random seams, each segment its own raw */
+		flat = tu_flatten(&l);
+		len = bl_list_length(&l);
+		bl_list_clear(&l);
+		tu_append_segmented(&l, flat, len, 1 + tu_rand(&rng) % 16, 1,
+				    &rng);
+		free(flat);
+		ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+		for (int i = 0; i < 200; i++)
+			decode_kind(&it, kinds[i], vals[i]);
+		ck_assert_uint_eq(bl_iter_remaining(&it), 0);
+		bl_list_clear(&l);
+	}
+}
+END_TEST
+
+static Suite *codec_suite(void)
+{
+	Suite *s = suite_create("codec");
+	TCase *tc;
+
+	tc = tcase_create("iter");
+	tcase_add_test(tc, test_iter_init_at_offsets);
+	tcase_add_test(tc, test_iter_advance_crosses_segments);
+	tcase_add_test(tc, test_iter_seek_both_ways);
+	tcase_add_test(tc, test_iter_copy_across_segments);
+	tcase_add_test(tc, test_iter_copy_list_shares_slices);
+	tcase_add_test(tc, test_get_ptr_and_advance_returns_runs);
+	tcase_add_test(tc, test_iter_copied_by_assignment_is_independent);
+	tcase_add_test(tc, test_iter_random_walk_matches_model);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("fixed");
+	tcase_add_test(tc, test_encode_fixed_is_little_endian);
+	tcase_add_test(tc, test_decode_fixed_round_trip);
+	tcase_add_test(tc, test_decode_fixed_truncated_leaves_cursor);
+	tcase_add_test(tc, test_fixed_values_straddling_segments);
+	tcase_add_test(tc, test_encoders_fail_without_memory);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("varint");
+	tcase_add_test(tc, test_varint_encodes_leb128);
+	tcase_add_test(tc, test_varint_decodes_leb128_across_seams);
+	tcase_add_test(tc, test_varint_round_trip);
+	tcase_add_test(tc, test_varint_truncated_is_erange);
+	tcase_add_test(tc, test_varint_too_long_is_ebadmsg);
+	tcase_add_test(tc, test_varint_overflow_is_ebadmsg);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("bytes");
+	tcase_add_test(tc, test_encode_bytes_layout);
+	tcase_add_test(tc, test_encode_bytes_large_blob);
+	tcase_add_test(tc, test_encode_bytes_past_4gib_is_einval);
+	tcase_add_test(tc, test_decode_bytes_is_zero_copy);
+	tcase_add_test(tc, test_decode_bytes_across_seams);
+	tcase_add_test(tc, test_decode_bytes_truncated_changes_nothing);
+	tcase_add_test(tc, test_encode_list_shares_body);
+	tcase_add_test(tc, test_mixed_stream_round_trip_any_segmentation);
+	suite_add_tcase(s, tc);
+
+	return s;
+}
+
+int main(void)
+{
+	return tu_run(codec_suite());
+}
