@@ -49,42 +49,42 @@ int bl_encode_varint(struct bl_list *l, uint64_t v)
 
 int bl_encode_bytes(struct bl_list *l, const void *p, size_t len)
 {
-	int ret;
+	uint32_t n = htole32((uint32_t)len);
 
 	if (len > UINT32_MAX)
 		return -EINVAL;
-	if (len <= 60) {
-		/* one append: the common small blob */
-		uint8_t b[64];
-		uint32_t n = htole32((uint32_t)len);
-
-		memcpy(b, &n, 4);
-		memcpy(b + 4, p, len);
-		return bl_list_append(l, b, len + 4);
-	}
-	/* the length and the bytes go in together or not at all */
-	ret = bl_encode_u32(l, (uint32_t)len);
-	if (ret)
-		return ret;
-	ret = bl_list_append(l, p, len);
-	if (ret)
-		bl_list_splice(l, bl_list_length(l) - 4, 4, NULL);
-	return ret;
+	/* length and bytes go in together or not at all */
+	return bl__list_append2(l, &n, 4, p, len);
 }
 
 int bl_encode_list(struct bl_list *l, const struct bl_list *src)
 {
 	size_t len = bl_list_length(src);
+	struct bl_list tmp;
 	int ret;
 
 	if (len > UINT32_MAX)
 		return -EINVAL;
-	ret = bl_encode_u32(l, (uint32_t)len);
-	if (ret)
+	/*
+	 * Common case: the length fits the append buffer and the segments fit
+	 * the tail chunk, so neither append can fail after the first succeeds.
+	 */
+	if (l != src && l->_abuf && l->_abuf->len - l->_abuf->used >= 4 &&
+	    bl__list_tail_room(l) > bl_list_num_buffers(src)) {
+		ret = bl_encode_u32(l, (uint32_t)len);
+		if (!ret)
+			ret = bl_list_append_list(l, src);
+		BL_ASSERT(!ret);
 		return ret;
-	ret = bl_list_append_list(l, src);
-	if (ret)
-		bl_list_splice(l, bl_list_length(l) - 4, 4, NULL);
+	}
+	/* Otherwise build aside; l changes only in the final, atomic claim. */
+	bl_list_init(&tmp);
+	ret = bl_encode_u32(&tmp, (uint32_t)len);
+	if (!ret)
+		ret = bl_list_append_list(&tmp, src);
+	if (!ret)
+		ret = bl_list_claim_append(l, &tmp);
+	bl_list_clear(&tmp);
 	return ret;
 }
 

@@ -308,4 +308,14 @@ static inline struct bl__chunk *bl__chunk(const struct bl__chunk_hdr *h)
  */
 int bl__list_validate(const struct bl_list *l);
 
+/*
+ * Appends @a (NULL: zeros) then @b as one operation: both or neither, and
+ * on failure the list (append buffer included) is as it was.  Copies.
+ */
+int bl__list_append2(struct bl_list *l, const void *a, size_t alen,
+		     const void *b, size_t blen);
+
+/* Segments that can be pushed onto @l without allocating a chunk. */
+unsigned bl__list_tail_room(const struct bl_list *l);
+
 #endif /* BUFFERLIST_INTERNAL_H */

@@ -380,10 +380,28 @@ abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len)
 	return 0;
 }
 
-static int append_slow(struct bl_list *l, const void *data, size_t len)
+/* Copies @a (NULL: zeros) then @b to @dst. */
+static inline void put2(char *dst, const void *a, size_t alen, const void *b,
+			size_t blen)
 {
+	if (a)
+		memcpy(dst, a, alen);
+	else
+		memset(dst, 0, alen);
+	if (blen)
+		memcpy(dst + alen, b, blen);
+}
+
+/*
+ * The append of @a (NULL: zeros) followed by @b that does not fit the
+ * append buffer.  Both pieces land in one new raw, so the call succeeds or
+ * fails as a whole (the codec's length + blob appends rely on that).
+ */
+static int append_slow(struct bl_list *l, const void *a, size_t alen,
+		       const void *b, size_t blen)
+{
+	size_t len = alen + blen, cap;
 	struct bl_raw *ab;
-	size_t cap;
 
 	l->_ext = NULL;	/* the hint belongs to the old buffer */
 	if (len >= LARGE_APPEND) {
@@ -395,10 +413,7 @@ static int append_slow(struct bl_list *l, const void *data, size_t len)
 			bl__raw_put(ab);
 			return -ENOMEM;
 		}
-		if (data)
-			memcpy(ab->data, data, len);
-		else
-			memset(ab->data, 0, len);
+		put2(ab->data, a, alen, b, blen);
 		return 0;
 	}
 	/*
@@ -414,10 +429,12 @@ static int append_slow(struct bl_list *l, const void *data, size_t len)
 	ab = bl__raw_create_combined(l->_pool, cap, 0);
 	if (!ab)
 		return -ENOMEM;
-	if (abuf_put(l, ab, data, len)) {
+	if (abuf_put(l, ab, a, alen)) {
 		bl__raw_put(ab);
 		return -ENOMEM;
 	}
+	if (blen)
+		abuf_put(l, ab, b, blen);	/* extends: cannot fail */
 	if (l->_abuf)
 		bl__raw_put(l->_abuf);
 	l->_abuf = ab;
@@ -437,7 +454,7 @@ static inline int append_bytes(struct bl_list *l, const void *data,
 	if (bl__likely(ab && ab->len - ab->used >= len))
 		ret = abuf_put(l, ab, data, len);
 	else
-		ret = append_slow(l, data, len);
+		ret = append_slow(l, data, len, NULL, 0);
 	if (!ret && data)
 		bl__count_copy(len);
 	return ret;
@@ -446,6 +463,30 @@ static inline int append_bytes(struct bl_list *l, const void *data,
 int bl_list_append(struct bl_list *l, const void *data, size_t len)
 {
 	return append_bytes(l, data, len);
+}
+
+int bl__list_append2(struct bl_list *l, const void *a, size_t alen,
+		     const void *b, size_t blen)
+{
+	struct bl_raw *ab = l->_abuf;
+	int ret;
+
+	if (ab && ab->len - ab->used >= alen + blen) {
+		ret = abuf_put(l, ab, a, alen);
+		if (!ret && blen)
+			abuf_put(l, ab, b, blen);	/* extends: cannot fail */
+	} else {
+		ret = append_slow(l, a, alen, b, blen);
+	}
+	if (!ret)
+		bl__count_copy(alen + blen);
+	return ret;
+}
+
+/* Slots pushable onto @l without allocating. */
+unsigned bl__list_tail_room(const struct bl_list *l)
+{
+	return l->_tail->cap - l->_tail->count;
 }
 
 int bl_list_append_zero(struct bl_list *l, size_t len)
@@ -1005,6 +1046,14 @@ int bl_list_copy_out(const struct bl_list *l, size_t off, size_t len,
 	return 0;
 }
 
+static void free_table(struct bl_raw **priv, struct bl_raw **stack_priv,
+		       unsigned n)
+{
+	if (priv && priv != stack_priv)
+		bl__free(bl__allocator_current(), priv, n * sizeof(*priv),
+			 sizeof(void *));
+}
+
 /*
  * Writes @src (NULL: zeros) over [off, off + len).  Static raws are
  * read-only: their segments first get private copies, all allocated before
@@ -1037,7 +1086,8 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 	if (nstatic) {
 		priv = stack_priv;
 		if (nstatic > 8) {
-			priv = malloc(nstatic * sizeof(*priv));
+			priv = bl__alloc(bl__allocator_current(),
+					 nstatic * sizeof(*priv), sizeof(void *));
 			if (!priv)
 				return -ENOMEM;
 		}
@@ -1054,8 +1104,7 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 			if (!priv[k]) {
 				while (k--)
 					bl__raw_put(priv[k]);
-				if (priv != stack_priv)
-					free(priv);
+				free_table(priv, stack_priv, nstatic);
 				return -ENOMEM;
 			}
 			memcpy(priv[k]->data, s->raw->data + s->off, s->len);
@@ -1083,8 +1132,7 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 		bl_raw_invalidate_crc(s->raw);
 		left -= n;
 	}
-	if (priv && priv != stack_priv)
-		free(priv);
+	free_table(priv, stack_priv, nstatic);
 	if (src)
 		bl__count_copy(len);
 	return 0;
@@ -1479,7 +1527,8 @@ static int cmp_raw_use(const void *a, const void *b)
  * what the segments use of them); *@n gets its length.  Caller frees.
  * Return: NULL when @l holds nothing or memory runs out (*@n = 0 / SIZE_MAX).
  */
-static struct raw_use *raw_usage(const struct bl_list *l, size_t *n)
+static struct raw_use *raw_usage(const struct bl_list *l, size_t *n,
+				 size_t *cap)
 {
 	const struct bl__chunk_hdr *c;
 	const struct bl_ptr *s;
@@ -1488,9 +1537,10 @@ static struct raw_use *raw_usage(const struct bl_list *l, size_t *n)
 	uint32_t i;
 
 	*n = 0;
+	*cap = m;
 	if (!m)
 		return NULL;
-	v = malloc(m * sizeof(*v));
+	v = bl__alloc(bl__allocator_current(), m * sizeof(*v), sizeof(void *));
 	if (!v) {
 		*n = SIZE_MAX;
 		return NULL;
@@ -1514,6 +1564,13 @@ static struct raw_use *raw_usage(const struct bl_list *l, size_t *n)
 	return v;
 }
 
+static void usage_free(struct raw_use *v, size_t cap)
+{
+	if (v)
+		bl__free(bl__allocator_current(), v, cap * sizeof(*v),
+			 sizeof(void *));
+}
+
 /* Bytes of @r that @l pins without using (overlapping slices count once). */
 static size_t waste_of(const struct raw_use *v, size_t n, struct bl_raw *r)
 {
@@ -1527,14 +1584,14 @@ static size_t waste_of(const struct raw_use *v, size_t n, struct bl_raw *r)
 size_t bl_list_pinned_unused(const struct bl_list *l)
 {
 	struct raw_use *v;
-	size_t n, total = 0;
+	size_t n, cap, total = 0;
 
-	v = raw_usage(l, &n);
+	v = raw_usage(l, &n, &cap);
 	if (!v)
 		return 0;
 	for (size_t k = 0; k < n; k++)
 		total += waste_of(v, n, v[k].raw);
-	free(v);
+	usage_free(v, cap);
 	return total;
 }
 
@@ -1543,11 +1600,11 @@ ssize_t bl_list_compact(struct bl_list *l, size_t max_waste)
 	struct bl__chunk_hdr *c;
 	struct bl_list out;
 	struct raw_use *v;
-	size_t n, copied = 0;
+	size_t n, cap, copied = 0;
 	uint32_t i;
 	unsigned idx = 0;
 
-	v = raw_usage(l, &n);
+	v = raw_usage(l, &n, &cap);
 	if (!v)
 		return n ? -ENOMEM : 0;
 	bl_list_init(&out);
@@ -1593,7 +1650,7 @@ ssize_t bl_list_compact(struct bl_list *l, size_t max_waste)
 			}
 		}
 	}
-	free(v);
+	usage_free(v, cap);
 	drop_segments(l);
 	bl_list_claim_append(l, &out);	/* l is empty: cannot fail */
 	bl_list_clear(&out);
@@ -1605,7 +1662,7 @@ ssize_t bl_list_compact(struct bl_list *l, size_t max_waste)
 	}
 	return (ssize_t)copied;
 fail:
-	free(v);
+	usage_free(v, cap);
 	bl_list_clear(&out);
 	return -ENOMEM;
 }
