@@ -1,1 +1,621 @@
-int main(void){return 0;}
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_core.c - micro-benchmarks of the core of libbufferlist.
+ *
+ * The same workloads run on Ceph's bufferlist (bench_ceph.cc) and, where
+ * it has an equivalent, libevent's evbuffer (bench_evbuffer.c);
+ * perf/run-core.sh runs the three interleaved and tabulates the medians.
+ * Usage and output format: see benchutil.h.
+ *
+ * Workloads (name: what one operation is; what is timed):
+ *  alloc_N        bl_raw_create(N) + bl_raw_put(); the whole loop.  Also
+ *                 prints Ceph's "1000000 alloc of size N in S" line.
+ *  malloc_N       baseline: glibc malloc(N) + free().
+ *  fill_N         append N-byte chunks until 1 MiB, then clear; GB/s of
+ *                 bytes appended.  Prints Ceph's "fills of buffer" line.
+ *  append_8       one 8-byte bl_list_append(); the list is cleared every
+ *                 4096 appends (the clear is inside the timed loop).
+ *  splice_1M      bl_list_splice() of 1 MiB at offset 1.5 MiB out of a list
+ *                 of 1024 x 4 KiB segments (separate raws) into another
+ *                 list.  Only the splice is timed: the list is rebuilt
+ *                 (1024 bl_list_append_ptr of held slices) before each
+ *                 operation, outside the timed region, and the timer's own
+ *                 cost (~20 ns of ~1-5 us) is subtracted.
+ *  iovec_1024     bl_list_to_iovec() of the 1024-segment list into a stack
+ *                 array of 1024 iovecs.
+ *  substr_4K      bl_list_substr_of() of 4 KiB at offset 2 MiB (the middle,
+ *                 segment 512) of the 1024-segment list into a list that
+ *                 held the previous result.
+ *  claim_empty_N  bl_list_claim_append() of a list of N segments into an
+ *                 empty list: two lists ping-pong the segments, nothing
+ *                 else in the loop.
+ *  claim_nonempty_N  the same into a list that already has a segment:
+ *                 batches of m (<= 64) sources built outside the timed
+ *                 region (round-robin, so every source's tail is hot), then
+ *                 claimed one after the other in one timed region; timer
+ *                 cost subtracted per region.  Segments are 16-byte slices
+ *                 of one raw, 16 bytes apart (they cannot merge).
+ *  crc32c_4M_first  bl_list_invalidate_crc() + bl_list_crc32c(l, 0) of a
+ *                 4 MiB single-segment list, GB/s.
+ *  crc32c_4M_cached the repeat that hits the cache, ns.
+ *  rebuild_1M     bl_list_rebuild() of 1 MiB held as 256 x 4 KiB segments
+ *                 (shared slices of held raws), GB/s; only the rebuild is
+ *                 timed (the list is rebuilt from the slices outside, and
+ *                 the new 1 MiB raw is released outside).
+ *  memcpy_1M      baseline: the same 256 x 4 KiB gathered by memcpy into a
+ *                 1 MiB buffer allocated and touched once, timed the same way.
+ *  parse_frames_list  per frame of a list of 100,000 [u32 len][16..64
+ *                 bytes] frames: bl_decode_u32() then bl_iter_copy_list()
+ *                 of the payload into a list of its own (zero copy), which
+ *                 is cleared; ns per frame.
+ *  parse_frames_ptr   the same with bl_iter_get_ptr_and_advance() (zero
+ *                 copy, no list; reads the payload's first byte).
+ */
+#include <errno.h>
+#include <sys/uio.h>
+#include <bufferlist.h>
+
+#include "benchutil.h"
+
+static void must(int rc, const char *what)
+{
+	if (rc < 0)
+		bench_fail(what, rc);
+}
+
+/* ---- alloc --------------------------------------------------------------- */
+
+static uint64_t w_alloc(void *arg, uint64_t n)
+{
+	size_t size = *(unsigned *)arg;
+	uint64_t t0 = bench_now();
+
+	for (uint64_t i = 0; i < n; i++) {
+		struct bl_raw *r = bl_raw_create(size);
+
+		if (!r)
+			bench_fail("bl_raw_create", -ENOMEM);
+		bl_raw_put(r);
+	}
+	return bench_now() - t0;
+}
+
+static uint64_t w_malloc(void *arg, uint64_t n)
+{
+	size_t size = *(unsigned *)arg;
+	uint64_t t0 = bench_now();
+
+	for (uint64_t i = 0; i < n; i++) {
+		void *p = malloc(size);
+
+		bench_escape(p);
+		free(p);
+	}
+	return bench_now() - t0;
+}
+
+/* ---- fills --------------------------------------------------------------- */
+
+static char fill_src[16384];
+
+static uint64_t w_fill(void *arg, uint64_t n)
+{
+	unsigned step = *(unsigned *)arg;
+	struct bl_list l;
+	uint64_t t0, t;
+
+	bl_list_init(&l);
+	t0 = bench_now();
+	for (uint64_t i = 0; i < n; i++) {
+		for (unsigned j = 0; j < BENCH_FILL_LEN; j += step)
+			bl_list_append(&l, fill_src, step);
+		bench_consume(bl_list_length(&l));
+		bl_list_clear(&l);
+	}
+	t = bench_now() - t0;
+	bl_list_clear(&l);
+	return t;
+}
+
+/* ---- 8-byte append ------------------------------------------------------- */
+
+static uint64_t w_append8(void *arg, uint64_t n)
+{
+	struct bl_list l;
+	unsigned k = 0;
+	uint64_t t0, t;
+
+	bl_list_init(&l);
+	t0 = bench_now();
+	for (uint64_t i = 0; i < n; i++) {
+		bl_list_append(&l, &i, 8);
+		if (++k == BENCH_APPEND_CLEAR) {
+			bl_list_clear(&l);
+			k = 0;
+		}
+	}
+	t = bench_now() - t0;
+	bench_consume(bl_list_length(&l));
+	bl_list_clear(&l);
+	return t;
+}
+
+/* ---- 1024 x 4 KiB lists: splice, iovec, substr, rebuild ------------------ */
+
+struct seglist {
+	unsigned nseg;
+	struct bl_ptr segs[BENCH_NSEG];	/* separate raws, held */
+	struct bl_list bl, other;
+};
+
+static void seglist_init(struct seglist *s, unsigned nseg)
+{
+	unsigned i;
+
+	s->nseg = nseg;
+	for (i = 0; i < nseg; i++) {
+		must(bl_ptr_alloc(&s->segs[i], BENCH_SEG), "bl_ptr_alloc");
+		bench_fill_pattern(bl_ptr_data(&s->segs[i]), BENCH_SEG,
+				   (size_t)i * BENCH_SEG);
+	}
+	bl_list_init(&s->bl);
+	bl_list_init(&s->other);
+}
+
+static void seglist_build(struct seglist *s)
+{
+	unsigned i;
+
+	bl_list_clear(&s->bl);
+	for (i = 0; i < s->nseg; i++)
+		must(bl_list_append_ptr(&s->bl, &s->segs[i]), "append_ptr");
+}
+
+static void seglist_free(struct seglist *s)
+{
+	unsigned i;
+
+	bl_list_clear(&s->bl);
+	bl_list_clear(&s->other);
+	for (i = 0; i < s->nseg; i++)
+		bl_ptr_release(&s->segs[i]);
+}
+
+static uint64_t w_splice(void *arg, uint64_t n)
+{
+	struct seglist *s = arg;
+	uint64_t sum = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t0;
+		int rc;
+
+		seglist_build(s);
+		bl_list_clear(&s->other);
+		t0 = bench_now();
+		rc = bl_list_splice(&s->bl, BENCH_SPLICE_OFF, BENCH_SPLICE_LEN,
+				    &s->other);
+		sum += bench_now() - t0;
+		must(rc, "bl_list_splice");
+		if (bl_list_length(&s->other) != BENCH_SPLICE_LEN)
+			bench_fail("splice", (long)bl_list_length(&s->other));
+	}
+	return bench_less_timer(sum, n);
+}
+
+static uint64_t w_iovec(void *arg, uint64_t n)
+{
+	struct seglist *s = arg;
+	struct iovec iov[BENCH_NSEG];
+	uint64_t t0 = bench_now(), t;
+	int got = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		got = bl_list_to_iovec(&s->bl, 0, iov, BENCH_NSEG);
+		bench_escape(iov);
+	}
+	t = bench_now() - t0;
+	if (got != BENCH_NSEG)
+		bench_fail("bl_list_to_iovec", got);
+	bench_consume(iov[BENCH_NSEG - 1].iov_len);
+	return t;
+}
+
+static uint64_t w_substr(void *arg, uint64_t n)
+{
+	struct seglist *s = arg;
+	uint64_t t0 = bench_now(), t;
+	int rc = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		rc |= bl_list_substr_of(&s->other, &s->bl, BENCH_SUBSTR_OFF,
+					BENCH_SUBSTR_LEN);
+	t = bench_now() - t0;
+	must(rc, "bl_list_substr_of");
+	if (bl_list_length(&s->other) != BENCH_SUBSTR_LEN)
+		bench_fail("substr_of", (long)bl_list_length(&s->other));
+	return t;
+}
+
+static uint64_t w_rebuild(void *arg, uint64_t n)
+{
+	struct seglist *s = arg;
+	uint64_t sum = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t0;
+		int rc;
+
+		seglist_build(s);
+		t0 = bench_now();
+		rc = bl_list_rebuild(&s->bl);
+		sum += bench_now() - t0;
+		must(rc, "bl_list_rebuild");
+		if (bl_list_num_buffers(&s->bl) != 1)
+			bench_fail("rebuild", bl_list_num_buffers(&s->bl));
+		bl_list_clear(&s->bl);
+	}
+	return sum;
+}
+
+static char *memcpy_dst;
+
+static uint64_t w_memcpy(void *arg, uint64_t n)
+{
+	struct seglist *s = arg;
+	uint64_t sum = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t0;
+		char *d = memcpy_dst;
+		unsigned k;
+
+		seglist_build(s);	/* same cache state as w_rebuild */
+		t0 = bench_now();
+		for (k = 0; k < s->nseg; k++) {
+			memcpy(d, bl_ptr_data(&s->segs[k]), BENCH_SEG);
+			d += BENCH_SEG;
+		}
+		bench_escape(memcpy_dst);
+		sum += bench_now() - t0;
+		bl_list_clear(&s->bl);
+	}
+	return sum;
+}
+
+/* ---- claim_append -------------------------------------------------------- */
+
+struct claimset {
+	unsigned nseg, nsrc;
+	struct bl_ptr big;	/* 32 * nseg bytes; segment i = [32 i, +16) */
+	struct bl_list a, b;
+	struct bl_list src[64];
+};
+
+static void claim_append_seg(struct bl_list *l, struct claimset *c,
+			     unsigned i)
+{
+	struct bl_ptr p;
+
+	must(bl_ptr_slice(&p, &c->big, 32 * (size_t)i, 16), "bl_ptr_slice");
+	must(bl_list_append_ptr(l, &p), "append_ptr");
+	bl_ptr_release(&p);
+}
+
+/* Into an empty list: ping-pong the N segments between two lists. */
+static uint64_t w_claim_empty(void *arg, uint64_t n)
+{
+	struct claimset *c = arg;
+	uint64_t t0 = bench_now(), t;
+	int rc = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		if (i & 1)
+			rc |= bl_list_claim_append(&c->a, &c->b);
+		else
+			rc |= bl_list_claim_append(&c->b, &c->a);
+	}
+	t = bench_now() - t0;
+	must(rc, "claim_append");
+	if (n & 1)
+		bl_list_claim_append(&c->a, &c->b);
+	if (bl_list_num_buffers(&c->a) != c->nseg)
+		bench_fail("claim_append", bl_list_num_buffers(&c->a));
+	return t;
+}
+
+/*
+ * Into a non-empty list: every claim empties its source, so a batch of m
+ * sources is built outside the timed region -- round-robin, so that every
+ * source's tail was written last, as for a list its producer just built --
+ * and then claimed one after the other into a list that holds a segment.
+ */
+static uint64_t w_claim_nonempty(void *arg, uint64_t n)
+{
+	struct claimset *c = arg;
+	uint64_t sum = 0, regions = 0;
+	int rc = 0;
+
+	while (n) {
+		unsigned m = n < c->nsrc ? (unsigned)n : c->nsrc;
+		unsigned i, k;
+		uint64_t t0;
+
+		/* clear first: freeing the last batch must not evict this */
+		bl_list_clear(&c->b);
+		for (i = 0; i < c->nseg; i++)
+			for (k = 0; k < m; k++)
+				claim_append_seg(&c->src[k], c, i);
+		claim_append_seg(&c->b, c, 0);
+		t0 = bench_now();
+		for (k = 0; k < m; k++)
+			rc |= bl_list_claim_append(&c->b, &c->src[k]);
+		sum += bench_now() - t0;
+		regions++;
+		must(rc, "claim_append");
+		if (bl_list_num_buffers(&c->b) != 1 + m * c->nseg)
+			bench_fail("claim_append", bl_list_num_buffers(&c->b));
+		n -= m;
+	}
+	bl_list_clear(&c->b);
+	return bench_less_timer(sum, regions);
+}
+
+/* ---- crc32c -------------------------------------------------------------- */
+
+static uint64_t w_crc_first(void *arg, uint64_t n)
+{
+	struct bl_list *l = arg;
+	uint64_t t0 = bench_now();
+
+	for (uint64_t i = 0; i < n; i++) {
+		bl_list_invalidate_crc(l);
+		bench_consume(bl_list_crc32c(l, 0));
+	}
+	return bench_now() - t0;
+}
+
+static uint64_t w_crc_cached(void *arg, uint64_t n)
+{
+	struct bl_list *l = arg;
+	uint64_t t0 = bench_now();
+
+	for (uint64_t i = 0; i < n; i++)
+		bench_consume(bl_list_crc32c(l, 0));
+	return bench_now() - t0;
+}
+
+/* ---- parse frames -------------------------------------------------------- */
+
+struct frames {
+	struct bl_list bl;
+	uint64_t payload;
+};
+
+static void frames_build(struct frames *f)
+{
+	static char payload[64];
+	uint32_t st = BENCH_FRAME_SEED;
+	unsigned i;
+
+	bench_fill_pattern(payload, sizeof(payload), 0);
+	bl_list_init(&f->bl);
+	f->payload = 0;
+	for (i = 0; i < BENCH_FRAMES; i++) {
+		uint32_t len = bench_frame_len(&st);
+
+		must(bl_encode_u32(&f->bl, len), "bl_encode_u32");
+		must(bl_list_append(&f->bl, payload, len), "bl_list_append");
+		f->payload += len;
+	}
+}
+
+static uint64_t w_parse_list(void *arg, uint64_t n)
+{
+	struct frames *f = arg;
+	struct bl_iter it;
+	struct bl_list out;
+	uint64_t total = 0, k = 0, passes = 0, t0, t;
+	int rc = 0;
+
+	bl_list_init(&out);
+	bl_iter_init(&it, &f->bl, 0);
+	t0 = bench_now();
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t len;
+
+		if (k == BENCH_FRAMES) {
+			bl_iter_init(&it, &f->bl, 0);
+			k = 0;
+			passes++;
+		}
+		rc |= bl_decode_u32(&it, &len);
+		rc |= bl_iter_copy_list(&it, len, &out);
+		total += bl_list_length(&out);
+		bl_list_clear(&out);
+		k++;
+	}
+	t = bench_now() - t0;
+	must(rc, "parse");
+	if (passes && total < passes * f->payload)
+		bench_fail("parse", (long)total);
+	bench_consume(total);
+	return t;
+}
+
+static uint64_t w_parse_ptr(void *arg, uint64_t n)
+{
+	struct frames *f = arg;
+	struct bl_iter it;
+	uint64_t total = 0, k = 0, passes = 0, t0, t;
+	int rc = 0;
+
+	bl_iter_init(&it, &f->bl, 0);
+	t0 = bench_now();
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t len;
+
+		if (k == BENCH_FRAMES) {
+			bl_iter_init(&it, &f->bl, 0);
+			k = 0;
+			passes++;
+		}
+		rc |= bl_decode_u32(&it, &len);
+		while (len) {
+			const char *p;
+			size_t got = bl_iter_get_ptr_and_advance(&it, len, &p);
+
+			if (!got)
+				bench_fail("get_ptr_and_advance", 0);
+			total += got + (unsigned char)p[0];
+			len -= got;
+		}
+		k++;
+	}
+	t = bench_now() - t0;
+	must(rc, "parse");
+	if (passes && total < passes * f->payload)
+		bench_fail("parse", (long)total);
+	bench_consume(total);
+	return t;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+	static const unsigned alloc_sizes[] = { 4, 32, 256, 1024, 4096, 16384 };
+	static const unsigned fill_steps[] = { 4, 16, 64, 256, 1024, 4096,
+					       16384 };
+	static const unsigned claim_nsegs[] = { 16, 1024, 65536 };
+	static struct seglist s;
+	char name[64], name2[64];
+	unsigned i;
+
+	bench_parse_args(argc, argv, "bench_core");
+	if (!bench_o.quiet)
+		printf("# libbufferlist %s, crc32c: %s\n", BL_VERSION_STRING,
+		       bl_crc32c_impl());
+	bench_fill_pattern(fill_src, sizeof(fill_src), 0);
+
+	for (i = 0; i < sizeof(alloc_sizes) / sizeof(alloc_sizes[0]); i++) {
+		unsigned size = alloc_sizes[i];
+
+		snprintf(name, sizeof(name), "alloc_%u", size);
+		if (bench_want(name))
+			bench_alloc_line(name, size, w_alloc, &size);
+		snprintf(name, sizeof(name), "malloc_%u", size);
+		if (bench_want(name))
+			bench_ns(name, w_malloc, &size);
+	}
+	for (i = 0; i < sizeof(fill_steps) / sizeof(fill_steps[0]); i++) {
+		unsigned step = fill_steps[i];
+
+		snprintf(name, sizeof(name), "fill_%u", step);
+		if (bench_want(name))
+			bench_fill_line(name, BENCH_FILL_LEN, step, w_fill,
+					&step);
+	}
+	if (bench_want("append_8"))
+		bench_ns("append_8", w_append8, NULL);
+
+	if (bench_want("splice_1M") | bench_want("iovec_1024") |
+	    bench_want("substr_4K")) {
+		seglist_init(&s, BENCH_NSEG);
+		if (bench_want("splice_1M"))
+			bench_ns("splice_1M", w_splice, &s);
+		seglist_build(&s);
+		if (bench_want("iovec_1024"))
+			bench_ns("iovec_1024", w_iovec, &s);
+		if (bench_want("substr_4K"))
+			bench_ns("substr_4K", w_substr, &s);
+		seglist_free(&s);
+	}
+
+	for (i = 0; i < sizeof(claim_nsegs) / sizeof(claim_nsegs[0]); i++) {
+		static struct claimset c;
+		unsigned k;
+
+		c.nseg = claim_nsegs[i];
+		snprintf(name, sizeof(name), "claim_empty_%u", c.nseg);
+		snprintf(name2, sizeof(name2), "claim_nonempty_%u", c.nseg);
+		if (!(bench_want(name) | bench_want(name2)))
+			continue;
+		must(bl_ptr_alloc(&c.big, 32 * (size_t)c.nseg), "bl_ptr_alloc");
+		bench_fill_pattern(bl_ptr_data(&c.big), 32 * (size_t)c.nseg, 0);
+		bl_list_init(&c.a);
+		bl_list_init(&c.b);
+		c.nsrc = (1u << 21) / c.nseg;
+		if (c.nsrc > 64)
+			c.nsrc = 64;
+		for (k = 0; k < c.nsrc; k++)
+			bl_list_init(&c.src[k]);
+		if (bench_want(name)) {
+			for (k = 0; k < c.nseg; k++)
+				claim_append_seg(&c.a, &c, k);
+			if (bl_list_num_buffers(&c.a) != c.nseg)
+				bench_fail("claim build",
+					   bl_list_num_buffers(&c.a));
+			bench_ns(name, w_claim_empty, &c);
+		}
+		if (bench_want(name2))
+			bench_ns(name2, w_claim_nonempty, &c);
+		for (k = 0; k < c.nsrc; k++)
+			bl_list_clear(&c.src[k]);
+		bl_list_clear(&c.a);
+		bl_list_clear(&c.b);
+		bl_ptr_release(&c.big);
+	}
+
+	if (bench_want("crc32c_4M_first") | bench_want("crc32c_4M_cached")) {
+		static struct bl_list l;
+		struct bl_ptr p;
+
+		must(bl_ptr_alloc(&p, BENCH_CRC_LEN), "bl_ptr_alloc");
+		bench_fill_pattern(bl_ptr_data(&p), BENCH_CRC_LEN, 0);
+		bl_list_init(&l);
+		must(bl_list_append_ptr_move(&l, &p), "append_ptr_move");
+		if (!bench_o.quiet)
+			printf("# crc32c of the 4 MiB pattern, seed 0: 0x%08x\n",
+			       bl_list_crc32c(&l, 0));
+		if (bench_want("crc32c_4M_first"))
+			bench_gbs("crc32c_4M_first", w_crc_first, &l,
+				  BENCH_CRC_LEN);
+		if (bench_want("crc32c_4M_cached"))
+			bench_ns("crc32c_4M_cached", w_crc_cached, &l);
+		bl_list_clear(&l);
+	}
+
+	if (bench_want("rebuild_1M") | bench_want("memcpy_1M")) {
+		seglist_init(&s, BENCH_REBUILD_NSEG);
+		if (bench_want("rebuild_1M"))
+			bench_gbs("rebuild_1M", w_rebuild, &s,
+				  BENCH_REBUILD_NSEG * BENCH_SEG);
+		if (bench_want("memcpy_1M")) {
+			memcpy_dst = malloc(BENCH_REBUILD_NSEG * BENCH_SEG);
+			if (!memcpy_dst)
+				bench_fail("malloc", 0);
+			memset(memcpy_dst, 1, BENCH_REBUILD_NSEG * BENCH_SEG);
+			bench_gbs("memcpy_1M", w_memcpy, &s,
+				  BENCH_REBUILD_NSEG * BENCH_SEG);
+			free(memcpy_dst);
+		}
+		seglist_free(&s);
+	}
+
+	if (bench_want("parse_frames_list") | bench_want("parse_frames_ptr")) {
+		static struct frames f;
+
+		frames_build(&f);
+		if (!bench_o.quiet)
+			printf("# frames: %u in %zu bytes, %u segments\n",
+			       BENCH_FRAMES, bl_list_length(&f.bl),
+			       bl_list_num_buffers(&f.bl));
+		if (bench_want("parse_frames_list"))
+			bench_ns("parse_frames_list", w_parse_list, &f);
+		if (bench_want("parse_frames_ptr"))
+			bench_ns("parse_frames_ptr", w_parse_ptr, &f);
+		bl_list_clear(&f.bl);
+	}
+	return 0;
+}

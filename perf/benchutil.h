@@ -12,23 +12,30 @@
  *    rebuild their input between operations (splice, rebuild, claim into a
  *    non-empty list, destructive parsing) time only the operation and do
  *    the rebuilding outside the timed region;
- *  - bench_run() first calls fn with growing n (warm-up and calibration)
+ *  - bench_calibrate() calls fn with growing n (warm-up and calibration)
  *    until one call takes BENCH_CALIB_NS of wall time, then picks n so that
  *    one measured call takes about BENCH_TARGET_NS of wall time (setup
- *    included, so workloads with expensive setup do fewer operations) and
- *    makes one measured call per requested repeat;
+ *    included, so workloads with expensive setup do fewer operations);
+ *    bench_ns()/bench_gbs() then make one measured call per repeat;
  *  - every measured call prints one machine line
  *        RESULT <workload> <value> <unit>
  *    where unit is "ns" (per operation, lower is better) or "GB/s"
  *    (10^9 bytes per second, higher is better).  perf/run-core.sh collects
  *    these lines from interleaved runs and takes medians.
  *
- * Command line of every program:  [-r R] [-C] [-q] [FILTER]
+ * Command line of every program:  [-r R] [-C] [-q] [-l] [FILTER...]
  *    -r R    measure every workload R times (default 1)
  *    -C      Ceph's own counts for the workloads that print Ceph's lines
  *            (1000000 allocs, 4000 fills) instead of calibrated counts
  *    -q      only RESULT lines
- *    FILTER  run only workloads whose name contains FILTER
+ *    -l      list the workloads this program has (may repeat a name)
+ *    FILTER  run only workloads whose name contains FILTER; =NAME matches
+ *            NAME exactly; several filters: any of them
+ *
+ * Allocator state carries over from one workload to the next inside a
+ * process (glibc raises its mmap threshold when a large block is freed, and
+ * trims the heap top), so perf/run-core.sh runs each workload in a process
+ * of its own.
  */
 #ifndef BUFFERLIST_PERF_BENCHUTIL_H
 #define BUFFERLIST_PERF_BENCHUTIL_H
@@ -43,15 +50,19 @@
 #define BENCH_CALIB_NS 20000000ull	/* 20 ms: warm-up/calibration floor */
 #define BENCH_TARGET_NS 250000000ull	/* 0.25 s per measured call */
 
+#define BENCH_MAX_FILTERS 32
+
 struct bench_opts {
-	const char *filter;	/* NULL: everything */
+	const char *filter[BENCH_MAX_FILTERS];	/* none: everything */
+	int nfilter;
+	int list;		/* -l */
 	int repeats;
 	int ceph_counts;	/* -C */
 	int quiet;		/* -q */
 	double timer_ns;	/* cost of an empty timed region */
 };
 
-static struct bench_opts bench_o = { NULL, 1, 0, 0, 0.0 };
+static struct bench_opts bench_o = { { NULL }, 0, 0, 1, 0, 0, 0.0 };
 
 typedef uint64_t (*bench_fn)(void *arg, uint64_t n);
 
@@ -89,9 +100,28 @@ static inline void bench_note(const char *fmt, const char *s)
 		printf(fmt, s);
 }
 
+/*
+ * Should workload @name run?  In list mode it prints the name and says no;
+ * callers that test a group of names combine them with `|` (not `||`) so
+ * that every name is listed.
+ */
 static inline int bench_want(const char *name)
 {
-	return !bench_o.filter || strstr(name, bench_o.filter) != NULL;
+	int i;
+
+	if (bench_o.list) {
+		printf("%s\n", name);
+		return 0;
+	}
+	if (!bench_o.nfilter)
+		return 1;
+	for (i = 0; i < bench_o.nfilter; i++) {
+		const char *f = bench_o.filter[i];
+
+		if (f[0] == '=' ? !strcmp(name, f + 1) : !!strstr(name, f))
+			return 1;
+	}
+	return 0;
 }
 
 static inline int bench_cmp_u64(const void *a, const void *b)
@@ -142,13 +172,16 @@ static inline void bench_parse_args(int argc, char **argv, const char *prog)
 			bench_o.ceph_counts = 1;
 		} else if (!strcmp(argv[i], "-q")) {
 			bench_o.quiet = 1;
+		} else if (!strcmp(argv[i], "-l")) {
+			bench_o.list = 1;
+			bench_o.quiet = 1;
 		} else if (!strcmp(argv[i], "-h") || argv[i][0] == '-') {
 			fprintf(stderr,
-				"usage: %s [-r REPEATS] [-C] [-q] [FILTER]\n",
+				"usage: %s [-r REPEATS] [-C] [-q] [-l] [FILTER...]\n",
 				prog);
 			exit(argv[i][1] == 'h' ? 0 : 1);
-		} else {
-			bench_o.filter = argv[i];
+		} else if (bench_o.nfilter < BENCH_MAX_FILTERS) {
+			bench_o.filter[bench_o.nfilter++] = argv[i];
 		}
 	}
 	bench_o.timer_ns = bench_timer_overhead();
@@ -268,9 +301,9 @@ static inline void bench_fill_line(const char *name, size_t buflen,
 	}
 }
 
-/* ---- shared workload parameters ---------------------------------------- */
+/* ---- shared workload parameters ------------------------------------------ */
 
-#define BENCH_SEG 4096u			/* segment of the 1024-segment lists */
+#define BENCH_SEG 4096u		/* segment of the 1024-segment lists */
 #define BENCH_NSEG 1024u
 #define BENCH_SPLICE_OFF (1536u * 1024)	/* 1.5 MiB */
 #define BENCH_SPLICE_LEN (1024u * 1024)	/* 1 MiB */

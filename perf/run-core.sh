@@ -1,1 +1,193 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# run-core.sh DIR - run the core benchmarks of libbufferlist side by side
+# with Ceph's bufferlist and libevent's evbuffer, and print a markdown table
+# of medians.
+#
+#   DIR holds bench_core (required), bench_ceph and bench_evbuffer (used
+#   when present).  `make bench` calls this with the build's perf/.
+#
+# Every workload runs in a process of its own (`prog -q =WORKLOAD`), so no
+# workload inherits the allocator state another one left (glibc raises its
+# mmap threshold after freeing a large block and trims the heap top, which
+# changes results by 10x for some workloads).  For each round, each workload
+# runs once in each program, back to back, in an order that rotates from
+# round to round; the table gives medians over the rounds.  Nothing is
+# pinned: on a shared machine expect noise, and look at min-max.
+#
+# Environment:
+#   BL_BENCH_ROUNDS   rounds (default 5)
+#   BL_BENCH_FILTER   only workloads whose name contains this (default all)
+#   BL_BENCH_MALLOC   "notrim": run every program with glibc tunables that
+#                     stop heap trimming and fix the mmap threshold at 32 MiB
+#                     (steady-state allocator, no page faults from re-growing
+#                     the heap); default: glibc as it comes
+#   BL_BENCH_RAW      file to keep the raw RESULT lines in (prog workload value unit)
+set -u
+
+dir=${1:-}
+if [ -z "$dir" ] || [ ! -x "$dir/bench_core" ]; then
+	echo "usage: $0 DIR   (DIR/bench_core must exist; build it first)" >&2
+	exit 1
+fi
+rounds=${BL_BENCH_ROUNDS:-5}
+filter=${BL_BENCH_FILTER:-}
+
+case ${BL_BENCH_MALLOC:-} in
+notrim)
+	GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432
+	export GLIBC_TUNABLES
+	;;
+"") ;;
+*)
+	echo "$0: BL_BENCH_MALLOC must be empty or notrim" >&2
+	exit 1
+	;;
+esac
+
+progs="core"
+[ -x "$dir/bench_ceph" ] && progs="$progs ceph"
+[ -x "$dir/bench_evbuffer" ] && progs="$progs evbuffer"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/blbench.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# Workload lists, in each program's order, without repeats.
+for p in $progs; do
+	"$dir/bench_$p" -l | awk -v f="$filter" '!seen[$0]++ && index($0, f)' \
+		>"$tmp/list.$p"
+done
+# The rows: bench_core's workloads first, then any only a peer has.
+cat "$tmp/list.core" >"$tmp/order"
+for p in $progs; do
+	grep -vxF -f "$tmp/order" "$tmp/list.$p" >"$tmp/extra"
+	cat "$tmp/extra" >>"$tmp/order"
+done
+
+nw=$(wc -l <"$tmp/order")
+echo "# libbufferlist core benchmarks: $rounds round(s) of $nw workload(s), programs: $progs" >&2
+start=$(date +%s)
+
+: >"$tmp/results"
+r=1
+while [ "$r" -le "$rounds" ]; do
+	echo "#   round $r/$rounds" >&2
+	# rotate the program order: round 1 core first, round 2 the next ...
+	# shellcheck disable=SC2086 # split on purpose
+	set -- $progs
+	shift_by=$(( (r - 1) % $# ))
+	while [ "$shift_by" -gt 0 ]; do
+		first=$1
+		shift
+		set -- "$@" "$first"
+		shift_by=$((shift_by - 1))
+	done
+	order="$*"
+	while read -r w; do
+		for p in $order; do
+			grep -qxF "$w" "$tmp/list.$p" || continue
+			if ! "$dir/bench_$p" -q "=$w" </dev/null >"$tmp/out" 2>"$tmp/err"; then
+				echo "warning: bench_$p $w failed: $(head -c 300 "$tmp/err")" >&2
+				continue
+			fi
+			awk -v p="$p" '$1 == "RESULT" { print p, $2, $3, $4 }' \
+				"$tmp/out" >>"$tmp/results"
+		done
+	done <"$tmp/order"
+	r=$((r + 1))
+done
+end=$(date +%s)
+
+[ -n "${BL_BENCH_RAW:-}" ] && cp "$tmp/results" "$BL_BENCH_RAW"
+
+# Per (program, workload): median, min, max, unit, count.
+sort -k1,1 -k2,2 -k3,3g "$tmp/results" | awk '
+function flush() {
+	if (n == 0)
+		return
+	med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+	print key, med, v[1], v[n], unit, n
+	n = 0
+}
+{
+	k = $1 " " $2
+	if (k != key) {
+		flush()
+		key = k
+	}
+	v[++n] = $3
+	unit = $4
+}
+END { flush() }' >"$tmp/stats"
+
+cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
+ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo "?")
+echo
+echo "libbufferlist core benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "machine: ${cpu:-unknown CPU}, $ncpu CPU(s), $(uname -sr); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+echo "rounds: $rounds, one process per workload and program, $((end - start)) s; allocator: ${BL_BENCH_MALLOC:-glibc default}"
+echo "ratio = how many times faster ours is (peer time / our time, or our GB/s / peer GB/s); > 1 means ours is faster"
+echo
+
+awk -v progs="$progs" '
+function fmt(x) {
+	if (x >= 1000) return sprintf("%.0f", x)
+	if (x >= 100) return sprintf("%.1f", x)
+	if (x >= 10) return sprintf("%.2f", x)
+	return sprintf("%.3f", x)
+}
+function ratio(ours, peer, unit) {
+	if (ours == "" || peer == "" || ours == 0 || peer == 0)
+		return "-"
+	return sprintf("%.2fx", unit == "GB/s" ? ours / peer : peer / ours)
+}
+FILENAME == ARGV[1] {
+	med[$1, $2] = $3; lo[$1, $2] = $4; hi[$1, $2] = $5; unit[$2] = $6
+	next
+}
+{
+	w = $1
+	if (w ~ /^(malloc_|memcpy_)/) {
+		base[++nb] = w
+		next
+	}
+	if (!header) {
+		print "| workload | unit | ours median (min-max) | Ceph median | ours/Ceph | evbuffer median | ours/evbuffer |"
+		print "|---|---|---|---|---|---|---|"
+		header = 1
+	}
+	u = unit[w]
+	ours = (("core", w) in med) ? med["core", w] : ""
+	ceph = (("ceph", w) in med) ? med["ceph", w] : ""
+	ev = (("evbuffer", w) in med) ? med["evbuffer", w] : ""
+	o = ours == "" ? "-" : fmt(ours) " (" fmt(lo["core", w]) "-" fmt(hi["core", w]) ")"
+	printf "| %s | %s | %s | %s | %s | %s | %s |\n", w, (u == "ns" ? "ns/op" : u), o,
+		(ceph == "" ? "-" : fmt(ceph)), ratio(ours, ceph, u),
+		(ev == "" ? "-" : fmt(ev)), ratio(ours, ev, u)
+}
+END {
+	if (!nb)
+		exit
+	print ""
+	print "| baseline (bench_core) | unit | median (min-max) | compared with |"
+	print "|---|---|---|---|"
+	for (i = 1; i <= nb; i++) {
+		w = base[i]
+		if (!(("core", w) in med))
+			continue
+		u = unit[w]
+		cmp = "-"
+		if (w ~ /^malloc_/) {
+			a = w; sub(/^malloc_/, "alloc_", a)
+			if (("core", a) in med)
+				cmp = sprintf("%s: ours %s ns = %.2fx malloc+free", a, fmt(med["core", a]), med["core", a] / med["core", w])
+		} else if (w ~ /^memcpy_/) {
+			a = w; sub(/^memcpy_/, "rebuild_", a)
+			if (("core", a) in med)
+				cmp = sprintf("%s: ours %s GB/s = %.0f%% of memcpy", a, fmt(med["core", a]), 100 * med["core", a] / med["core", w])
+		}
+		printf "| %s | %s | %s (%s-%s) | %s |\n", w, (u == "ns" ? "ns/op" : u),
+			fmt(med["core", w]), fmt(lo["core", w]), fmt(hi["core", w]), cmp
+	}
+}' "$tmp/stats" "$tmp/order"
