@@ -91,14 +91,12 @@ int bl_encode_list(struct bl_list *l, const struct bl_list *src)
 /* The next @n bytes, from the segment when contiguous, else via @tmp. */
 static inline const void *peek(struct bl_iter *it, size_t n, void *tmp)
 {
-	const struct bl_ptr *s;
 	struct bl_iter t;
 
+	if (bl__likely(bl__iter_contig(it) >= n))
+		return bl__iter_ptr(it);
 	if (n > bl_iter_remaining(it))
 		return NULL;
-	s = &bl__chunk(it->_chunk)->seg[it->_idx];
-	if (s->len - it->_seg_off >= n)
-		return s->raw->data + s->off + it->_seg_off;
 	t = *it;
 	bl_iter_copy(&t, n, tmp);
 	return tmp;
@@ -114,7 +112,7 @@ int bl_decode_u##bits(struct bl_iter *it, uint##bits##_t *v)		\
 		return -ERANGE;						\
 	memcpy(&tmp, p, sizeof(tmp));					\
 	*v = le##bits##toh(tmp);					\
-	bl_iter_advance(it, sizeof(tmp));				\
+	bl__iter_step(it, sizeof(tmp));					\
 	return 0;							\
 }
 
@@ -126,7 +124,7 @@ int bl_decode_u8(struct bl_iter *it, uint8_t *v)
 	if (!p)
 		return -ERANGE;
 	*v = *p;
-	bl_iter_advance(it, 1);
+	bl__iter_step(it, 1);
 	return 0;
 }
 

@@ -70,7 +70,7 @@ void bl__free(const struct bl__allocator *al, void *p, size_t size,
  * writes it; counters use relaxed atomics written as load + store (no
  * read-modify-write) so that another thread may sum them.
  */
-#define BL__NCLASS 19	/* cache size classes, 32 .. BL_POOL_CACHE_MAX */
+#define BL__NCLASS 23	/* cache size classes, 32 .. BL_POOL_CACHE_MAX */
 
 struct bl__pool_tstats {
 	_Atomic int64_t raws;
@@ -241,13 +241,18 @@ struct bl_raw {
 			void *opaque;
 		} claim;
 	} u;
-	/* crc cache: one entry, guarded by crc_lock (a spin lock, as Ceph's) */
+	/*
+	 * crc cache: one entry under a sequence lock.  Readers (every
+	 * bl_list_crc32c) do no read-modify-write; writers take crc_lock so
+	 * that there is one at a time, and make crc_seq odd while they write.
+	 */
+	_Atomic uint32_t crc_seq;
 	atomic_flag crc_lock;
-	bool crc_valid;
-	uint32_t crc_seed;
-	uint32_t crc_val;
-	size_t crc_off;
-	size_t crc_len;
+	_Atomic bool crc_valid;
+	_Atomic uint32_t crc_seed;
+	_Atomic uint32_t crc_val;
+	_Atomic size_t crc_off;
+	_Atomic size_t crc_len;
 };
 
 void bl__raw_free(struct bl_raw *r);
@@ -299,6 +304,37 @@ struct bl__chunk {
 static inline struct bl__chunk *bl__chunk(const struct bl__chunk_hdr *h)
 {
 	return (struct bl__chunk *)h;
+}
+
+/* ---- iter (iter.c): the cursor's fast steps, inlined into the codec ---- */
+
+static inline const struct bl_ptr *bl__iter_seg(const struct bl_iter *it)
+{
+	return &bl__chunk(it->_chunk)->seg[it->_idx];
+}
+
+/* Bytes readable at the cursor without crossing a seam (0 at the end). */
+static inline size_t bl__iter_contig(const struct bl_iter *it)
+{
+	return it->_chunk ? bl__iter_seg(it)->len - it->_seg_off : 0;
+}
+
+static inline const char *bl__iter_ptr(const struct bl_iter *it)
+{
+	const struct bl_ptr *s = bl__iter_seg(it);
+
+	return s->raw->data + s->off + it->_seg_off;
+}
+
+/* Moves forward @n bytes, n <= bl__iter_contig(). */
+static inline void bl__iter_step(struct bl_iter *it, size_t n)
+{
+	if (bl__likely(n < bl__iter_contig(it))) {
+		it->_seg_off += n;
+		it->_off += n;
+	} else {
+		bl_iter_advance(it, n);
+	}
 }
 
 /*

@@ -119,6 +119,16 @@ int bl_iter_copy_list(struct bl_iter *it, size_t len, struct bl_list *dst)
 
 	if (len > bl_iter_remaining(it))
 		return -ERANGE;
+	if (len && len <= bl__iter_contig(it)) {
+		/* one slice: append_ptr is failure-atomic by itself */
+		const struct bl_ptr *s = cur(it);
+		struct bl_ptr piece = { s->raw, s->off + it->_seg_off, len };
+
+		ret = bl_list_append_ptr(dst, &piece);
+		if (!ret)
+			bl__iter_step(it, len);
+		return ret;
+	}
 	/* build aside, so a failure leaves dst and the cursor alone */
 	bl_list_init(&tmp);
 	while (len) {
@@ -161,6 +171,6 @@ size_t bl_iter_get_ptr_and_advance(struct bl_iter *it, size_t want,
 	if (n > want)
 		n = want;
 	*data = s->raw->data + s->off + it->_seg_off;
-	bl_iter_advance(it, n);
+	bl__iter_step(it, n);
 	return n;
 }

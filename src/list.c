@@ -155,6 +155,19 @@ static int push_seg(struct bl_list *l, struct bl_raw *raw, size_t off,
 				if (!c)
 					return -ENOMEM;
 			}
+			if (t == inl(l)) {
+				/*
+				 * The first heap chunk takes the inline slices
+				 * too: a list that outgrew its inline slots then
+				 * lives wholly in heap chunks, and claim_append
+				 * of it relinks without copying any slot.
+				 */
+				for (uint32_t k = 0; k < t->count; k++)
+					slots(c)[k] = slots(t)[t->start + k];
+				c->count = t->count;
+				t->start = 0;
+				t->count = 0;
+			}
 			t->next = c;
 			l->_tail = t = c;
 		}
@@ -178,7 +191,8 @@ static int push_seg(struct bl_list *l, struct bl_raw *raw, size_t off,
  */
 struct mark {
 	struct bl__chunk_hdr *tail;
-	uint32_t end;		/* start + count of the tail chunk */
+	uint32_t start;		/* the tail chunk's first slot then ... */
+	uint32_t count;		/* ... and its number of slots */
 	size_t last_len;	/* length of the last segment then */
 	size_t len;
 	unsigned nseg;
@@ -189,7 +203,8 @@ static void mark_take(const struct bl_list *l, struct mark *m)
 	struct bl_ptr *ls = last_seg(l);
 
 	m->tail = l->_tail;
-	m->end = m->tail->start + m->tail->count;
+	m->start = m->tail->start;
+	m->count = m->tail->count;
 	m->last_len = ls ? ls->len : 0;
 	m->len = l->_len;
 	m->nseg = l->_nseg;
@@ -200,13 +215,23 @@ static void mark_rollback(struct bl_list *l, const struct mark *m,
 			  bool release)
 {
 	struct bl__chunk_hdr *c = m->tail, *n = c->next;
-	uint32_t end = c->start + c->count;
+	uint32_t keep = m->count;
 
 	l->_ext = NULL;
+	if (c == inl(l) && !c->count && keep) {
+		/* push_seg moved the inline slots into the first heap chunk */
+		for (uint32_t k = 0; k < keep; k++)
+			slots(c)[m->start + k] = slots(n)[n->start + k];
+		c->start = m->start;
+		c->count = keep;
+		n->start += keep;
+		n->count -= keep;
+	}
+	/* compaction may have moved the kept slots to the chunk's front */
 	if (release)
-		for (uint32_t i = m->end; i < end; i++)
+		for (uint32_t i = c->start + keep; i < c->start + c->count; i++)
 			bl__raw_put(slots(c)[i].raw);
-	c->count = m->end - c->start;
+	c->count = keep;
 	c->next = NULL;
 	while (n) {
 		struct bl__chunk_hdr *nx = n->next;
@@ -341,6 +366,7 @@ abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len)
 {
 	struct bl_ptr *ls = l->_ext;
 	char *dst = ab->data + ab->used;
+	struct bl__tstats *t;
 
 	if (!ls) {
 		ls = last_seg(l);
@@ -353,8 +379,15 @@ abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len)
 	}
 	ls->len += len;
 	l->_len += len;
-	bl__raw_advance(ab, len);
+	ab->used += len;
 	l->_ext = ls;
+	/* all the accounting of an append, through one thread-local lookup */
+	t = bl__tstats();
+	bl__stat_adds(&t->pool[ab->pool].used, (int64_t)len);
+	if (data) {
+		bl__stat_add(&t->copied_bytes, len);
+		bl__stat_add(&t->copy_ops, 1);
+	}
 	/* small appends dominate: keep them out of a library call */
 	if (data) {
 		if (len <= 16 && len >= 8) {
@@ -414,6 +447,8 @@ static int append_slow(struct bl_list *l, const void *a, size_t alen,
 			return -ENOMEM;
 		}
 		put2(ab->data, a, alen, b, blen);
+		if (a || blen)
+			bl__count_copy(a ? len : blen);
 		return 0;
 	}
 	/*
@@ -452,11 +487,9 @@ static inline int append_bytes(struct bl_list *l, const void *data,
 	if (bl__unlikely(!len))
 		return 0;
 	if (bl__likely(ab && ab->len - ab->used >= len))
-		ret = abuf_put(l, ab, data, len);
+		ret = abuf_put(l, ab, data, len);	/* counts the copy */
 	else
 		ret = append_slow(l, data, len, NULL, 0);
-	if (!ret && data)
-		bl__count_copy(len);
 	return ret;
 }
 
@@ -478,8 +511,6 @@ int bl__list_append2(struct bl_list *l, const void *a, size_t alen,
 	} else {
 		ret = append_slow(l, a, alen, b, blen);
 	}
-	if (!ret)
-		bl__count_copy(alen + blen);
 	return ret;
 }
 
@@ -635,8 +666,10 @@ int bl_list_claim_append(struct bl_list *l, struct bl_list *src)
 			t->next = dst;
 			t = dst;
 		}
-		memcpy(slots(dst) + dst->start + dst->count, slots(si) + si->start,
-		       si->count * sizeof(struct bl_ptr));
+		/* at most BL_LIST_INLINE slots: assignments, not a memcpy call */
+		for (uint32_t k = 0; k < si->count; k++)
+			slots(dst)[dst->start + dst->count + k] =
+				slots(si)[si->start + k];
 		dst->count += si->count;
 	}
 	if (si->next) {

@@ -361,7 +361,7 @@ int bl_pool_dump(FILE *out)
  * that blocks go back to the allocator.
  */
 #define TCACHE_MAX 64u
-#define TCACHE_BYTES (256u * 1024)
+#define TCACHE_BYTES (1024u * 1024)
 #define DEPOT_BYTES (64u * 1024 * 1024)
 
 _Atomic bool bl__cache_on = true;
@@ -404,8 +404,9 @@ static inline size_t block_size(unsigned cls)
 const uint32_t bl__tcache_cap[BL__NCLASS] = {
 	CAP(0), CAP(1), CAP(2), CAP(3), CAP(4), CAP(5), CAP(6), CAP(7),
 	CAP(8), CAP(9), CAP(10), CAP(11), CAP(12), CAP(13), CAP(14), CAP(15),
-	CAP(16), CAP(17), CAP(18),
+	CAP(16), CAP(17), CAP(18), CAP(19), CAP(20), CAP(21), CAP(22),
 };
+_Static_assert(BL__NCLASS == 23, "one cap per class");
 #undef CAP
 
 static void free_chain(void *head, unsigned cls)

@@ -41,7 +41,8 @@ static inline void raw_init(struct bl__tstats *t, struct bl_raw *r,
 	r->used = used;
 	r->al = al;
 	atomic_flag_clear_explicit(&r->crc_lock, memory_order_relaxed);
-	r->crc_valid = false;
+	atomic_store_explicit(&r->crc_seq, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->crc_valid, false, memory_order_relaxed);
 	bl__stat_add(&t->raws_created, 1);
 	bl__stat_adds(&ps->raws, 1);
 	bl__stat_adds(&ps->bytes, (int64_t)len);
@@ -258,53 +259,63 @@ size_t bl_raw_alignment(const struct bl_raw *r)
 
 /* ---- crc cache ------------------------------------------------------------ */
 
-/* Below this a crc costs less than taking the cache's lock twice. */
+/* Below this a crc costs less than looking the cache up. */
 #define CRC_CACHE_MIN 256
 
-static inline void crc_lock(struct bl_raw *r)
-{
-	while (atomic_flag_test_and_set_explicit(&r->crc_lock,
-						 memory_order_acquire))
-		bl__cpu_relax();
-}
+#define RLX memory_order_relaxed
 
-static inline void crc_unlock(struct bl_raw *r)
+/*
+ * Writes the cache entry.  @wait: spin for the writer's lock (an
+ * invalidation must not be lost); otherwise a busy lock means another
+ * thread is storing an entry of its own, and skipping ours is harmless.
+ */
+static void crc_store(struct bl_raw *r, bool valid, size_t off, size_t len,
+		      uint32_t seed, uint32_t val, bool wait)
 {
+	uint32_t seq;
+
+	while (atomic_flag_test_and_set_explicit(&r->crc_lock,
+						 memory_order_acquire)) {
+		if (!wait)
+			return;
+		bl__cpu_relax();
+	}
+	seq = atomic_load_explicit(&r->crc_seq, RLX);
+	atomic_store_explicit(&r->crc_seq, seq + 1, RLX);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&r->crc_valid, valid, RLX);
+	atomic_store_explicit(&r->crc_off, off, RLX);
+	atomic_store_explicit(&r->crc_len, len, RLX);
+	atomic_store_explicit(&r->crc_seed, seed, RLX);
+	atomic_store_explicit(&r->crc_val, val, RLX);
+	atomic_store_explicit(&r->crc_seq, seq + 2, memory_order_release);
 	atomic_flag_clear_explicit(&r->crc_lock, memory_order_release);
 }
 
 uint32_t bl__raw_crc32c(struct bl_raw *r, size_t off, size_t len,
 			uint32_t seed)
 {
-	uint32_t v, cseed = 0;
+	uint32_t s1, v, cseed;
 	bool hit;
 
 	if (len < CRC_CACHE_MIN)
 		return bl_crc32c(seed, r->data + off, len);
-	crc_lock(r);
-	hit = r->crc_valid && r->crc_off == off && r->crc_len == len;
-	if (hit) {
-		v = r->crc_val;
-		cseed = r->crc_seed;
-	}
-	crc_unlock(r);
-	if (hit)
-		/* crc is linear in the seed: shift the difference. */
+	s1 = atomic_load_explicit(&r->crc_seq, memory_order_acquire);
+	hit = !(s1 & 1) && atomic_load_explicit(&r->crc_valid, RLX) &&
+	      atomic_load_explicit(&r->crc_off, RLX) == off &&
+	      atomic_load_explicit(&r->crc_len, RLX) == len;
+	v = atomic_load_explicit(&r->crc_val, RLX);
+	cseed = atomic_load_explicit(&r->crc_seed, RLX);
+	atomic_thread_fence(memory_order_acquire);
+	if (hit && atomic_load_explicit(&r->crc_seq, RLX) == s1)
+		/* crc is linear in the seed: shift the difference */
 		return seed == cseed ? v : v ^ bl_crc32c_zeros(seed ^ cseed, len);
 	v = bl_crc32c(seed, r->data + off, len);
-	crc_lock(r);
-	r->crc_valid = true;
-	r->crc_off = off;
-	r->crc_len = len;
-	r->crc_seed = seed;
-	r->crc_val = v;
-	crc_unlock(r);
+	crc_store(r, true, off, len, seed, v, false);
 	return v;
 }
 
 void bl_raw_invalidate_crc(struct bl_raw *r)
 {
-	crc_lock(r);
-	r->crc_valid = false;
-	crc_unlock(r);
+	crc_store(r, false, 0, 0, 0, 0, true);
 }

@@ -53,7 +53,7 @@ BL_API void bl_allocator_get(struct bl_allocator *out);
  * @copied_bytes: payload bytes the library copied (append of caller bytes,
  *                copy_in/out, rebuild, c_str, ...).  Zero-copy operations
  *                never add to it; tests use it to prove they did not copy.
- * @copy_ops:     calls that copied at least one byte.
+ * @copy_ops:     copies made (a call may make more than one).
  * @raws_created: raws made by any constructor.
  * @raws_freed:   raws whose last reference was dropped.
  */
@@ -102,7 +102,7 @@ BL_API void bl_stats_reset(void);
  */
 #define BL_POOL_MAX 32
 #define BL_POOL_NAME_MAX 32
-#define BL_POOL_CACHE_MAX 16384
+#define BL_POOL_CACHE_MAX 65536
 
 struct bl_pool;
 
