@@ -6,7 +6,10 @@
  * 0xB3109EBF.  The standard CRC-32C of a buffer is
  * ~bl_crc32c(0xFFFFFFFF, buf, len).  The implementation is picked at run
  * time: carry-less multiply folding (VPCLMULQDQ / PCLMULQDQ) or SSE4.2 on
- * x86-64, the CRC extension on ARMv8, a table otherwise.
+ * x86-64, the CRC extension on ARMv8, a table otherwise.  The environment
+ * variable BL_CRC32C_IMPL=table|sse42|pclmul|vpclmul|armv8, read on the
+ * first call, forces one where this CPU supports it (an unknown or
+ * unsupported name leaves the automatic choice).
  */
 #ifndef BUFFERLIST_CRC32C_H
 #define BUFFERLIST_CRC32C_H
