@@ -59,7 +59,13 @@ struct bl__allocator {
 	struct bl_allocator a;
 };
 
-const struct bl__allocator *bl__allocator_current(void);
+extern _Atomic(const struct bl__allocator *) bl__current_allocator;
+
+static inline const struct bl__allocator *bl__allocator_current(void)
+{
+	return atomic_load_explicit(&bl__current_allocator,
+				    memory_order_acquire);
+}
 void *bl__alloc(const struct bl__allocator *al, size_t size, size_t align);
 void bl__free(const struct bl__allocator *al, void *p, size_t size,
 	      size_t align);
@@ -72,10 +78,16 @@ void bl__free(const struct bl__allocator *al, void *p, size_t size,
  */
 #define BL__NCLASS 23	/* cache size classes, 32 .. BL_POOL_CACHE_MAX */
 
+/*
+ * A pool's accounting on one thread.  "unused" (capacity past the frontier)
+ * rather than "used" so that a raw handed out whole, the common case,
+ * costs two counter updates to create and two to free.
+ */
 struct bl__pool_tstats {
-	_Atomic int64_t raws;
+	_Atomic int64_t created;
+	_Atomic int64_t freed;
 	_Atomic int64_t bytes;
-	_Atomic int64_t used;
+	_Atomic int64_t unused;
 };
 
 struct bl__tcache_class {
@@ -86,8 +98,6 @@ struct bl__tcache_class {
 struct bl__tstats {
 	_Atomic uint64_t copied_bytes;
 	_Atomic uint64_t copy_ops;
-	_Atomic uint64_t raws_created;
-	_Atomic uint64_t raws_freed;
 	_Atomic uint64_t cache_misses;	/* creates that went to the allocator */
 	bool no_cache;			/* a thread past its destructor */
 	struct bl__tcache_class cache[BL__NCLASS];
@@ -287,7 +297,7 @@ struct bl_raw *bl__raw_create_combined(struct bl_pool *p, size_t len,
 static inline void bl__raw_advance(struct bl_raw *r, size_t n)
 {
 	r->used += n;
-	bl__stat_adds(&bl__pool_stats(r->pool)->used, (int64_t)n);
+	bl__stat_adds(&bl__pool_stats(r->pool)->unused, -(int64_t)n);
 }
 
 /* Cached crc of [off, off + len) of @r for @seed, computing it on a miss. */
@@ -350,6 +360,22 @@ int bl__list_validate(const struct bl_list *l);
  */
 int bl__list_append2(struct bl_list *l, const void *a, size_t alen,
 		     const void *b, size_t blen);
+
+/*
+ * bl__list_reshape() - rebuilds @l's chain: a segment that @keep accepts is
+ * shared as it is; otherwise a run starts there, grows while @more accepts
+ * the next segment, and is copied into one new raw aligned to @align (in
+ * the pool of the run's first raw).  Failure atomic: -ENOMEM leaves @l as
+ * it was.  Return: bytes copied.
+ */
+struct bl__reshape {
+	bool (*keep)(const struct bl_ptr *s, bool last, void *ctx);
+	bool (*more)(size_t run_len, const struct bl_ptr *next, bool last,
+		     void *ctx);
+	size_t align;
+	void *ctx;
+};
+ssize_t bl__list_reshape(struct bl_list *l, const struct bl__reshape *rs);
 
 /* Segments that can be pushed onto @l without allocating a chunk. */
 unsigned bl__list_tail_room(const struct bl_list *l);

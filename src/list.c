@@ -383,7 +383,7 @@ abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len)
 	l->_ext = ls;
 	/* all the accounting of an append, through one thread-local lookup */
 	t = bl__tstats();
-	bl__stat_adds(&t->pool[ab->pool].used, (int64_t)len);
+	bl__stat_adds(&t->pool[ab->pool].unused, -(int64_t)len);
 	if (data) {
 		bl__stat_add(&t->copied_bytes, len);
 		bl__stat_add(&t->copy_ops, 1);
@@ -1222,11 +1222,106 @@ int bl_list_rebuild(struct bl_list *l)
 	return 0;
 }
 
-static inline bool seg_good(const struct bl_ptr *s, size_t size_align,
-			    size_t mem_align, bool last)
+/* ---- reshaping: share what can stay, copy runs of what cannot ---------- */
+
+ssize_t bl__list_reshape(struct bl_list *l, const struct bl__reshape *rs)
 {
-	return !(((uintptr_t)s->raw->data + s->off) & (mem_align - 1)) &&
-	       (last || !(s->len & (size_align - 1)));
+	struct bl__chunk_hdr *c;
+	struct bl_list out;
+	unsigned idx = 0, n = l->_nseg;
+	size_t copied = 0;
+	uint32_t i;
+
+	if (!n)
+		return 0;
+	bl_list_init(&out);
+	out._pool = l->_pool;
+	c = inl(l);
+	while (!c->count)
+		c = c->next;
+	i = c->start;
+	while (idx < n) {
+		const struct bl_ptr *s = &slots(c)[i];
+		struct bl__chunk_hdr *rc;
+		struct bl_raw *r;
+		size_t total = 0;
+		unsigned cnt = 0;
+		uint32_t ri;
+
+		if (rs->keep(s, idx == n - 1, rs->ctx)) {
+			if (push_seg(&out, s->raw, s->off, s->len, NULL))
+				goto fail;
+			bl__raw_get(s->raw);
+			idx++;
+			pos_next(&c, &i);
+			continue;
+		}
+		/* a run: one new raw for all of it */
+		rc = c;
+		ri = i;
+		do {
+			total += slots(c)[i].len;
+			cnt++;
+			idx++;
+			pos_next(&c, &i);
+		} while (idx < n && rs->more(total, &slots(c)[i], idx == n - 1,
+					     rs->ctx));
+		r = raw_for_copy(slots(rc)[ri].raw, total, rs->align);
+		if (!r)
+			goto fail;
+		copy_run(r->data, rc, ri, cnt);
+		bl__count_copy(total);
+		copied += total;
+		if (push_seg(&out, r, 0, total, NULL)) {
+			bl__raw_put(r);
+			goto fail;
+		}
+	}
+	drop_segments(l);
+	bl_list_claim_append(l, &out);	/* l is empty: cannot fail */
+	bl_list_clear(&out);
+	return (ssize_t)copied;
+fail:
+	bl_list_clear(&out);
+	return -ENOMEM;
+}
+
+struct dio_ctx {
+	size_t size_align, mem_align;
+	unsigned group, in_run;	/* the capping pass: segments per run */
+};
+
+static bool dio_good(const struct bl_ptr *s, bool last, void *arg)
+{
+	const struct dio_ctx *d = arg;
+
+	return !(((uintptr_t)s->raw->data + s->off) & (d->mem_align - 1)) &&
+	       (last || !(s->len & (d->size_align - 1)));
+}
+
+/* A misaligned run goes on until it ends on a boundary before a good one. */
+static bool dio_more(size_t total, const struct bl_ptr *next, bool last,
+		     void *arg)
+{
+	const struct dio_ctx *d = arg;
+
+	return (total & (d->size_align - 1)) || !dio_good(next, last, arg);
+}
+
+static bool group_start(const struct bl_ptr *s, bool last, void *arg)
+{
+	struct dio_ctx *d = arg;
+
+	d->in_run = 1;
+	return false;
+}
+
+static bool group_more(size_t total, const struct bl_ptr *next, bool last,
+		       void *arg)
+{
+	struct dio_ctx *d = arg;
+
+	return d->in_run++ < d->group;
 }
 
 int bl_list_rebuild_aligned_size_and_memory(struct bl_list *l,
@@ -1234,111 +1329,37 @@ int bl_list_rebuild_aligned_size_and_memory(struct bl_list *l,
 					    size_t mem_align,
 					    unsigned max_segments)
 {
-	struct bl__chunk_hdr *c;
-	struct bl_list out;
-	unsigned idx = 0, n = l->_nseg;
-	bool copied = false;
-	uint32_t i;
-	int ret;
+	struct dio_ctx d = { size_align, mem_align, 0, 0 };
+	struct bl__reshape rs = { dio_good, dio_more, mem_align, &d };
+	struct bl_list tmp;
+	ssize_t copied;
 
 	if (!bl__is_pow2(size_align) || !bl__is_pow2(mem_align))
 		return -EINVAL;
-	if (!n)
-		return 0;
-	bl_list_init(&out);
-	c = inl(l);
-	while (c && !c->count)
-		c = c->next;
-	i = c->start;
-	while (idx < n) {
-		const struct bl_ptr *s = &slots(c)[i];
-
-		if (seg_good(s, size_align, mem_align, idx == n - 1)) {
-			ret = push_seg(&out, s->raw, s->off, s->len, NULL);
-			if (ret)
-				goto fail;
-			bl__raw_get(s->raw);
-			idx++;
-			pos_next(&c, &i);
-			continue;
-		}
-		/* a misaligned run: take segments until it ends on a boundary
-		 * and the next segment is good by itself */
-		{
-			struct bl__chunk_hdr *rc = c;
-			uint32_t ri = i;
-			size_t total = 0;
-			unsigned cnt = 0;
-			struct bl_raw *r;
-
-			do {
-				total += slots(c)[i].len;
-				cnt++;
-				idx++;
-				pos_next(&c, &i);
-			} while (idx < n &&
-				 ((total & (size_align - 1)) ||
-				  !seg_good(&slots(c)[i], size_align, mem_align,
-					    idx == n - 1)));
-			r = raw_for_copy(slots(rc)[ri].raw, total, mem_align);
-			if (!r) {
-				ret = -ENOMEM;
-				goto fail;
-			}
-			copy_run(r->data, rc, ri, cnt);
-			bl__count_copy(total);
-			copied = true;
-			ret = push_seg(&out, r, 0, total, NULL);
-			if (ret) {
-				bl__raw_put(r);
-				goto fail;
-			}
-		}
+	if (!max_segments || l->_nseg <= max_segments) {
+		copied = bl__list_reshape(l, &rs);
+		return copied < 0 ? (int)copied : copied > 0;
 	}
-	if (max_segments && out._nseg > max_segments) {
-		/* Too many segments for one request: copy groups of them. */
-		unsigned group = (out._nseg + max_segments - 1) / max_segments;
-		struct bl_list out2;
-
-		bl_list_init(&out2);
-		c = inl(&out);
-		while (c && !c->count)
-			c = c->next;
-		i = c ? c->start : 0;
-		for (idx = 0; idx < out._nseg;) {
-			unsigned cnt = out._nseg - idx < group ? out._nseg - idx
-							       : group;
-			struct bl__chunk_hdr *rc = c;
-			uint32_t ri = i;
-			size_t total = 0;
-			struct bl_raw *r;
-
-			for (unsigned k = 0; k < cnt; k++) {
-				total += slots(c)[i].len;
-				pos_next(&c, &i);
-			}
-			idx += cnt;
-			r = raw_for_copy(slots(rc)[ri].raw, total, mem_align);
-			if (!r || push_seg(&out2, r, 0, total, NULL)) {
-				bl_raw_put(r);
-				bl_list_clear(&out2);
-				ret = -ENOMEM;
-				goto fail;
-			}
-			copy_run(r->data, rc, ri, cnt);
-			bl__count_copy(total);
-		}
-		copied = true;
-		bl_list_clear(&out);
-		bl_list_swap(&out, &out2);
+	/*
+	 * Too many segments for one request: align a copy of the list, then
+	 * copy groups of its segments, so that l changes only if both work.
+	 */
+	bl_list_init(&tmp);
+	if (share_range(&tmp, l, 0, l->_len))
+		return -ENOMEM;
+	copied = bl__list_reshape(&tmp, &rs);
+	if (copied >= 0 && tmp._nseg > max_segments) {
+		rs.keep = group_start;
+		rs.more = group_more;
+		d.group = (tmp._nseg + max_segments - 1) / max_segments;
+		copied = bl__list_reshape(&tmp, &rs);
 	}
-	drop_segments(l);
-	bl_list_claim_append(l, &out);	/* l is empty: cannot fail */
-	bl_list_clear(&out);
-	return copied;
-fail:
-	bl_list_clear(&out);
-	return ret;
+	if (copied >= 0) {
+		drop_segments(l);
+		bl_list_claim_append(l, &tmp);	/* l is empty: cannot fail */
+	}
+	bl_list_clear(&tmp);
+	return copied < 0 ? (int)copied : 1;
 }
 
 int bl_list_rebuild_aligned(struct bl_list *l, size_t align)
@@ -1628,76 +1649,44 @@ size_t bl_list_pinned_unused(const struct bl_list *l)
 	return total;
 }
 
+struct compact_ctx {
+	struct raw_use *v;
+	size_t n, max_waste;
+};
+
+static bool compact_keep(const struct bl_ptr *s, bool last, void *arg)
+{
+	const struct compact_ctx *cc = arg;
+
+	return waste_of(cc->v, cc->n, s->raw) <= cc->max_waste;
+}
+
+static bool compact_more(size_t total, const struct bl_ptr *next, bool last,
+			 void *arg)
+{
+	return !compact_keep(next, last, arg);
+}
+
 ssize_t bl_list_compact(struct bl_list *l, size_t max_waste)
 {
-	struct bl__chunk_hdr *c;
-	struct bl_list out;
-	struct raw_use *v;
-	size_t n, cap, copied = 0;
-	uint32_t i;
-	unsigned idx = 0;
+	struct compact_ctx cc = { NULL, 0, max_waste };
+	struct bl__reshape rs = { compact_keep, compact_more, BL_CACHELINE, &cc };
+	size_t cap;
+	ssize_t copied;
 
-	v = raw_usage(l, &n, &cap);
-	if (!v)
-		return n ? -ENOMEM : 0;
-	bl_list_init(&out);
-	c = inl(l);
-	while (c && !c->count)
-		c = c->next;
-	i = c ? c->start : 0;
-	while (idx < l->_nseg) {
-		const struct bl_ptr *s = &slots(c)[i];
-
-		if (waste_of(v, n, s->raw) <= max_waste) {
-			if (push_seg(&out, s->raw, s->off, s->len, NULL))
-				goto fail;
-			bl__raw_get(s->raw);
-			idx++;
-			pos_next(&c, &i);
-			continue;
-		}
-		/* a run of wasteful segments: one new raw for all of them */
-		{
-			struct bl__chunk_hdr *rc = c;
-			uint32_t ri = i;
-			size_t total = 0;
-			unsigned cnt = 0;
-			struct bl_raw *r;
-
-			do {
-				total += slots(c)[i].len;
-				cnt++;
-				idx++;
-				pos_next(&c, &i);
-			} while (idx < l->_nseg &&
-				 waste_of(v, n, slots(c)[i].raw) > max_waste);
-			r = raw_for_copy(slots(rc)[ri].raw, total, BL_CACHELINE);
-			if (!r)
-				goto fail;
-			copy_run(r->data, rc, ri, cnt);
-			bl__count_copy(total);
-			copied += total;
-			if (push_seg(&out, r, 0, total, NULL)) {
-				bl__raw_put(r);
-				goto fail;
-			}
-		}
-	}
-	usage_free(v, cap);
-	drop_segments(l);
-	bl_list_claim_append(l, &out);	/* l is empty: cannot fail */
-	bl_list_clear(&out);
+	cc.v = raw_usage(l, &cc.n, &cap);
+	if (!cc.v)
+		return cc.n ? -ENOMEM : 0;
+	copied = bl__list_reshape(l, &rs);
+	usage_free(cc.v, cap);
 	/* the append buffer goes too: what we keep should pin nothing more */
-	if (l->_abuf && l->_abuf->len - l->_abuf->used > max_waste) {
+	if (copied >= 0 && l->_abuf &&
+	    l->_abuf->len - l->_abuf->used > max_waste) {
 		bl__raw_put(l->_abuf);
 		l->_abuf = NULL;
 		l->_abuf_next = 0;
 	}
-	return (ssize_t)copied;
-fail:
-	usage_free(v, cap);
-	bl_list_clear(&out);
-	return -ENOMEM;
+	return copied;
 }
 
 /* ---- validation -------------------------------------------------------- */

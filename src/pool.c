@@ -59,12 +59,8 @@ const struct bl__allocator bl__default_allocator = {
 static struct bl__allocator interned[MAX_ALLOCATORS];
 static unsigned n_interned;
 static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(const struct bl__allocator *) current = &bl__default_allocator;
-
-const struct bl__allocator *bl__allocator_current(void)
-{
-	return atomic_load_explicit(&current, memory_order_acquire);
-}
+_Atomic(const struct bl__allocator *) bl__current_allocator =
+	&bl__default_allocator;
 
 /* The interned record for @a, or NULL when the table is full. */
 static const struct bl__allocator *intern(const struct bl_allocator *a)
@@ -94,7 +90,7 @@ void bl_allocator_set(const struct bl_allocator *a)
 		if (!rec)
 			return;	/* table full: keep the allocator in force */
 	}
-	atomic_store_explicit(&current, rec, memory_order_release);
+	atomic_store_explicit(&bl__current_allocator, rec, memory_order_release);
 }
 
 void bl_allocator_get(struct bl_allocator *out)
@@ -144,15 +140,14 @@ static void fold(struct bl__tstats *dst, const struct bl__tstats *s)
 #define F(x) bl__stat_add(&dst->x, atomic_load_explicit(&s->x, memory_order_relaxed))
 	F(copied_bytes);
 	F(copy_ops);
-	F(raws_created);
-	F(raws_freed);
 	F(cache_misses);
 #undef F
 	for (unsigned i = 0; i < BL_POOL_MAX; i++) {
 #define P(x) bl__stat_adds(&dst->pool[i].x, atomic_load_explicit(&s->pool[i].x, memory_order_relaxed))
-		P(raws);
+		P(created);
+		P(freed);
 		P(bytes);
-		P(used);
+		P(unused);
 #undef P
 	}
 }
@@ -216,8 +211,14 @@ static void to_public(struct bl_stats *out, const struct bl__tstats *s)
 {
 	out->copied_bytes = atomic_load_explicit(&s->copied_bytes, memory_order_relaxed);
 	out->copy_ops = atomic_load_explicit(&s->copy_ops, memory_order_relaxed);
-	out->raws_created = atomic_load_explicit(&s->raws_created, memory_order_relaxed);
-	out->raws_freed = atomic_load_explicit(&s->raws_freed, memory_order_relaxed);
+	out->raws_created = 0;
+	out->raws_freed = 0;
+	for (unsigned i = 0; i < BL_POOL_MAX; i++) {
+		out->raws_created += (uint64_t)atomic_load_explicit(
+			&s->pool[i].created, memory_order_relaxed);
+		out->raws_freed += (uint64_t)atomic_load_explicit(
+			&s->pool[i].freed, memory_order_relaxed);
+	}
 }
 
 void bl_stats_get(struct bl_stats *out)
@@ -237,12 +238,10 @@ static void zero_counters(struct bl__tstats *s)
 {
 	atomic_store_explicit(&s->copied_bytes, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->copy_ops, 0, memory_order_relaxed);
-	atomic_store_explicit(&s->raws_created, 0, memory_order_relaxed);
-	atomic_store_explicit(&s->raws_freed, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->cache_misses, 0, memory_order_relaxed);
 }
 
-/* Resets the counters of struct bl_stats; pool accounting is not reset. */
+/* Zeroes the copy counters; raws_created/freed are the pools' own counts. */
 void bl_stats_reset(void)
 {
 	pthread_mutex_lock(&stats_lock);
@@ -299,9 +298,11 @@ static void pool_stats_from(const struct bl__tstats *sum, unsigned id,
 			    struct bl_pool_stats *out)
 {
 	memcpy(out->name, bl__pools[id].name, BL_POOL_NAME_MAX);
-	out->raws = atomic_load_explicit(&sum->pool[id].raws, memory_order_relaxed);
+	out->raws = atomic_load_explicit(&sum->pool[id].created, memory_order_relaxed) -
+		    atomic_load_explicit(&sum->pool[id].freed, memory_order_relaxed);
 	out->bytes = atomic_load_explicit(&sum->pool[id].bytes, memory_order_relaxed);
-	out->bytes_used = atomic_load_explicit(&sum->pool[id].used, memory_order_relaxed);
+	out->bytes_used = out->bytes -
+		atomic_load_explicit(&sum->pool[id].unused, memory_order_relaxed);
 }
 
 void bl_pool_get_stats(const struct bl_pool *p, struct bl_pool_stats *out)

@@ -43,10 +43,10 @@ static inline void raw_init(struct bl__tstats *t, struct bl_raw *r,
 	atomic_flag_clear_explicit(&r->crc_lock, memory_order_relaxed);
 	atomic_store_explicit(&r->crc_seq, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->crc_valid, false, memory_order_relaxed);
-	bl__stat_add(&t->raws_created, 1);
-	bl__stat_adds(&ps->raws, 1);
+	bl__stat_adds(&ps->created, 1);
 	bl__stat_adds(&ps->bytes, (int64_t)len);
-	bl__stat_adds(&ps->used, (int64_t)used);
+	if (used != len)
+		bl__stat_adds(&ps->unused, (int64_t)(len - used));
 }
 
 /*
@@ -56,8 +56,8 @@ static inline void raw_init(struct bl__tstats *t, struct bl_raw *r,
  * one is there; the header then sits after the class's capacity so that
  * any block of the class fits any request of the class.
  */
-struct bl_raw *bl__raw_create_combined(struct bl_pool *p, size_t len,
-				       size_t used)
+static inline __attribute__((always_inline)) struct bl_raw *
+create_combined(struct bl_pool *p, size_t len, size_t used)
 {
 	struct bl__tstats *t = bl__tstats();
 	const struct bl__allocator *al;
@@ -93,19 +93,25 @@ struct bl_raw *bl__raw_create_combined(struct bl_pool *p, size_t len,
 	return r;
 }
 
+struct bl_raw *bl__raw_create_combined(struct bl_pool *p, size_t len,
+				       size_t used)
+{
+	return create_combined(p, len, used);
+}
+
 struct bl_raw *bl_raw_create(size_t len)
 {
-	return bl__raw_create_combined(NULL, len, len);
+	return create_combined(NULL, len, len);
 }
 
 struct bl_raw *bl_raw_create_in(struct bl_pool *p, size_t len)
 {
-	return bl__raw_create_combined(p, len, len);
+	return create_combined(p, len, len);
 }
 
 struct bl_raw *bl_raw_create_empty(size_t cap)
 {
-	return bl__raw_create_combined(NULL, cap, 0);
+	return create_combined(NULL, cap, 0);
 }
 
 struct bl_raw *bl_raw_create_aligned_in(struct bl_pool *p, size_t len,
@@ -182,10 +188,10 @@ void bl__raw_free(struct bl_raw *r)
 	struct bl__tstats *t = bl__tstats();
 	struct bl__pool_tstats *ps = &t->pool[r->pool];
 
-	bl__stat_add(&t->raws_freed, 1);
-	bl__stat_adds(&ps->raws, -1);
+	bl__stat_adds(&ps->freed, 1);
 	bl__stat_adds(&ps->bytes, -(int64_t)r->len);
-	bl__stat_adds(&ps->used, -(int64_t)r->used);
+	if (r->used != r->len)
+		bl__stat_adds(&ps->unused, -(int64_t)(r->len - r->used));
 	switch (r->kind) {
 	case BL__RAW_COMBINED: {
 		size_t size = (size_t)((char *)r - r->data) + sizeof(*r);

@@ -76,7 +76,11 @@ BL_API void bl_stats_get(struct bl_stats *out);
 /** bl_stats_thread() - the calling thread's counters only (exact). */
 BL_API void bl_stats_thread(struct bl_stats *out);
 
-/** bl_stats_reset() - zero every thread's counters (no thread may be busy). */
+/**
+ * bl_stats_reset() - zero every thread's copy counters (no thread may be
+ * busy).  raws_created and raws_freed are the pools' own counts and are not
+ * reset: compare two snapshots instead.
+ */
 BL_API void bl_stats_reset(void);
 
 
