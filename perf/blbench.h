@@ -147,10 +147,13 @@ struct blb_op;
 struct blb_op {
 	struct blb_op *next;		/* completed queue */
 	void *bench;			/* the loop's context */
+	/* if set, blb_op_complete() calls it instead of queueing (serve) */
+	void (*done)(struct blb_op *op);
 	uint64_t index;			/* op number (rados bench's op index) */
 	uint64_t objno;
 	uint64_t off;			/* byte offset inside the object */
-	double t0;
+	double t0;			/* when it was started */
+	double lat;			/* seconds, set on completion */
 	ssize_t res;
 	bool busy;
 	struct bl_list data;		/* read: the bytes received */
@@ -160,7 +163,11 @@ struct blb_op {
 	uint64_t tag;
 };
 
-/* Called by targets, from their poll function only. */
+/*
+ * Called by targets when an op is over, from their poll function (or from
+ * closing the target): records the latency, takes @data (may be NULL) into
+ * @op->data, and queues the op for the benchmark loop — or calls @op->done.
+ */
 void blb_op_complete(struct blb_op *op, ssize_t res, struct bl_list *data);
 
 struct blb_target_ops {
@@ -186,7 +193,7 @@ struct blb_target_ops {
 
 struct blb_target {
 	const struct blb_target_ops *ops;
-	char desc[BLB_NAME_MAX + 16];	/* "dir:/var/tmp/blbench-ann" */
+	char desc[4096 + 16];		/* "dir:/var/tmp/blbench-ann" */
 	bool direct;
 	size_t mem_align;		/* payload memory alignment (>= 1) */
 	size_t off_align;		/* offsets and lengths (>= 1) */
@@ -208,6 +215,15 @@ struct blb_target {
 int blb_target_open(struct blb_target **out, const char *spec,
 		    const struct blb_opts *o, bool create, char *err,
 		    size_t errlen);
+/*
+ * blb_target_open_ring() - a local target (dir: or file:) whose I/O goes
+ * through @u (borrowed; it must outlive the target), for a server whose
+ * connections run on the same ring.  Completions then only ever run from
+ * the owner's bl_uring_run().
+ */
+int blb_target_open_ring(struct blb_target **out, const char *spec,
+			 const struct blb_opts *o, bool create,
+			 struct bl_uring *u, char *err, size_t errlen);
 void blb_target_close(struct blb_target *t);
 
 /* The default directory: $BLBENCH_DIR, else /var/tmp/blbench-$USER. */

@@ -627,6 +627,15 @@ static void svg_legend(FILE *f, int x, int y, const char *color, bool dashed,
 	fputs("</text>\n", f);
 }
 
+/* About 0.6 em per character of a bold sans-serif font. */
+static double title_font(const char *title)
+{
+	size_t n = strlen(title);
+	double fit = n ? (SVG_W - 20) / (0.62 * n) : 15;
+
+	return fit < 15 ? (fit < 7 ? 7 : fit) : 15;
+}
+
 int blb_plot_svg(const char *path, const struct blb_stats *s,
 		 const char *title, double time_run)
 {
@@ -650,7 +659,8 @@ int blb_plot_svg(const char *path, const struct blb_stats *s,
 	}
 	bwp.ymax = axis_max(bmax);
 	latp.ymax = axis_max(lmax);
-	bwp.xmax = latp.xmax = axis_max(xmax);
+	/* time runs to the next whole second, not to a padded "nice" value */
+	bwp.xmax = latp.xmax = xmax > 1 ? ceil(xmax - 1e-9) : 1;
 
 	f = fopen(path, "w");
 	if (!f)
@@ -658,8 +668,9 @@ int blb_plot_svg(const char *path, const struct blb_stats *s,
 	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n",
 		SVG_W, SVG_H, SVG_W, SVG_H);
 	fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
-	fprintf(f, "<text x=\"%d\" y=\"28\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">",
-		SVG_W / 2);
+	/* a long command line gets a smaller font rather than leaving the picture */
+	fprintf(f, "<text x=\"%d\" y=\"28\" text-anchor=\"middle\" font-size=\"%.1f\" font-weight=\"bold\">",
+		SVG_W / 2, title_font(title));
 	xml_text(f, title);
 	fputs("</text>\n", f);
 	snprintf(sub, sizeof(sub),

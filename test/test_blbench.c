@@ -1,1 +1,1205 @@
-int main(void){return 0;}
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_blbench.c - the blbench program, run as a user runs it (fork and
+ * exec of the built binary, its output parsed back):
+ *
+ *  - bad options give a usage message and exit status 2; a target that
+ *    cannot be opened gives a one-line reason and status 1;
+ *  - 1-second runs of write, seq, rand and cleanup on a directory and on a
+ *    raw file with O_DIRECT: the summary, read back, agrees with the run
+ *    (writes made = ops in the metadata object = what seq finds, bandwidth
+ *    = writes * size / time), and rados bench's labels are all there;
+ *  - --format json is one valid JSON object with rados bench's keys;
+ *  - --plot writes an SVG with its polylines;
+ *  - a byte flipped in one object makes seq fail naming that object
+ *    (pattern check, crc32c check, lz4);
+ *  - the default target is a fixed directory a later process finds;
+ *  - a raw target too small for one round is refused, one that fills up
+ *    stops the run cleanly;
+ *  - the TCP target through `blbench serve`, and a server fed malformed
+ *    frames that stays up for the next client.
+ *
+ * Runs are kept small (64 KiB ops, a few ops in flight, capped object
+ * counts) so the suite writes little and stays well under 30 seconds.
+ * Nothing here asserts on timing.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <bufferlist/msgr.h>
+#include "testutil.h"
+
+#ifndef BLBENCH_PATH
+#define BLBENCH_PATH "./blbench"
+#endif
+
+static char scratch[PATH_MAX + 64];	/* one directory per test */
+static char dio_dir[PATH_MAX + 64];	/* where O_DIRECT works ("" if nowhere) */
+static pid_t server = -1;		/* a `blbench serve` of this test */
+
+/* ---- running blbench ----------------------------------------------------- */
+
+struct res {
+	int status;		/* exit status; 128 + signal if killed */
+	char *out, *err;
+};
+
+static char *slurp(const char *path)
+{
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	int fd = open(path, O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	buf = malloc((size_t)st.st_size + 1);
+	ck_assert_ptr_nonnull(buf);
+	n = read(fd, buf, (size_t)st.st_size);
+	ck_assert_int_eq(n, st.st_size);
+	buf[n] = 0;
+	close(fd);
+	return buf;
+}
+
+static const char *fmt(char *buf, size_t len, const char *f, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* snprintf that fails the test instead of truncating */
+static const char *fmt(char *buf, size_t len, const char *f, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, f);
+	n = vsnprintf(buf, len, f, ap);
+	va_end(ap);
+	ck_assert(n >= 0 && (size_t)n < len);
+	return buf;
+}
+
+/* Runs blbench with @args (NULL-terminated) and, if @env, "NAME=VALUE". */
+static void run_env(struct res *r, const char *env, const char *const *args)
+{
+	char outp[PATH_MAX + 16], errp[PATH_MAX + 16];
+	const char *argv[64];
+	int n = 0, st;
+	pid_t pid;
+
+	fmt(outp, sizeof(outp), "%s/.stdout", scratch);
+	fmt(errp, sizeof(errp), "%s/.stderr", scratch);
+	argv[n++] = "blbench";
+	while (*args && n < 63)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (fo < 0 || fe < 0)
+			_exit(126);
+		dup2(fo, 1);
+		dup2(fe, 2);
+		if (env)
+			putenv((char *)env);
+		execv(BLBENCH_PATH, (char *const *)argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r->out = slurp(outp);
+	r->err = slurp(errp);
+}
+
+#define RUN(r, ...) run_env((r), NULL, (const char *const[]){ __VA_ARGS__, NULL })
+#define RUN_ENV(r, env, ...) \
+	run_env((r), (env), (const char *const[]){ __VA_ARGS__, NULL })
+
+static void res_free(struct res *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+static void expect_status(const struct res *r, int want)
+{
+	ck_assert_msg(r->status == want,
+		      "exit status %d, wanted %d\n--- stdout:\n%s--- stderr:\n%s",
+		      r->status, want, r->out, r->err);
+}
+
+/* The number after @label in @text (the summary's "Label:  value"). */
+static double field(const char *text, const char *label)
+{
+	const char *p = strstr(text, label);
+
+	ck_assert_msg(p != NULL, "no '%s' in:\n%s", label, text);
+	return strtod(p + strlen(label), NULL);
+}
+
+/* The value of "key":"value" in JSON output. */
+static double jfield(const char *text, const char *key)
+{
+	char pat[128];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
+	p = strstr(text, pat);
+	ck_assert_msg(p != NULL, "no key %s in:\n%s", key, text);
+	return strtod(p + strlen(pat), NULL);
+}
+
+/* "Object prefix: X" of a write. */
+static void prefix_of(const char *out, char *buf, size_t len)
+{
+	const char *p = strstr(out, "Object prefix: ");
+	size_t n;
+
+	ck_assert_ptr_nonnull(p);
+	p += strlen("Object prefix: ");
+	n = strcspn(p, "\n");
+	ck_assert_uint_lt(n, len);
+	memcpy(buf, p, n);
+	buf[n] = 0;
+}
+
+static const char *path_in(char *buf, size_t len, const char *dir,
+			   const char *name)
+{
+	int n = snprintf(buf, len, "%s/%s", dir, name);
+
+	ck_assert(n > 0 && (size_t)n < len);
+	return buf;
+}
+
+static const char *spec(char *buf, size_t len, const char *kind,
+			const char *dir, const char *name)
+{
+	int n = snprintf(buf, len, "%s:%s/%s", kind, dir, name);
+
+	ck_assert(n > 0 && (size_t)n < len);
+	return buf;
+}
+
+/* Objects in a directory target (files named benchmark_data*). */
+static int count_objects(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		n += !strncmp(de->d_name, "benchmark_data", 14);
+	closedir(d);
+	return n;
+}
+
+/* rados bench's metadata: object size u64, ops i32, pid i32, op size u64. */
+static void read_meta(const char *path, uint64_t *obj_size, uint32_t *num_ops,
+		      uint64_t *op_size)
+{
+	unsigned char b[24];
+	int fd = open(path, O_RDONLY);
+
+	ck_assert_msg(fd >= 0, "no metadata at %s", path);
+	ck_assert_int_eq(read(fd, b, 24), 24);
+	close(fd);
+	*obj_size = *op_size = 0;
+	*num_ops = 0;
+	for (int i = 7; i >= 0; i--) {
+		*obj_size = *obj_size << 8 | b[i];
+		*op_size = *op_size << 8 | b[16 + i];
+	}
+	for (int i = 3; i >= 0; i--)
+		*num_ops = *num_ops << 8 | b[8 + i];
+}
+
+/* Checks the write summary against the run: labels, arithmetic. */
+static int check_write_summary(const char *out, uint64_t op_size,
+			       uint64_t obj_size)
+{
+	static const char *const labels[] = {
+		"Total time run:         ", "Total writes made:      ",
+		"Write size:             ", "Object size:            ",
+		"Bandwidth (MB/sec):     ", "Stddev Bandwidth:       ",
+		"Max bandwidth (MB/sec): ", "Min bandwidth (MB/sec): ",
+		"Average IOPS:           ", "Stddev IOPS:            ",
+		"Max IOPS:               ", "Min IOPS:               ",
+		"Average Latency(s):     ", "Stddev Latency(s):      ",
+		"Max latency(s):         ", "Min latency(s):         ",
+	};
+	const char *p = out;
+	double t, n, bw;
+
+	ck_assert_ptr_nonnull(strstr(out,
+		"  sec Cur ops   started  finished  avg MB/s  cur MB/s last lat(s)  avg lat(s)\n"));
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+		p = strstr(p, labels[i]);
+		ck_assert_msg(p != NULL, "label '%s' missing or out of order in:\n%s",
+			      labels[i], out);
+	}
+	t = field(out, "Total time run:");
+	n = field(out, "Total writes made:");
+	bw = field(out, "Bandwidth (MB/sec):");
+	ck_assert(t > 0);
+	ck_assert(n > 0);
+	ck_assert_uint_eq((uint64_t)field(out, "Write size:"), op_size);
+	ck_assert_uint_eq((uint64_t)field(out, "Object size:"), obj_size);
+	/* six significant digits each way: agree to about 1e-5, allow 1e-4 */
+	ck_assert_msg(fabs(bw - n * op_size / t / 1048576.0) <= 1e-4 * bw + 1e-3,
+		      "bandwidth %g is not %g writes * %llu / %g s", bw, n,
+		      (unsigned long long)op_size, t);
+	/* (int)(writes / time), from a time printed to six digits */
+	ck_assert(fabs(field(out, "Average IOPS:") - n / t) <= 1.0 + 1e-4 * n / t);
+	ck_assert(field(out, "Min latency(s):") <= field(out, "Average Latency(s):"));
+	ck_assert(field(out, "Average Latency(s):") <= field(out, "Max latency(s):"));
+	return (int)n;
+}
+
+static void check_read_summary(const char *out, uint64_t op_size)
+{
+	static const char *const labels[] = {
+		"Total time run:       ", "Total reads made:     ",
+		"Read size:            ", "Object size:          ",
+		"Bandwidth (MB/sec):   ", "Average IOPS:         ",
+		"Stddev IOPS:          ", "Max IOPS:             ",
+		"Min IOPS:             ", "Average Latency(s):   ",
+		"Max latency(s):       ", "Min latency(s):       ",
+	};
+	const char *p = out;
+	double t, n, bw;
+
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+		p = strstr(p, labels[i]);
+		ck_assert_msg(p != NULL, "label '%s' missing or out of order in:\n%s",
+			      labels[i], out);
+	}
+	t = field(out, "Total time run:");
+	n = field(out, "Total reads made:");
+	bw = field(out, "Bandwidth (MB/sec):");
+	ck_assert(n > 0);
+	ck_assert_uint_eq((uint64_t)field(out, "Read size:"), op_size);
+	ck_assert_msg(fabs(bw - n * op_size / t / 1048576.0) <= 1e-4 * bw + 1e-3,
+		      "bandwidth %g is not %g reads * %llu / %g s", bw, n,
+		      (unsigned long long)op_size, t);
+}
+
+/* ---- fixtures ---------------------------------------------------------------- */
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static bool takes_direct(const char *dir)
+{
+	char p[PATH_MAX + 32];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/.dio-probe-%d", dir, (int)getpid());
+	fd = open(p, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	if (fd < 0)
+		return false;
+	close(fd);
+	unlink(p);
+	return true;
+}
+
+static void setup(void)
+{
+	char cwd[PATH_MAX];
+
+	/* the build directory: a real file system, unlike a tmpfs /tmp */
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	fmt(scratch, sizeof(scratch), "%s/blbench-test.XXXXXX", cwd);
+	ck_assert_ptr_nonnull(mkdtemp(scratch));
+	dio_dir[0] = 0;
+	if (takes_direct(scratch)) {
+		fmt(dio_dir, sizeof(dio_dir), "%s", scratch);
+		return;
+	}
+	strcpy(dio_dir, "/var/tmp/blbench-test.XXXXXX");
+	if (!mkdtemp(dio_dir)) {
+		dio_dir[0] = 0;
+	} else if (!takes_direct(dio_dir)) {
+		rmdir(dio_dir);
+		dio_dir[0] = 0;
+	}
+}
+
+static void teardown(void)
+{
+	if (server > 0) {	/* a test that failed half way */
+		kill(server, SIGKILL);
+		waitpid(server, NULL, 0);
+		server = -1;
+	}
+	nftw(scratch, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	if (dio_dir[0] && strcmp(dio_dir, scratch))
+		nftw(dio_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- options ------------------------------------------------------------------ */
+
+START_TEST(test_bad_options_give_usage_and_status_2)
+{
+	static const char *const cases[][6] = {
+		{ NULL },
+		{ "10", NULL },
+		{ "10", "fly", NULL },
+		{ "ten", "write", NULL },
+		{ "10", "write", "extra", NULL },
+		{ "-t", "0", "10", "write", NULL },
+		{ "-b", "4Q", "10", "write", NULL },
+		{ "-b", "8", "10", "write", NULL },
+		{ "-b", "2M", "-O", "3M", "10", "write" },
+		{ "--format", "xml", "10", "write", NULL },
+		{ "--target", "ftp:host", "10", "write", NULL },
+		{ "--bogus", "10", "write", NULL },
+		{ "--listen", "1.2.3.4:5", "10", "write", NULL },
+		{ "cleanup", "now", NULL },
+	};
+	struct res r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *args[8] = { NULL };
+
+		for (int j = 0; j < 6 && cases[i][j]; j++)
+			args[j] = cases[i][j];
+		run_env(&r, NULL, args);
+		ck_assert_msg(r.status == 2, "case %zu (%s ...): status %d\n%s",
+			      i, args[0] ? args[0] : "", r.status, r.err);
+		ck_assert_msg(strstr(r.err, "usage: blbench") != NULL,
+			      "case %zu: no usage on stderr:\n%s", i, r.err);
+		ck_assert_str_eq(r.out, "");
+		res_free(&r);
+	}
+}
+END_TEST
+
+START_TEST(test_help_prints_usage_on_stdout_and_succeeds)
+{
+	struct res r;
+
+	RUN(&r, "--help");
+	expect_status(&r, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "usage: blbench"));
+	ck_assert_ptr_nonnull(strstr(r.out, "--target"));
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_pool_and_sizes_with_suffixes_are_accepted)
+{
+	char t[PATH_MAX + 64];
+	struct res r;
+
+	RUN(&r, "-p", "rbd", "--pool=data", "-b", "64K", "-O", "128KiB",
+	    "-t", "2", "--max-objects", "3", "1", "write",
+	    "--target", spec(t, sizeof(t), "dir", scratch, "d"));
+	expect_status(&r, 0);
+	/* 3 objects of two 64 KiB ops each */
+	ck_assert_int_eq(check_write_summary(r.out, 65536, 131072), 6);
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_unopenable_target_gives_one_line_reason)
+{
+	char t[PATH_MAX + 64];
+	struct res r;
+
+	RUN(&r, "1", "write", "--target", "dir:/nonexistent/blbench/x");
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "dir:/nonexistent/blbench/x"));
+	ck_assert_ptr_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);
+	res_free(&r);
+
+	/* a raw file that does not exist and has no size to be made with */
+	RUN(&r, "1", "write", "--target",
+	    spec(t, sizeof(t), "file", scratch, "nofile"));
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "nofile"));
+	ck_assert_ptr_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);
+	res_free(&r);
+
+	/* reading where nothing was written: rados bench's words */
+	ck_assert_int_eq(mkdir(path_in(t, sizeof(t), scratch, "empty"), 0755), 0);
+	RUN(&r, "1", "seq", "--target", spec(t, sizeof(t), "dir", scratch, "empty"));
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "Must write data before running a read benchmark!"));
+	res_free(&r);
+}
+END_TEST
+
+/* ---- runs on each local target ------------------------------------------------ */
+
+START_TEST(test_dir_write_seq_rand_cleanup_agree_with_metadata)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], m[PATH_MAX + 64];
+	uint64_t obj, op;
+	uint32_t nops;
+	struct res r;
+	int writes;
+
+	spec(t, sizeof(t), "dir", scratch, "d");
+	path_in(d, sizeof(d), scratch, "d");
+	RUN(&r, "-b", "64K", "-O", "256K", "-t", "4", "--max-objects", "400",
+	    "1", "write", "--no-cleanup", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_ptr_nonnull(strstr(r.out,
+		"Maintaining 4 concurrent writes of 65536 bytes to objects of size 262144 for up to 1 seconds or 400 objects\n"));
+	writes = check_write_summary(r.out, 65536, 262144);
+	res_free(&r);
+
+	/* what the summary says is what the metadata and the directory hold */
+	read_meta(path_in(m, sizeof(m), d, "benchmark_last_metadata"), &obj,
+		  &nops, &op);
+	ck_assert_uint_eq(obj, 262144);
+	ck_assert_uint_eq(op, 65536);
+	ck_assert_int_eq((int)nops, writes);
+	ck_assert_int_eq(count_objects(d), (writes + 3) / 4);
+
+	RUN(&r, "-t", "4", "1", "seq", "--target", t);
+	expect_status(&r, 0);
+	check_read_summary(r.out, 65536);
+	ck_assert_int_le((int)field(r.out, "Total reads made:"), writes);
+	ck_assert_str_eq(r.err, "");
+	res_free(&r);
+
+	RUN(&r, "-t", "3", "1", "rand", "--target", t);
+	expect_status(&r, 0);
+	check_read_summary(r.out, 65536);
+	res_free(&r);
+
+	RUN(&r, "cleanup", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_ptr_nonnull(strstr(r.err, "Removed "));
+	ck_assert_int_eq(count_objects(d), 0);
+	ck_assert_int_ne(access(m, F_OK), 0);
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_raw_file_with_direct_write_seq_rand_cleanup)
+{
+	char t[PATH_MAX + 64], f[PATH_MAX + 64];
+	struct res r;
+	int writes;
+
+	if (!dio_dir[0]) {
+		fprintf(stderr, "test_blbench: no file system here takes O_DIRECT; raw test skipped\n");
+		return;
+	}
+	path_in(f, sizeof(f), dio_dir, "raw");
+	fmt(t, sizeof(t), "file:%s:64M", f);
+	RUN(&r, "-b", "64K", "-t", "4", "1", "write", "--no-cleanup",
+	    "--direct", "--crc", "--target", t);
+	expect_status(&r, 0);
+	writes = check_write_summary(r.out, 65536, 65536);
+	ck_assert_int_le(writes, (64 - 1) * 16);	/* the first MiB is metadata */
+	res_free(&r);
+
+	/* the file keeps its size; later runs name it without the size */
+	fmt(t, sizeof(t), "file:%s", f);
+	RUN(&r, "-t", "4", "1", "seq", "--direct", "--target", t);
+	expect_status(&r, 0);
+	check_read_summary(r.out, 65536);
+	ck_assert_int_le((int)field(r.out, "Total reads made:"), writes);
+	res_free(&r);
+
+	RUN(&r, "-t", "4", "1", "rand", "--direct", "--target", t);
+	expect_status(&r, 0);
+	check_read_summary(r.out, 65536);
+	res_free(&r);
+
+	RUN(&r, "cleanup", "--target", t);
+	expect_status(&r, 0);
+	res_free(&r);
+	RUN(&r, "1", "seq", "--target", t);
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "Must write data"));
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_dir_with_direct_and_lz4_round_trips)
+{
+	char t[PATH_MAX + 64];
+	struct res r;
+
+	if (!dio_dir[0])
+		return;
+	spec(t, sizeof(t), "dir", dio_dir, "dz");
+	RUN(&r, "-b", "64K", "-t", "4", "--max-objects", "200", "1", "write",
+	    "--no-cleanup", "--direct", "--lz4", "--crc", "--target", t);
+	expect_status(&r, 0);
+	check_write_summary(r.out, 65536, 65536);
+	/* the pattern compresses: fewer bytes stored than written */
+	ck_assert(field(r.out, "Stored bytes (lz4):") > 0);
+	res_free(&r);
+	RUN(&r, "-t", "4", "1", "seq", "--direct", "--target", t);
+	expect_status(&r, 0);
+	check_read_summary(r.out, 65536);
+	res_free(&r);
+	RUN(&r, "-t", "4", "1", "rand", "--target", t);	/* buffered too */
+	expect_status(&r, 0);
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_default_target_is_found_by_a_later_process)
+{
+	char env[PATH_MAX + 32], d[PATH_MAX + 64], m[PATH_MAX + 64];
+	uint64_t obj, op;
+	uint32_t nops;
+	struct res r;
+	int writes;
+
+	path_in(d, sizeof(d), scratch, "default");
+	fmt(env, sizeof(env), "BLBENCH_DIR=%s", d);
+	RUN_ENV(&r, env, "-b", "64K", "-t", "2", "--max-objects", "50", "1",
+		"write", "--no-cleanup");
+	expect_status(&r, 0);
+	writes = check_write_summary(r.out, 65536, 65536);
+	res_free(&r);
+	read_meta(path_in(m, sizeof(m), d, "benchmark_last_metadata"), &obj,
+		  &nops, &op);
+	ck_assert_int_eq((int)nops, writes);
+
+	RUN_ENV(&r, env, "1", "seq");
+	expect_status(&r, 0);
+	check_read_summary(r.out, 65536);
+	ck_assert_int_eq((int)field(r.out, "Total reads made:"), writes);
+	res_free(&r);
+
+	/* without --no-cleanup a write leaves nothing behind */
+	RUN_ENV(&r, env, "-b", "64K", "-t", "2", "--max-objects", "10", "1",
+		"write", "--run-name", "other");
+	expect_status(&r, 0);
+	res_free(&r);
+	ck_assert_int_eq(access(path_in(m, sizeof(m), d, "other"), F_OK), -1);
+	ck_assert_int_eq(count_objects(d), writes);
+}
+END_TEST
+
+/* ---- output formats ---------------------------------------------------------- */
+
+/* A small JSON validator: returns the end of the value at @p, or NULL. */
+static const char *json_value(const char *p);
+
+static const char *json_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *json_string(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	while (*p && *p != '"') {
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		if (*p == '\\' && !*++p)
+			return NULL;
+		p++;
+	}
+	return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *json_value(const char *p)
+{
+	p = json_ws(p);
+	if (*p == '"')
+		return json_string(p);
+	if (*p == '{' || *p == '[') {
+		char close = *p == '{' ? '}' : ']';
+
+		p = json_ws(p + 1);
+		if (*p == close)
+			return p + 1;
+		for (;;) {
+			if (close == '}') {
+				p = json_string(json_ws(p));
+				if (!p || *(p = json_ws(p)) != ':')
+					return NULL;
+				p++;
+			}
+			p = json_value(p);
+			if (!p)
+				return NULL;
+			p = json_ws(p);
+			if (*p == close)
+				return p + 1;
+			if (*p++ != ',')
+				return NULL;
+		}
+	}
+	if (*p == '-' || (*p >= '0' && *p <= '9')) {
+		char *end;
+
+		strtod(p, &end);
+		return end;
+	}
+	if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4))
+		return p + 4;
+	if (!strncmp(p, "false", 5))
+		return p + 5;
+	return NULL;
+}
+
+START_TEST(test_json_output_is_one_object_with_rados_keys)
+{
+	static const char *const keys[] = {
+		"concurrent_ios", "object_size", "op_size", "seconds_to_run",
+		"max_objects", "object_prefix", "datas", "sec", "cur_ops",
+		"started", "finished", "avg_bw", "cur_bw", "last_lat",
+		"avg_lat", "total_time_run", "total_writes_made", "write_size",
+		"bandwidth", "stddev_bandwidth", "max_bandwidth",
+		"min_bandwidth", "average_iops", "stddev_iops", "max_iops",
+		"min_iops", "average_latency", "stddev_latency", "max_latency",
+		"min_latency",
+	};
+	static const char *const read_keys[] = {
+		"datas", "total_time_run", "total_reads_made", "read_size",
+		"object_size", "bandwidth", "average_iops", "stddev_iops",
+		"max_iops", "min_iops", "average_latency", "max_latency",
+		"min_latency",
+	};
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], m[PATH_MAX + 64], k[64];
+	uint64_t obj, op;
+	uint32_t nops;
+	const char *end;
+	struct res r;
+
+	spec(t, sizeof(t), "dir", scratch, "j");
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "300", "--format",
+	    "json", "1", "write", "--no-cleanup", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq(r.out[0], '{');
+	end = json_value(r.out);
+	ck_assert_msg(end != NULL, "not JSON:\n%s", r.out);
+	ck_assert_str_eq(json_ws(end), "");
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		snprintf(k, sizeof(k), "\"%s\":", keys[i]);
+		ck_assert_msg(strstr(r.out, k) != NULL, "no %s in\n%s", k, r.out);
+	}
+	read_meta(path_in(m, sizeof(m), path_in(d, sizeof(d), scratch, "j"),
+			  "benchmark_last_metadata"),
+		  &obj, &nops, &op);
+	ck_assert_int_eq((int)jfield(r.out, "total_writes_made"), (int)nops);
+	ck_assert_int_eq((int)jfield(r.out, "write_size"), 65536);
+	res_free(&r);
+
+	RUN(&r, "--format", "json", "1", "seq", "--target", t);
+	expect_status(&r, 0);
+	end = json_value(r.out);
+	ck_assert_msg(end != NULL, "not JSON:\n%s", r.out);
+	for (size_t i = 0; i < sizeof(read_keys) / sizeof(read_keys[0]); i++) {
+		snprintf(k, sizeof(k), "\"%s\":", read_keys[i]);
+		ck_assert_msg(strstr(r.out, k) != NULL, "no %s in\n%s", k, r.out);
+	}
+	ck_assert_int_eq((int)jfield(r.out, "total_reads_made"), (int)nops);
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_plot_writes_an_svg_of_both_panels)
+{
+	char t[PATH_MAX + 64], p[PATH_MAX + 64];
+	struct res r;
+	char *svg;
+
+	spec(t, sizeof(t), "dir", scratch, "p");
+	path_in(p, sizeof(p), scratch, "run.svg");
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "2000", "--plot", p,
+	    "1", "write", "--target", t);
+	expect_status(&r, 0);
+	res_free(&r);
+	svg = slurp(p);
+	ck_assert_msg(!strncmp(svg, "<svg", 4), "does not start with <svg:\n%.200s", svg);
+	ck_assert_ptr_nonnull(strstr(svg, "<polyline"));
+	ck_assert_ptr_nonnull(strstr(svg, "bandwidth (MB/s)"));
+	ck_assert_ptr_nonnull(strstr(svg, "latency (s)"));
+	/* the title is the command line, escaped */
+	ck_assert_ptr_nonnull(strstr(svg, "blbench -b 64K -t 2"));
+	ck_assert_ptr_nonnull(strstr(svg, "</svg>\n"));
+	free(svg);
+}
+END_TEST
+
+/* ---- verification --------------------------------------------------------------- */
+
+static void flip_byte(const char *path, off_t off)
+{
+	unsigned char c;
+	int fd = open(path, O_RDWR);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &c, 1, off), 1);
+	c ^= 0x5a;
+	ck_assert_int_eq(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+}
+
+static int count_str(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	while ((hay = strstr(hay, needle))) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}
+
+/*
+ * Writes 6 objects of 64 KiB (with option @wopt, may be NULL), corrupts
+ * object 3 at byte @off, then runs seq (with @ropt, may be NULL): it must
+ * fail and name object 3, and only it.
+ */
+static void corrupt_and_seq(const char *wopt, const char *ropt, off_t off)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], o[PATH_MAX + 64];
+	char prefix[256], want[300];
+	const char *args[16];
+	struct res r;
+	int n = 0;
+
+	spec(t, sizeof(t), "dir", scratch, "c");
+	path_in(d, sizeof(d), scratch, "c");
+	args[n++] = "-b";
+	args[n++] = "64K";
+	args[n++] = "-t";
+	args[n++] = "2";
+	args[n++] = "--max-objects";
+	args[n++] = "6";
+	args[n++] = "10";
+	args[n++] = "write";
+	args[n++] = "--no-cleanup";
+	args[n++] = "--target";
+	args[n++] = t;
+	if (wopt)
+		args[n++] = wopt;
+	args[n] = NULL;
+	run_env(&r, NULL, args);
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total writes made:"), 6);
+	prefix_of(r.out, prefix, sizeof(prefix));
+	res_free(&r);
+
+	snprintf(want, sizeof(want), "%s_object3", prefix);
+	flip_byte(path_in(o, sizeof(o), d, want), off);
+
+	n = 0;
+	args[n++] = "10";
+	args[n++] = "seq";
+	args[n++] = "--target";
+	args[n++] = t;
+	if (ropt)
+		args[n++] = ropt;
+	args[n] = NULL;
+	run_env(&r, NULL, args);
+	ck_assert_msg(r.status == 1, "status %d\n%s", r.status, r.err);
+	snprintf(want, sizeof(want), "%s_object3 is not correct!", prefix);
+	ck_assert_msg(strstr(r.err, want) != NULL, "no '%s' in:\n%s", want,
+		      r.err);
+	ck_assert_msg(count_str(r.err, "is not correct!") == 1,
+		      "other objects named too:\n%s", r.err);
+	/* the reads still all happened and were counted */
+	ck_assert_int_eq((int)field(r.out, "Total reads made:"), 6);
+	res_free(&r);
+}
+
+START_TEST(test_flipped_body_byte_fails_seq_naming_the_object)
+{
+	corrupt_and_seq(NULL, NULL, 40000);
+}
+END_TEST
+
+START_TEST(test_flipped_header_byte_fails_seq)
+{
+	corrupt_and_seq(NULL, "--show-time", 9);
+}
+END_TEST
+
+START_TEST(test_crc_catches_a_flip_even_without_verify)
+{
+	corrupt_and_seq("--crc", "--no-verify", 5000);
+}
+END_TEST
+
+START_TEST(test_flip_in_lz4_data_fails_seq)
+{
+	corrupt_and_seq("--lz4", NULL, 200);
+}
+END_TEST
+
+/* ---- room ------------------------------------------------------------------------ */
+
+START_TEST(test_raw_target_too_small_is_refused_and_a_full_one_stops)
+{
+	char t[PATH_MAX + 64];
+	struct res r;
+
+	fmt(t, sizeof(t), "file:%s/small:2M", scratch);
+	RUN(&r, "-b", "1M", "-t", "4", "1", "write", "--target", t);
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "not enough room"));
+	ck_assert_ptr_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);
+	res_free(&r);
+
+	/* 8 MiB: the metadata MiB and room for 7 objects of 1 MiB */
+	fmt(t, sizeof(t), "file:%s/full:8M", scratch);
+	RUN(&r, "-b", "1M", "-t", "2", "5", "write", "--no-cleanup",
+	    "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total writes made:"), 7);
+	ck_assert_ptr_nonnull(strstr(r.err, "no room for more"));
+	res_free(&r);
+	RUN(&r, "5", "seq", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total reads made:"), 7);
+	res_free(&r);
+}
+END_TEST
+
+/* ---- the TCP target ------------------------------------------------------------ */
+
+/* Starts `blbench serve` on an ephemeral port; its "tcp:127.0.0.1:PORT". */
+static void start_server(const char *target, char *tcp, size_t len)
+{
+	char outp[PATH_MAX + 64], errp[PATH_MAX + 64];
+	const char *p;
+
+	fmt(outp, sizeof(outp), "%s/.srv.out", scratch);
+	fmt(errp, sizeof(errp), "%s/.srv.err", scratch);
+	/* made here, so that polling them never races the child's open */
+	close(open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+	close(open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+	server = fork();
+	ck_assert_int_ge(server, 0);
+	if (server == 0) {
+		int fo = open(outp, O_WRONLY);
+		int fe = open(errp, O_WRONLY);
+
+		if (fo < 0 || fe < 0)
+			_exit(126);
+		dup2(fo, 1);
+		dup2(fe, 2);
+		execl(BLBENCH_PATH, "blbench", "serve", "--listen",
+		      "127.0.0.1:0", "--target", target, (char *)NULL);
+		_exit(127);
+	}
+	/* it prints where it listens once it does; wait up to 10 s */
+	for (int i = 0; i < 1000; i++) {
+		char *out = slurp(outp);
+
+		p = strstr(out, "listening on 127.0.0.1:");
+		if (p) {
+			fmt(tcp, len, "tcp:127.0.0.1:%d",
+			    atoi(p + strlen("listening on 127.0.0.1:")));
+			free(out);
+			return;
+		}
+		free(out);
+		ck_assert_msg(waitpid(server, NULL, WNOHANG) == 0,
+			      "blbench serve exited early");
+		usleep(10000);
+	}
+	ck_abort_msg("blbench serve did not start listening");
+}
+
+/* SIGTERM: the server finishes what it does and exits 0. */
+static void stop_server(void)
+{
+	int st;
+
+	ck_assert_int_eq(kill(server, SIGTERM), 0);
+	ck_assert_int_eq(waitpid(server, &st, 0), server);
+	server = -1;
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "blbench serve ended with %d", st);
+}
+
+static void tcp_round(const char *tcp, const char *srvdir, const char *direct)
+{
+	char m[PATH_MAX + 64];
+	uint64_t obj, op;
+	uint32_t nops;
+	struct res r;
+	int writes;
+
+	RUN(&r, "-b", "64K", "-O", "128K", "-t", "4", "--max-objects", "300",
+	    "1", "write", "--no-cleanup", "--crc", "--target", tcp, direct);
+	expect_status(&r, 0);
+	writes = check_write_summary(r.out, 65536, 131072);
+	res_free(&r);
+	/* the server's directory holds what the client says it wrote */
+	read_meta(path_in(m, sizeof(m), srvdir, "benchmark_last_metadata"),
+		  &obj, &nops, &op);
+	ck_assert_int_eq((int)nops, writes);
+	ck_assert_int_eq(count_objects(srvdir), (writes + 1) / 2);
+
+	RUN(&r, "-t", "4", "1", "seq", "--target", tcp, direct);
+	expect_status(&r, 0);
+	check_read_summary(r.out, 65536);
+	res_free(&r);
+	RUN(&r, "-t", "4", "1", "rand", "--target", tcp, direct);
+	expect_status(&r, 0);
+	check_read_summary(r.out, 65536);
+	res_free(&r);
+	RUN(&r, "cleanup", "--target", tcp);
+	expect_status(&r, 0);
+	res_free(&r);
+	ck_assert_int_eq(count_objects(srvdir), 0);
+	ck_assert_int_ne(access(m, F_OK), 0);
+}
+
+START_TEST(test_tcp_target_write_seq_rand_cleanup_through_serve)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], tcp[64];
+
+	path_in(d, sizeof(d), scratch, "srv");
+	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, sizeof(tcp));
+	tcp_round(tcp, d, "--show-time");
+	stop_server();
+}
+END_TEST
+
+START_TEST(test_tcp_target_with_direct_on_the_server)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], tcp[64];
+
+	if (!dio_dir[0])
+		return;
+	path_in(d, sizeof(d), dio_dir, "srvd");
+	start_server(spec(t, sizeof(t), "dir", dio_dir, "srvd"), tcp, sizeof(tcp));
+	tcp_round(tcp, d, "--direct");
+	stop_server();
+}
+END_TEST
+
+static int connect_to(const char *tcp)
+{
+	struct sockaddr_in a;
+	struct timeval tv = { 10, 0 };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)atoi(strrchr(tcp, ':') + 1));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* Sends @len bytes and expects the server to hang up on us. */
+static void expect_hangup(const char *tcp, const void *buf, size_t len)
+{
+	char c;
+	ssize_t n;
+	int fd = connect_to(tcp);
+
+	ck_assert_int_eq(send(fd, buf, len, MSG_NOSIGNAL), (ssize_t)len);
+	n = recv(fd, &c, 1, 0);
+	ck_assert_msg(n == 0 || (n < 0 && errno == ECONNRESET),
+		      "the server answered a malformed frame (recv %zd, %s)", n,
+		      n < 0 ? strerror(errno) : "data");
+	close(fd);
+}
+
+/* A frame of @type with @body as payload, in the messenger's format. */
+static size_t make_frame(unsigned char *buf, size_t cap, uint16_t type,
+			 const void *body, size_t blen)
+{
+	struct bl_list p, out;
+	size_t n;
+
+	bl_list_init(&p);
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_list_append(&p, body, blen), 0);
+	ck_assert_int_eq(bl_msgr_encode(&out, type, 1, &p, 0), 0);
+	n = bl_list_length(&out);
+	ck_assert_uint_le(n, cap);
+	bl_list_copy_out(&out, 0, n, buf);
+	bl_list_clear(&p);
+	bl_list_clear(&out);
+	return n;
+}
+
+START_TEST(test_server_fed_malformed_frames_stays_up_for_others)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], tcp[64];
+	unsigned char frame[256], req[64];
+	struct res r;
+	size_t n;
+	int idle;
+
+	path_in(d, sizeof(d), scratch, "srv");
+	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, sizeof(tcp));
+
+	/* a client that stops half way through a preamble stays connected */
+	idle = connect_to(tcp);
+	ck_assert_int_eq(send(idle, "BLM1\x02\x00", 6, MSG_NOSIGNAL), 6);
+
+	/* not the messenger's format at all */
+	expect_hangup(tcp, "GET / HTTP/1.0\r\n\r\n0123456789abcdef", 34);
+	/* a well-framed message of a type blbench does not know */
+	memset(req, 0, sizeof(req));
+	n = make_frame(frame, sizeof(frame), 77, req, 12);
+	expect_hangup(tcp, frame, n);
+	/* a WRITE whose request stops after the tag */
+	n = make_frame(frame, sizeof(frame), 2, req, 8);
+	expect_hangup(tcp, frame, n);
+	/* a READ of a name that would leave the directory */
+	{
+		unsigned char rd[12 + 32 + 4 + 5] = { 0 };
+
+		rd[44] = 5;	/* name length, then the name */
+		memcpy(rd + 48, "../x", 4);
+		n = make_frame(frame, sizeof(frame), 3, rd, sizeof(rd));
+		expect_hangup(tcp, frame, n);
+	}
+	/* a valid frame whose header crc was damaged */
+	n = make_frame(frame, sizeof(frame), 1, req, 12);
+	frame[21] ^= 1;
+	expect_hangup(tcp, frame, n);
+
+	/* the server is still up and serves the next client in full */
+	ck_assert_int_eq(waitpid(server, NULL, WNOHANG), 0);
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "50", "1", "write",
+	    "--target", tcp);
+	expect_status(&r, 0);
+	ck_assert_int_eq(check_write_summary(r.out, 65536, 65536), 50);
+	res_free(&r);
+	ck_assert_int_eq(count_objects(d), 0);	/* and cleaned up */
+	close(idle);
+	stop_server();
+	/* it said why it closed those connections */
+	{
+		char errp[PATH_MAX + 64];
+		char *err;
+
+		err = slurp(fmt(errp, sizeof(errp), "%s/.srv.err", scratch));
+		ck_assert_msg(strlen(err) > 0, "nothing logged");
+		free(err);
+	}
+}
+END_TEST
+
+START_TEST(test_tcp_target_that_is_not_there_gives_one_line_reason)
+{
+	struct res r;
+	int fd, port;
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+
+	/* a port that was free a moment ago */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	port = ntohs(a.sin_port);
+	close(fd);
+	{
+		char tcp[64];
+
+		fmt(tcp, sizeof(tcp), "tcp:127.0.0.1:%d", port);
+		RUN(&r, "1", "write", "--target", tcp);
+	}
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "cannot connect"));
+	ck_assert_ptr_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);
+	res_free(&r);
+}
+END_TEST
+
+static Suite *blbench_suite(void)
+{
+	Suite *s = suite_create("blbench");
+	TCase *tc;
+
+	tc = tcase_create("options");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_bad_options_give_usage_and_status_2);
+	tcase_add_test(tc, test_help_prints_usage_on_stdout_and_succeeds);
+	tcase_add_test(tc, test_pool_and_sizes_with_suffixes_are_accepted);
+	tcase_add_test(tc, test_unopenable_target_gives_one_line_reason);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("local");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_dir_write_seq_rand_cleanup_agree_with_metadata);
+	tcase_add_test(tc, test_raw_file_with_direct_write_seq_rand_cleanup);
+	tcase_add_test(tc, test_dir_with_direct_and_lz4_round_trips);
+	tcase_add_test(tc, test_default_target_is_found_by_a_later_process);
+	tcase_add_test(tc, test_raw_target_too_small_is_refused_and_a_full_one_stops);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("output");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_json_output_is_one_object_with_rados_keys);
+	tcase_add_test(tc, test_plot_writes_an_svg_of_both_panels);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("verify");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_flipped_body_byte_fails_seq_naming_the_object);
+	tcase_add_test(tc, test_flipped_header_byte_fails_seq);
+	tcase_add_test(tc, test_crc_catches_a_flip_even_without_verify);
+	tcase_add_test(tc, test_flip_in_lz4_data_fails_seq);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("tcp");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_tcp_target_write_seq_rand_cleanup_through_serve);
+	tcase_add_test(tc, test_tcp_target_with_direct_on_the_server);
+	tcase_add_test(tc, test_server_fed_malformed_frames_stays_up_for_others);
+	tcase_add_test(tc, test_tcp_target_that_is_not_there_gives_one_line_reason);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	return tu_run(blbench_suite());
+}

@@ -50,6 +50,8 @@ BL_API ssize_t bl_lz4_compress(const struct bl_list *in, struct bl_list *out,
  * skippable frames are skipped) and appends the bytes to @out.
  * @max_out: the most bytes it may produce (0: no limit), against
  *           decompression bombs.
+ * Legacy frames (`lz4 -l`) and frames that need a dictionary (a DictID in
+ * the header) are refused as -EBADMSG.  An empty @in is zero frames: 0.
  * Return: bytes appended, -EBADMSG (corrupt or truncated input, bad magic,
  * checksum mismatch, garbage after a frame), -E2BIG (@max_out exceeded),
  * -ENOMEM.
@@ -68,6 +70,10 @@ BL_API struct bl_lz4_decoder *bl_lz4_decoder_new(size_t max_out);
  * keeps references to, or copies of, an incomplete block's bytes) and
  * appends the output to @out.  A failing feed appends nothing; after an
  * error the decoder only accepts bl_lz4_decoder_free().
+ * In a frame of linked blocks the next block may refer to the last 64 KiB
+ * of output already handed out, which the decoder reads again where it
+ * lies: do not write into those bytes (bl_list_copy_in) until the frame
+ * has ended.
  * Return: bytes appended, or -EBADMSG, -E2BIG, -ENOMEM, -EINVAL (after an
  * earlier error).
  */

@@ -1,4 +1,335 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * msgr.h - framed messages over a stream socket.
+ *
+ * Three layers, each usable without the next:
+ *
+ *  1. A frame codec: pure functions over lists, no sockets.
+ *     bl_msgr_encode() appends a frame whose payload is shared (no copy);
+ *     bl_msgr_parse() takes one frame off the front of a receive list and
+ *     hands back its payload as shared slices of the received raws.
+ *  2. A connection (struct bl_msgr_conn) over a socket, driven by a
+ *     struct bl_uring on either of its back ends: sends go out with
+ *     SENDMSG (SENDMSG_ZC above the ring's zero-copy threshold), receives
+ *     land in a provided-buffer ring (pooled receive) and are parsed in
+ *     place; large payloads can be received into page-aligned raws so a
+ *     storage server can write them with O_DIRECT without another copy
+ *     (what Ceph's msgr2 aligns its data segments for).
+ *  3. A server helper (struct bl_msgr_server) that accepts connections on
+ *     a listening socket and gives each the same callbacks.  A connection
+ *     that sends a malformed frame is closed, with the reason logged; the
+ *     others keep going.
+ *
+ * Wire format (all integers little-endian):
+ *
+ *   offset size  field
+ *   0      4     magic        BL_MSGR_MAGIC ("BLM1")
+ *   4      2     type         the application's
+ *   6      2     flags        the application's (the library defines none)
+ *   8      8     seq          sequence number (a connection counts from 1)
+ *   16     4     payload_len  at most BL_MSGR_PAYLOAD_LIMIT
+ *   20     4     header crc   crc32c of bytes 0..19
+ *   24     len   payload
+ *   24+len 4     payload crc  crc32c of the payload
+ *
+ * Both crcs use Ceph's crc32c convention (no inversion, bl_crc32c) with
+ * seed BL_MSGR_CRC_SEED, as msgr2 seeds its crcs with -1.  The header
+ * carries its own crc so that a corrupt length is rejected as soon as the
+ * 24-byte preamble is in, before anyone waits for (or allocates) the
+ * payload it claims.
+ *
+ * Threads: the codec functions touch only their arguments.  A connection
+ * and a server belong to the thread that runs their bl_uring; the payloads
+ * they hand out (shared slices of received raws) may go to any thread.
+ */
 #ifndef BUFFERLIST_MSGR_H
 #define BUFFERLIST_MSGR_H
-#endif
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <bufferlist/common.h>
+#include <bufferlist/list.h>
+
+BL_BEGIN_DECLS
+
+#define BL_MSGR_MAGIC 0x314d4c42u	/* "BLM1" as stored */
+#define BL_MSGR_PREAMBLE 24		/* bytes before the payload */
+#define BL_MSGR_TRAILER 4		/* bytes after it */
+#define BL_MSGR_OVERHEAD (BL_MSGR_PREAMBLE + BL_MSGR_TRAILER)
+#define BL_MSGR_CRC_SEED 0xffffffffu
+/* A length above this is impossible (-EBADMSG), whatever the caller allows. */
+#define BL_MSGR_PAYLOAD_LIMIT 0x7fffffffu
+/* What max_payload 0 means. */
+#define BL_MSGR_DEFAULT_MAX_PAYLOAD ((size_t)64 << 20)
+
+/* Encode options: bits above the 16 wire flags of bl_msgr_encode(). */
+#define BL_MSGR_ENC_COPY (1u << 16)	/* copy the payload, do not share it */
+
+/* ---- 1. the frame codec ------------------------------------------------- */
+
+/**
+ * struct bl_msgr_frame - one parsed frame.
+ * @type, @flags, @seq: from the preamble.
+ * @payload: the payload bytes as shared slices of the raws they arrived
+ *           in (no copy).  Whoever holds the frame owns this list: take
+ *           it (bl_list_claim_append, bl_list_swap) or release it with
+ *           bl_msgr_frame_release().
+ */
+struct bl_msgr_frame {
+	uint16_t type;
+	uint16_t flags;
+	uint64_t seq;
+	struct bl_list payload;
+};
+
+/** bl_msgr_frame_init() - an empty frame.  No allocation. */
+BL_API void bl_msgr_frame_init(struct bl_msgr_frame *f);
+
+/** bl_msgr_frame_release() - drops the payload's references; @f is empty. */
+BL_API void bl_msgr_frame_release(struct bl_msgr_frame *f);
+
+/**
+ * bl_msgr_encode() - appends one frame to @out: the preamble and the
+ * payload crc are copied into @out's append buffer (28 bytes), the payload
+ * is shared (one reference per segment, no copy), unless @flags has
+ * BL_MSGR_ENC_COPY, which copies it (worth it for payloads of a few
+ * hundred bytes, where an iovec costs more than the bytes it points at).
+ * @payload: borrowed; NULL or empty for none.  Its crc is taken with
+ *           bl_list_crc32c(), so a payload sent again costs O(segments).
+ * @flags:   the frame's 16 wire flags, or'ed with BL_MSGR_ENC_* options.
+ * Return: 0; -E2BIG when the payload is longer than BL_MSGR_PAYLOAD_LIMIT;
+ * -EINVAL for unknown option bits; -ENOMEM.  On failure @out is unchanged.
+ */
+BL_API int bl_msgr_encode(struct bl_list *out, uint16_t type, uint64_t seq,
+			  const struct bl_list *payload, unsigned flags);
+
+/**
+ * bl_msgr_parse() - takes one complete frame off the front of @in.
+ * @f:           output only (what it held is not released); filled only
+ *               when 1 is returned: its payload list is new and holds
+ *               shared slices of @in's raws (no payload byte is copied,
+ *               the counters of bl_stats_thread() do not move).
+ * @max_payload: longest payload accepted; 0 means
+ *               BL_MSGR_DEFAULT_MAX_PAYLOAD.
+ *
+ * Checks in this order, each as soon as the bytes it needs are in @in:
+ * magic, header crc, length (impossible, then over @max_payload), payload
+ * crc.  So garbage is rejected from its first 4 bytes and a bad length
+ * before its payload arrives.
+ *
+ * Return: 1 and the frame removed from @in; 0 when @in holds only part of
+ * a frame (nothing changed: call again with more bytes appended);
+ * -EBADMSG (bad magic, bad crc, length above BL_MSGR_PAYLOAD_LIMIT);
+ * -E2BIG (length above @max_payload); -ENOMEM (only when the payload spans
+ * more segments than fit a list's inline slots).  On any return but 1,
+ * @in and @f are unchanged.
+ */
+BL_API int bl_msgr_parse(struct bl_list *in, struct bl_msgr_frame *f,
+			 size_t max_payload);
+
+/**
+ * bl_msgr_parse_error() - the reason behind bl_msgr_parse()'s last
+ * failure on this thread, as a short static string ("bad magic", "bad
+ * header crc", ...): borrowed, never NULL.
+ */
+BL_API const char *bl_msgr_parse_error(void);
+
+/* ---- 2. connections ------------------------------------------------------ */
+
+struct bl_uring;
+struct bl_uring_bufring;
+struct bl_msgr_conn;
+
+/**
+ * bl_msgr_frame_fn - a frame arrived.  @f is borrowed for the call: the
+ * callback may take @f->payload (bl_list_claim_append, bl_list_swap);
+ * whatever it leaves is released when it returns.  It may send, and it
+ * may close @c (the close completes after it returns).
+ */
+typedef void (*bl_msgr_frame_fn)(void *arg, struct bl_msgr_conn *c,
+				 struct bl_msgr_frame *f);
+
+/**
+ * bl_msgr_close_fn - @c is gone: called exactly once per connection, after
+ * every operation on it finished; @c is freed when the callback returns.
+ * @err:    0 when the peer closed cleanly between frames or the
+ *          application closed the connection; otherwise a negative errno
+ *          (-EBADMSG, -E2BIG for malformed frames, -EPIPE for a peer that
+ *          went away mid-frame, I/O errors, -ENOMEM).
+ * @reason: borrowed for the call: what happened, in words.
+ */
+typedef void (*bl_msgr_close_fn)(void *arg, struct bl_msgr_conn *c, int err,
+				 const char *reason);
+
+/**
+ * bl_msgr_send_fn - a frame was handed to the kernel (@res 0) or will not
+ * be (-errno; -ECANCELED when the connection closed first).  The payload's
+ * references are the library's business; the caller's list was free to
+ * change since bl_msgr_send() returned.
+ */
+typedef void (*bl_msgr_send_fn)(void *arg, int res);
+
+/** bl_msgr_log_fn - one line (no newline) about @c; @msg is borrowed. */
+typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
+			       const char *msg);
+
+/**
+ * struct bl_msgr_conn_opts - how a connection behaves (zero: defaults).
+ * @on_frame, @on_close, @arg: the callbacks and their first argument;
+ *              on_frame NULL drops frames, on_close NULL is allowed.
+ * @max_payload: longest payload accepted (0: BL_MSGR_DEFAULT_MAX_PAYLOAD);
+ *              a longer one closes the connection with -E2BIG.
+ * @bufring:    a provided-buffer ring to receive into, borrowed and shared
+ *              with other connections on the same bl_uring; NULL: the
+ *              connection makes its own of @nbufs (0: 64) buffers of
+ *              @buf_size bytes (0: 64 KiB) as group @bgid (0: a group id
+ *              from a process-wide counter starting at 0x4000).
+ * @align_data: payloads of at least @align_min bytes (0: 16 KiB) are
+ *              received into raws aligned to 4096: when a preamble
+ *              announces one, the payload bytes already received are
+ *              copied into an aligned raw up to the next 4096 boundary
+ *              (counted in aligned_copied; at most one receive buffer plus
+ *              4 KiB), and the rest is read straight into aligned raws
+ *              with bl_uring_read(fd, -1, ...).  Every segment of such a
+ *              payload then starts on a 4096 boundary and all but the last
+ *              are multiples of 4096 long: bl_uring_write() can take it to
+ *              an O_DIRECT file as it is.  Because the switch must happen
+ *              between two receives, an aligning connection receives with
+ *              one-shot pooled receives instead of a multishot one.
+ * @detach:     payloads are long-lived: before on_frame, the slices that
+ *              lie in ring buffers are copied out (bl_list_detach_pooled,
+ *              counted in detached), so held frames never starve the ring.
+ * @copy_below: sends of payloads shorter than this are copied into the
+ *              frame's own bytes (BL_MSGR_ENC_COPY); 0: 512, 1: never.
+ * @keep_fd:    the connection does not close its fd when it ends.
+ * @log, @log_arg: where malformed-frame reasons go; NULL: stderr.
+ *
+ * Ring exhaustion: when the ring runs dry (-ENOBUFS ends a receive), the
+ * bytes of an incomplete frame held in ring buffers are copied out
+ * (counted in detached) and the next receive goes into a fresh raw, so a
+ * frame larger than the whole ring still arrives.
+ */
+struct bl_msgr_conn_opts {
+	bl_msgr_frame_fn on_frame;
+	bl_msgr_close_fn on_close;
+	void *arg;
+	size_t max_payload;
+	struct bl_uring_bufring *bufring;
+	unsigned nbufs;
+	size_t buf_size;
+	unsigned short bgid;
+	bool align_data;
+	size_t align_min;
+	bool detach;
+	size_t copy_below;
+	bool keep_fd;
+	bl_msgr_log_fn log;
+	void *log_arg;
+};
+
+/**
+ * bl_msgr_conn_new() - a connection over the connected stream socket @fd
+ * (taken: closed when the connection ends, unless opts->keep_fd), driven
+ * by @u (borrowed: it must outlive the connection; close connections and
+ * run @u until their on_close before destroying it).  Receiving starts at
+ * once; callbacks run from bl_uring_run().
+ * @o: copied; NULL for defaults (frames are then dropped).
+ * Return: new, or NULL when memory runs out or the buffer ring could not
+ * be made (then @fd is left open).
+ */
+BL_API struct bl_msgr_conn *
+bl_msgr_conn_new(struct bl_uring *u, int fd,
+		 const struct bl_msgr_conn_opts *o);
+
+/**
+ * bl_msgr_send() - queues a frame of @type with the next sequence number
+ * and @payload (borrowed; shared, not copied, unless shorter than
+ * copy_below).  One send is in flight per connection at a time; frames
+ * queued meanwhile go out together in the next one, in order.
+ * @cb: NULL, or called once with the frame's fate (from bl_uring_run()).
+ * Return: 0; -EPIPE when the connection is closing; -E2BIG when the
+ * payload is longer than BL_MSGR_PAYLOAD_LIMIT; -ENOMEM / -EBUSY when it
+ * could not be queued (then @cb will not run and nothing was sent).
+ */
+BL_API int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
+			const struct bl_list *payload, bl_msgr_send_fn cb,
+			void *arg);
+
+/**
+ * bl_msgr_conn_close() - ends the connection: frames queued but not yet
+ * handed to the kernel are dropped (their callbacks get -ECANCELED), the
+ * socket is shut down so that pending operations finish, and on_close runs
+ * with @err and @reason (copied; NULL: "closed") once they have.  A second
+ * call, or a call on a connection already closing, does nothing.
+ */
+BL_API void bl_msgr_conn_close(struct bl_msgr_conn *c, int err,
+			       const char *reason);
+
+/** bl_msgr_conn_fd() - the socket (borrowed). */
+BL_API int bl_msgr_conn_fd(const struct bl_msgr_conn *c);
+
+/**
+ * struct bl_msgr_conn_stats - what a connection did.
+ * @frames_sent / @bytes_sent:  frames handed to the kernel, and their
+ *                              bytes on the wire;
+ * @frames_received / @bytes_received: frames delivered, and wire bytes;
+ * @aligned_copied: payload bytes copied to start aligned payloads;
+ * @aligned_frames: payloads received into aligned raws;
+ * @detached:       bytes copied out of ring buffers (detach, ring dry);
+ * @ring_dry:       receives ended by -ENOBUFS.
+ */
+struct bl_msgr_conn_stats {
+	uint64_t frames_sent;
+	uint64_t bytes_sent;
+	uint64_t frames_received;
+	uint64_t bytes_received;
+	uint64_t aligned_copied;
+	uint64_t aligned_frames;
+	uint64_t detached;
+	uint64_t ring_dry;
+};
+
+/** bl_msgr_conn_stats() - a copy of @c's counters into @out. */
+BL_API void bl_msgr_conn_stats(const struct bl_msgr_conn *c,
+			       struct bl_msgr_conn_stats *out);
+
+/* ---- 3. the server helper ----------------------------------------------- */
+
+struct bl_msgr_server;
+
+/**
+ * bl_msgr_server_new() - accepts connections on @listen_fd (borrowed; made
+ * non-blocking; the caller closes it after bl_msgr_server_destroy()) and
+ * gives each a connection with @o (copied).  Unless @o names a bufring,
+ * the server makes one ring (nbufs, buf_size, bgid as for a connection)
+ * that all its connections share.
+ * Return: new, or NULL (memory, or the ring could not be made).
+ */
+BL_API struct bl_msgr_server *
+bl_msgr_server_new(struct bl_uring *u, int listen_fd,
+		   const struct bl_msgr_conn_opts *o);
+
+/**
+ * bl_msgr_server_poll() - one turn of a server's event loop: waits up to
+ * @timeout_ms (-1: no limit) for a connection to accept or a completion
+ * on the ring, accepts every pending connection, and runs the ring's
+ * callbacks (bl_uring_run).  An accept or set-up failure is logged and
+ * skips that connection.
+ * Return: completions handled plus connections accepted, or -errno.
+ */
+BL_API int bl_msgr_server_poll(struct bl_msgr_server *s, int timeout_ms);
+
+/** bl_msgr_server_nconns() - connections open (accepted, not yet closed). */
+BL_API unsigned bl_msgr_server_nconns(const struct bl_msgr_server *s);
+
+/**
+ * bl_msgr_server_destroy() - closes every connection, runs the ring until
+ * each on_close has run, then frees @s and its ring.  NULL is a no-op.
+ */
+BL_API void bl_msgr_server_destroy(struct bl_msgr_server *s);
+
+BL_END_DECLS
+
+#endif /* BUFFERLIST_MSGR_H */

@@ -13,13 +13,21 @@
  *
  * It can own its ring or attach to an application's struct io_uring so it
  * fits an existing event loop.  Where io_uring cannot be used (ENOSYS,
- * EPERM from seccomp, the io_uring_disabled sysctl) the same API runs on a
- * blocking back end: operations run to completion in the submit call and
- * their callbacks run from the next bl_uring_run(), so callers see the same
- * order of events.  bl_uring_backend() says which one is in use.
+ * EPERM from seccomp, the io_uring_disabled sysctl; or the environment
+ * sets BL_URING_FORCE_BLOCKING=1, e.g. under valgrind) the same API runs
+ * on a blocking back end: operations on regular files and block devices
+ * run to completion in the submit call; on sockets, pipes and other
+ * descriptors they go as far as they can without blocking and then wait
+ * for readiness in bl_uring_run() (poll), so a single-threaded
+ * request/response loop cannot deadlock.  Callbacks always run from
+ * bl_uring_run() (never inside a submit call), so callers see the same
+ * order of events on both.  bl_uring_backend() says which one is in use.
  *
- * A struct bl_uring belongs to one thread: submit, run and destroy from it.
- * Raws it handed out (received data) may be released from any thread.
+ * A struct bl_uring belongs to the thread that created it: submit, run
+ * and destroy from it, never from inside one of its callbacks (submitting
+ * from a callback is fine).  Raws it handed out (received data) may be
+ * released from any thread.  While bl_uring_destroy() runs, submissions
+ * (from callbacks) fail with -ECANCELED.
  */
 #ifndef BUFFERLIST_URING_H
 #define BUFFERLIST_URING_H
@@ -47,7 +55,10 @@ enum bl_uring_backend {
  * @flags:          io_uring_setup flags (IORING_SETUP_*).
  * @force_blocking: use the blocking back end even where io_uring works.
  * @zc_threshold:   sends of at least this many bytes use zero copy
- *                  (0: the library's measured default; SIZE_MAX: never).
+ *                  (0: the library's measured default, 16 KiB; SIZE_MAX:
+ *                  never).  A socket on which the kernel reports that it
+ *                  copied anyway (loopback) or refused (AF_UNIX) is sent
+ *                  to by copy, with one zero-copy try every 1024 sends.
  */
 struct bl_uring_params {
 	unsigned entries;
@@ -117,7 +128,9 @@ BL_API int bl_uring_write(struct bl_uring *u, int fd, off_t off,
  * bl_uring_read() - reads @len bytes at @off into new raws whose data is
  * aligned to @align (0: 64; pass the O_DIRECT memory alignment for such
  * files).  The callback gets the list; short only at end of file.
- * Return: 0, -ENOMEM or -EBUSY.
+ * Return: 0, -ENOMEM, -EBUSY, or -EINVAL (@align not a power of two).
+ * A read that fits a free buffer of the ring's registered pool reads into
+ * it with READ_FIXED.
  */
 BL_API int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
 			 size_t align, bl_uring_cb cb, void *arg);
@@ -125,7 +138,8 @@ BL_API int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
 /**
  * bl_uring_send() - sends all of @l on a stream socket (SENDMSG, or
  * SENDMSG_ZC at or above the zero-copy threshold; the raws stay referenced
- * until the kernel's notification).  @flags: MSG_* for sendmsg.
+ * until the kernel's notification; the callback may run before that).
+ * @flags: MSG_* for sendmsg; MSG_NOSIGNAL is always added.
  * Return: 0, -ENOMEM or -EBUSY.
  */
 BL_API int bl_uring_send(struct bl_uring *u, int fd, const struct bl_list *l,
@@ -154,7 +168,11 @@ BL_API struct bl_uring_bufring *
 bl_uring_bufring_create(struct bl_uring *u, unsigned nbufs, size_t buf_size,
 			unsigned short bgid);
 
-/** bl_uring_bufring_available() - buffers the kernel can fill right now. */
+/**
+ * bl_uring_bufring_available() - buffers the kernel can fill right now
+ * (counting those released on other threads, which the ring's thread puts
+ * back before it next arms or reaps).
+ */
 BL_API unsigned bl_uring_bufring_available(const struct bl_uring_bufring *br);
 
 /**
@@ -178,7 +196,7 @@ typedef void (*bl_uring_recv_cb)(void *arg, ssize_t res,
  * bl_uring_recv_pooled() - receives into @br's buffers: one completion
  * (single shot) or one per arriving chunk until error, EOF or cancel
  * (@multishot, where the kernel supports it; else re-armed by the library).
- * Return: 0, -ENOMEM or -EBUSY.
+ * Return: 0, -ENOMEM, -EBUSY, or -EINVAL (@br belongs to another ring).
  */
 BL_API int bl_uring_recv_pooled(struct bl_uring *u, int fd,
 				struct bl_uring_bufring *br, bool multishot,
@@ -200,7 +218,8 @@ struct bl_uring_regpool;
  * bl_uring_regpool_create() - @nbufs buffers of @buf_size bytes (page
  * aligned) registered with io_uring_register_buffers; raws taken from it
  * know their buffer index, and single-slice reads and writes of them use
- * READ_FIXED / WRITE_FIXED.  Return: new, or NULL.
+ * READ_FIXED / WRITE_FIXED.  One per ring (the kernel keeps one table).
+ * Return: new, or NULL (also when @u has one already).
  */
 BL_API struct bl_uring_regpool *
 bl_uring_regpool_create(struct bl_uring *u, unsigned nbufs, size_t buf_size);
@@ -227,8 +246,13 @@ BL_API int bl_uring_submit(struct bl_uring *u);
  * bl_uring_run() - submits, then reaps completions and runs callbacks
  * until at least @min_complete operations finished or @timeout_ms passed
  * (-1: no limit; 0: only what is ready).
+ * Callbacks count one each (every chunk of a multishot receive).  With
+ * nothing in flight it returns at once, unless zero-copy sends still wait
+ * for their notifications (then it waits for those).  On an attached ring
+ * it handles only the library's CQEs and leaves the application's in the
+ * queue, in order.
  * Return: operations completed, or -errno (-ETIME is not an error: it
- * returns the count).
+ * returns the count; -EDEADLK when called from one of @u's callbacks).
  */
 BL_API int bl_uring_run(struct bl_uring *u, unsigned min_complete,
 			int timeout_ms);
@@ -248,7 +272,8 @@ BL_API unsigned bl_uring_inflight(const struct bl_uring *u);
 /**
  * bl_fd_dio_align() - the memory and offset/length alignment O_DIRECT needs
  * on @fd: statx(STATX_DIOALIGN) where the kernel reports it, else the
- * device's logical block size, else 4096.  Return: 0 or -errno.
+ * device's logical block size, else 4096.  Return: 0 or -errno
+ * (-EOPNOTSUPP when the kernel reports that @fd cannot do direct I/O).
  */
 BL_API int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align);
 

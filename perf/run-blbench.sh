@@ -1,0 +1,180 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# run-blbench.sh [BLBENCH] - `blbench write` beside fio's io_uring engine,
+# with the same block size and depth, on the same file system, in the same
+# run, and a markdown table of medians and the blbench/fio ratio.
+#
+#   BLBENCH   the blbench binary (default: ./blbench, then blbench on PATH)
+#
+# Two comparisons, interleaved: every round runs the dir pair, then the
+# direct pair, and who goes first in a pair flips from round to round, so
+# that neither side always follows a run of the other kind (on these VMs a
+# buffered run right after an O_DIRECT one is markedly slower).  Before
+# every run: sync, and a second's pause for the disk to settle.
+#
+#   dir     blbench SECS write --target dir:DIR/objs       (buffered; one
+#           new file per object, removed after each run)
+#           fio --rw=write --fallocate=none, a new file removed after each
+#           run: both allocate as they go
+#   direct  blbench SECS write --direct --target file:RAW  (O_DIRECT; the
+#           raw file is preallocated and written once before the rounds,
+#           so both sides overwrite written blocks, as on a device)
+#           fio --rw=write --direct=1 --filename=RAW
+#
+# Both sides: 4 MiB ops (-b / --bs), 16 in flight (-t / --iodepth), MB =
+# 2^20 bytes; fio's bandwidth is its write bw, blbench's its summary's
+# "Bandwidth (MB/sec)".  A blbench run that fills the raw file stops early
+# (its bandwidth is still bytes over its own time); fio, time based, wraps.
+#
+# Disk: the objects of a dir run are capped at the fio file's size, and
+# both that and the raw file are sized from the free space (at most 16 GiB
+# each, together at most 80% of what is free); under 2 GiB free it stops.
+# Everything is removed at the end, also on ^C.
+#
+# Environment:
+#   BL_BENCH_DIR      where to write (default: a new directory in /var/tmp;
+#                     must not be tmpfs for the O_DIRECT comparison)
+#   BL_BENCH_ROUNDS   rounds (default 5)
+#   BL_BENCH_SECONDS  seconds per run (default 5)
+#   BL_BENCH_RAW      file for the raw lines (prog target MB/s), kept
+set -u
+
+bin=${1:-}
+if [ -z "$bin" ]; then
+	if [ -x ./blbench ]; then bin=./blbench; else bin=$(command -v blbench); fi
+fi
+if [ -z "$bin" ] || [ ! -x "$bin" ]; then
+	echo "usage: $0 [BLBENCH]   (build blbench first)" >&2
+	exit 1
+fi
+if ! command -v fio >/dev/null 2>&1; then
+	echo "$0: fio is not installed (scripts/install-deps.sh installs it)" >&2
+	exit 1
+fi
+rounds=${BL_BENCH_ROUNDS:-5}
+secs=${BL_BENCH_SECONDS:-5}
+bs=4M
+depth=16
+
+base=${BL_BENCH_DIR:-}
+if [ -z "$base" ]; then
+	base=$(mktemp -d /var/tmp/blbench-perf.XXXXXX) || exit 1
+	made_base=1
+else
+	mkdir -p "$base" || exit 1
+	made_base=0
+fi
+raw="$base/raw.img"
+results="$base/results"
+cleanup() {
+	rm -rf "$base/objs" "$base/fio.dat" "$raw" "$results"
+	[ "$made_base" = 1 ] && rmdir "$base" 2>/dev/null
+}
+trap 'cleanup; exit 130' INT TERM
+trap cleanup EXIT
+
+# free space, in MiB
+avail=$(df -Pm "$base" | awk 'NR == 2 { print $4 }')
+if [ "${avail:-0}" -lt 2048 ]; then
+	echo "$0: only ${avail:-0} MiB free on $base; need at least 2048" >&2
+	exit 1
+fi
+size=$((avail * 40 / 100))
+[ "$size" -gt 16384 ] && size=16384
+size=$((size / 4 * 4))			# whole 4 MiB ops
+maxobj=$((size / 4))
+echo "# $rounds rounds of ${secs} s, bs $bs, depth $depth, in $base ($avail MiB free; files of $size MiB)"
+echo "# blbench: $bin ($("$bin" --help >/dev/null 2>&1 && echo ok))"
+echo "# fio: $(fio --version)"
+
+: >"$results"
+
+fio_bw() {	# write bandwidth of a terse v3 line, in MiB/s
+	awk -F';' '{ printf "%.1f\n", $48 / 1024 }'
+}
+
+settle() {
+	sync
+	sleep 1
+}
+
+run_blb_dir() {
+	settle
+	bw=$("$bin" "$secs" write -b "$bs" -t "$depth" --max-objects "$maxobj" \
+		--target "dir:$base/objs" 2>/dev/null |
+		awk -F: '/^Bandwidth \(MB\/sec\)/ { gsub(/ /, "", $2); print $2 }')
+	rm -rf "$base/objs"
+	echo "blbench dir ${bw:-0}" >>"$results"
+}
+
+run_fio_dir() {
+	settle
+	bw=$(fio --name=blbench-dir --directory="$base" --filename=fio.dat \
+		--ioengine=io_uring --rw=write --bs="$bs" --iodepth="$depth" \
+		--size="${size}M" --fallocate=none --time_based --runtime="$secs" \
+		--output-format=terse --terse-version=3 2>/dev/null | fio_bw)
+	rm -f "$base/fio.dat"
+	echo "fio dir ${bw:-0}" >>"$results"
+}
+
+run_blb_direct() {
+	settle
+	bw=$("$bin" "$secs" write -b "$bs" -t "$depth" --direct \
+		--target "file:$raw" 2>/dev/null |
+		awk -F: '/^Bandwidth \(MB\/sec\)/ { gsub(/ /, "", $2); print $2 }')
+	echo "blbench direct ${bw:-0}" >>"$results"
+}
+
+run_fio_direct() {
+	settle
+	bw=$(fio --name=blbench-direct --filename="$raw" --ioengine=io_uring \
+		--rw=write --bs="$bs" --iodepth="$depth" --size="${size}M" \
+		--direct=1 --time_based --runtime="$secs" \
+		--output-format=terse --terse-version=3 2>/dev/null | fio_bw)
+	echo "fio direct ${bw:-0}" >>"$results"
+}
+
+# The raw "device": made by blbench (preallocated), then written once in
+# full so that no run pays for converting unwritten extents.
+if ! "$bin" 1 write -b "$bs" -t 1 --max-objects 1 --target "file:$raw:${size}M" \
+	>/dev/null 2>&1; then
+	echo "$0: cannot make $raw" >&2
+	exit 1
+fi
+fio --name=prefill --filename="$raw" --ioengine=io_uring --rw=write \
+	--bs="$bs" --iodepth="$depth" --size="${size}M" --direct=1 \
+	--output-format=terse >/dev/null 2>&1
+
+r=1
+while [ "$r" -le "$rounds" ]; do
+	if [ $((r % 2)) -eq 1 ]; then
+		run_blb_dir; run_fio_dir; run_blb_direct; run_fio_direct
+	else
+		run_fio_dir; run_blb_dir; run_fio_direct; run_blb_direct
+	fi
+	echo "# round $r: $(tail -4 "$results" | tr '\n' ' ')"
+	r=$((r + 1))
+done
+
+[ -n "${BL_BENCH_RAW:-}" ] && cp "$results" "$BL_BENCH_RAW"
+
+# medians, min-max and the ratio of medians
+echo
+echo "| target | blbench MB/s (median, min-max) | fio MB/s (median, min-max) | blbench / fio |"
+echo "|---|---|---|---|"
+for t in dir direct; do
+	b=$(awk -v t="$t" '$1 == "blbench" && $2 == t { print $3 }' "$results" | sort -n)
+	f=$(awk -v t="$t" '$1 == "fio" && $2 == t { print $3 }' "$results" | sort -n)
+	echo "$b" | awk -v t="$t" -v f="$(echo "$f" | tr '\n' ' ')" '
+		{ v[NR] = $1 }
+		END {
+			n = split(f, w, " ")
+			bm = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			fm = (n % 2) ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2
+			name = (t == "dir") ? "dir (buffered, new files)" : "raw file, O_DIRECT"
+			printf "| %s | %.0f (%.0f-%.0f) | %.0f (%.0f-%.0f) | %.1f%% |\n",
+				name, bm, v[1], v[NR], fm, w[1], w[n],
+				(fm > 0 ? 100 * bm / fm : 0)
+		}'
+done
