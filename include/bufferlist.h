@@ -13,5 +13,6 @@
 #include <bufferlist/io.h>
 #include <bufferlist/uring.h>
 #include <bufferlist/lz4.h>
+#include <bufferlist/msgr.h>
 
 #endif /* BUFFERLIST_H */

@@ -160,7 +160,7 @@ static unsigned char *flatten(const struct bl_list *l)
 	return p;
 }
 
-/* ---- the state every workload shares ------------------------------------ */
+/* ---- the state every workload shares ------------------------------------- */
 
 static size_t len;
 static unsigned char *flat;

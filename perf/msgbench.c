@@ -5,23 +5,34 @@
  *
  *   msgbench [--size N] [--conns N] [--seconds S] [--mode pingpong|stream]
  *            [--parse] [--impl ours|base|both] [--zc] [--align] [--blocking]
- *            [--frames N] [-q]
+ *            [--direct-min N] [--no-regpool] [--frames N] [-q]
  *
  * Without --size/--conns/--mode/--parse it runs the whole matrix: parse;
  * stream with 64-byte and 1 MiB payloads over 1 and 4 connections;
  * pingpong with 64-byte and 1 MiB payloads over 1 connection.  Each
- * network case runs "ours" then "base" back to back.
+ * network case runs "ours" then "base" back to back (perf/run-msgbench.sh
+ * runs each in a process of its own, alternating the order).
+ *
+ *   --zc          zero-copy send at the library's threshold (default off)
+ *   --align       the server receives payloads >= 16 KiB 4096-aligned
+ *   --blocking    ours on the blocking back end
+ *   --direct-min  payloads this big are read straight into a raw of their
+ *                 own (0: never: one multishot receive through the ring)
+ *   --no-regpool  no registered buffers for those reads
  *
  * Both sides speak the same wire format (msgr.h: 24-byte preamble with its
  * own crc32c, payload, payload crc32c) and verify both crcs with the same
  * bl_crc32c(), so the difference is the buffer handling alone:
  *
- *  ours: bl_msgr_server on one bl_uring in the server thread (multishot
- *        pooled receive into 64 KiB ring buffers, frames parsed in place,
- *        payloads handed over as shared slices); the client thread drives
- *        its connections with bl_msgr_send() on its own bl_uring, one send
- *        in flight per connection and the frames queued meanwhile batched
- *        into the next sendmsg.  The payload is one raw shared by every
+ *  ours: bl_msgr_server on one bl_uring in the server thread (pooled
+ *        receives into 64 KiB ring buffers, frames parsed in place,
+ *        payloads handed over as shared slices; payloads of 128 KiB and
+ *        more read straight into registered buffers of a bl_uring_regpool,
+ *        four per connection, unless --no-regpool; --direct-min 0 keeps
+ *        them in the ring too, with one multishot receive); the client
+ *        thread drives its connections with bl_msgr_send() on its own
+ *        bl_uring, one send in flight per connection and the frames
+ *        queued meanwhile batched into the next sendmsg.  The payload is one raw shared by every
  *        frame (zero copy); its cached crc is invalidated before each
  *        send, so every frame pays for its crc as the baseline's do.
  *        Payloads under 512 bytes are copied into the frame's bytes
@@ -54,9 +65,11 @@
  * same bytes in one malloc'd buffer, each payload malloc'd, copied, freed.
  * Both check magic, both crcs and the length.  Reported: ns per frame,
  * median of 11 passes.  The peers' numbers printed beside them come from
- * FACTS.md and are not measured here: Ceph's bufferlist iterator 22.6 ns a
- * frame (a u32 length and an iterator copy, no crc) and tungstenite's
- * "read 100k small messages" 7.1 ms (71 ns a frame).
+ * FACTS.md and are not measured by this program: Ceph's bufferlist
+ * iterator 22.6 ns a frame (a u32 length and an iterator copy, no crc) and
+ * tungstenite's "read 100k small messages" 7.1 ms (71 ns a frame);
+ * perf/run-msgbench.sh runs perf/bench_ceph's parse_frames_list in the
+ * same rounds where it is built.
  *
  * Output: a plain table, and one line per measurement:
  *   RESULT msgbench <case> size=N conns=N impl=ours|base <value> <unit>
@@ -100,6 +113,8 @@ struct cfg {
 	bool zc;
 	bool align;		/* the server aligns large payloads */
 	bool blocking;		/* ours on the blocking back end */
+	size_t direct_min;	/* 0: the library's default */
+	bool no_regpool;	/* no registered buffers for large reads */
 	bool quiet;
 	int impl;		/* 1 ours, 2 base, 3 both */
 	unsigned frames;
@@ -141,7 +156,7 @@ static void die(const char *what, int err)
 	exit(1);
 }
 
-/* ---- the wire format, by hand (for the baseline) ------------------------ */
+/* ---- the wire format, by hand (for the baseline) ------------------------- */
 
 static void put_le32(unsigned char *p, uint32_t v)
 {
@@ -206,7 +221,7 @@ static long base_parse(const unsigned char *p, size_t n, unsigned char **pay,
 	return (long)total;
 }
 
-/* ---- parse in memory ---------------------------------------------------- */
+/* ---- parse in memory ----------------------------------------------------- */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -328,7 +343,7 @@ static void bench_parse(const struct cfg *cfg, double *ours_ns,
 	free(flat);
 }
 
-/* ---- network: common ---------------------------------------------------- */
+/* ---- network: common ----------------------------------------------------- */
 
 struct srv_shared {
 	int lfd;
@@ -403,10 +418,31 @@ static struct bl_uring *make_uring(const struct cfg *cfg)
 	u = bl_uring_create(&p);
 	if (!u)
 		die("bl_uring_create", ENOMEM);
+	if (!cfg->blocking && bl_uring_backend(u) != BL_URING_IO_URING)
+		fprintf(stderr, "msgbench: note: io_uring unavailable (%s): "
+			"ours runs on the blocking back end\n",
+			bl_uring_backend_reason(u));
 	return u;
 }
 
-/* ---- network: ours -------------------------------------------------------- */
+/*
+ * Payloads of 128 KiB and more (the messenger's direct_min) are read
+ * straight into a raw of their own; a ring with registered buffers gives
+ * those reads recycled, registered memory (READ_FIXED, the most recently
+ * freed buffer first, so it is warm in the cache) instead of a fresh
+ * allocation each time.  Four buffers per connection, each a payload and
+ * a receive buffer long.  NULL when not wanted or not possible.
+ */
+static struct bl_uring_regpool *make_regpool(struct bl_uring *u,
+					     const struct cfg *cfg)
+{
+	if (cfg->no_regpool || cfg->size < ((size_t)128 << 10))
+		return NULL;
+	return bl_uring_regpool_create(u, 4 * (unsigned)cfg->conns,
+				       cfg->size + ((size_t)64 << 10));
+}
+
+/* ---- network: ours ------------------------------------------------------- */
 
 static void ours_srv_frame(void *arg, struct bl_msgr_conn *c,
 			   struct bl_msgr_frame *f)
@@ -441,6 +477,7 @@ static void *ours_server(void *arg)
 	struct bl_uring *u = make_uring(&s->cfg);
 	struct bl_msgr_conn_opts o;
 	struct bl_msgr_server *srv;
+	struct bl_uring_regpool *rp;
 
 	memset(&o, 0, sizeof(o));
 	o.on_frame = ours_srv_frame;
@@ -454,6 +491,8 @@ static void *ours_server(void *arg)
 	 */
 	o.nbufs = s->cfg.conns > 1 ? 128 : 64;
 	o.align_data = s->cfg.align;
+	o.direct_min = s->cfg.direct_min;
+	rp = make_regpool(u, &s->cfg);
 	srv = bl_msgr_server_new(u, s->lfd, &o);
 	if (!srv)
 		die("bl_msgr_server_new", ENOMEM);
@@ -464,6 +503,7 @@ static void *ours_server(void *arg)
 			die("bl_msgr_server_poll", EIO);
 	s->cpu_s = thread_cpu_s() - s->cpu_s;
 	bl_msgr_server_destroy(srv);
+	bl_uring_regpool_destroy(rp);
 	bl_uring_destroy(u);
 	return NULL;
 }
@@ -541,6 +581,7 @@ static void ours_client(const struct cfg *cfg, const struct sockaddr_in *sa,
 	struct bl_msgr_conn_opts o;
 	struct client cl;
 	struct bl_ptr p;
+	struct bl_uring_regpool *rp;
 	unsigned maxq;
 	double t0, t1, cpu;
 
@@ -557,6 +598,8 @@ static void ours_client(const struct cfg *cfg, const struct sockaddr_in *sa,
 	}
 	memset(&o, 0, sizeof(o));
 	o.on_frame = ours_cli_frame;
+	o.direct_min = cfg->direct_min;
+	rp = make_regpool(u, cfg);
 	o.on_close = ours_cli_close;
 	o.arg = &cl;
 	o.nbufs = 64;
@@ -612,10 +655,11 @@ static void ours_client(const struct cfg *cfg, const struct sockaddr_in *sa,
 	r->cli_cpu_ns = thread_cpu_s() - cpu;
 	r->msgs = cl.replies;
 	bl_list_clear(&cl.payload);
+	bl_uring_regpool_destroy(rp);
 	bl_uring_destroy(u);
 }
 
-/* ---- network: baseline ---------------------------------------------------- */
+/* ---- network: baseline --------------------------------------------------- */
 
 struct bconn {
 	int fd;
@@ -623,6 +667,31 @@ struct bconn {
 	size_t cap, len;
 	bool open;
 };
+
+static void write_full(int fd, const struct iovec *v, int n)
+{
+	struct iovec iov[3];
+	size_t left = 0;
+
+	memcpy(iov, v, sizeof(*v) * (size_t)n);
+	for (int i = 0; i < n; i++)
+		left += iov[i].iov_len;
+	while (left) {
+		ssize_t w = writev(fd, iov, n);
+
+		if (w <= 0)
+			die("writev", errno);
+		left -= (size_t)w;
+		for (int i = 0; i < n; i++) {
+			size_t k = (size_t)w < iov[i].iov_len ? (size_t)w
+							      : iov[i].iov_len;
+
+			iov[i].iov_base = (char *)iov[i].iov_base + k;
+			iov[i].iov_len -= k;
+			w -= (ssize_t)k;
+		}
+	}
+}
 
 /* Makes room for @need bytes of one frame at the start of c->buf. */
 static void bconn_room(struct bconn *c, size_t need)
@@ -677,26 +746,9 @@ static bool base_pump(struct bconn *c, struct srv_shared *s, bool echo,
 			struct iovec iov[3] = {
 				{ pre, sizeof(pre) }, { p, plen }, { tr, 4 }
 			};
-			size_t left = sizeof(pre) + plen + 4;
-
 			base_preamble(pre, 1, 0, plen);
 			put_le32(tr, bl_crc32c(BL_MSGR_CRC_SEED, p, plen));
-			while (left) {
-				ssize_t w = writev(c->fd, iov, 3);
-
-				if (w <= 0)
-					die("writev", errno);
-				left -= (size_t)w;
-				for (int i = 0; i < 3; i++) {
-					size_t k = (size_t)w < iov[i].iov_len
-							   ? (size_t)w
-							   : iov[i].iov_len;
-
-					iov[i].iov_base = (char *)iov[i].iov_base + k;
-					iov[i].iov_len -= k;
-					w -= (ssize_t)k;
-				}
-			}
+			write_full(c->fd, iov, 3);
 		}
 		free(p);
 	}
@@ -753,30 +805,6 @@ static void *base_server(void *arg)
 	return NULL;
 }
 
-static void write_full(int fd, const struct iovec *v, int n)
-{
-	struct iovec iov[3];
-	size_t left = 0;
-
-	memcpy(iov, v, sizeof(*v) * (size_t)n);
-	for (int i = 0; i < n; i++)
-		left += iov[i].iov_len;
-	while (left) {
-		ssize_t w = writev(fd, iov, n);
-
-		if (w <= 0)
-			die("writev", errno);
-		left -= (size_t)w;
-		for (int i = 0; i < n; i++) {
-			size_t k = (size_t)w < iov[i].iov_len ? (size_t)w
-							      : iov[i].iov_len;
-
-			iov[i].iov_base = (char *)iov[i].iov_base + k;
-			iov[i].iov_len -= k;
-			w -= (ssize_t)k;
-		}
-	}
-}
 
 static void base_client(const struct cfg *cfg, const struct sockaddr_in *sa,
 			struct result *r)
@@ -869,7 +897,7 @@ static void base_client(const struct cfg *cfg, const struct sockaddr_in *sa,
 	free(payload);
 }
 
-/* ---- one network case --------------------------------------------------- */
+/* ---- one network case ---------------------------------------------------- */
 
 static void run_net(const struct cfg *cfg, bool ours, struct result *r)
 {
@@ -957,7 +985,8 @@ static void usage(void)
 		"usage: msgbench [--size N] [--conns N] [--seconds S] "
 		"[--mode pingpong|stream] [--parse]\n"
 		"                [--impl ours|base|both] [--zc] [--align] "
-		"[--blocking] [--frames N] [-q]\n");
+		"[--blocking] [--direct-min N] [--no-regpool]\n"
+		"                [--frames N] [-q]\n");
 	exit(2);
 }
 
@@ -973,17 +1002,21 @@ int main(int argc, char **argv)
 		{ "zc", no_argument, NULL, 'z' },
 		{ "align", no_argument, NULL, 'a' },
 		{ "blocking", no_argument, NULL, 'b' },
+		{ "direct-min", required_argument, NULL, 'd' },
+		{ "no-regpool", no_argument, NULL, 'R' },
 		{ "frames", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct cfg cfg = { 64, 1, 2.0, STREAM, false, false, false, false, 3,
-			   100000 };
+	struct cfg cfg = {
+		.size = 64, .conns = 1, .seconds = 2.0, .mode = STREAM,
+		.impl = 3, .frames = 100000,
+	};
 	bool parse = false, net = false, want_parse_only = false;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabf:qh", lo, NULL)) !=
+	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabd:Rf:qh", lo, NULL)) !=
 	       -1) {
 		switch (o) {
 		case 's':
@@ -1027,6 +1060,14 @@ int main(int argc, char **argv)
 		case 'b':
 			cfg.blocking = true;
 			break;
+		case 'R':
+			cfg.no_regpool = true;
+			break;
+		case 'd':
+			cfg.direct_min = strtoull(optarg, NULL, 0);
+			if (!cfg.direct_min)
+				cfg.direct_min = SIZE_MAX;
+			break;
 		case 'f':
 			cfg.frames = (unsigned)strtoul(optarg, NULL, 0);
 			if (!cfg.frames)
@@ -1044,11 +1085,17 @@ int main(int argc, char **argv)
 	if (!parse && !net)
 		parse = true;	/* the whole matrix */
 
-	if (!cfg.quiet)
-		printf("# msgbench: libbufferlist %s, crc32c %s, %.1f s per "
-		       "network case, loopback TCP, zero-copy send %s\n",
-		       BL_VERSION_STRING, bl_crc32c_impl(), cfg.seconds,
-		       cfg.zc ? "on (library threshold)" : "off");
+	if (!cfg.quiet) {
+		printf("# msgbench: libbufferlist %s, crc32c %s\n",
+		       BL_VERSION_STRING, bl_crc32c_impl());
+		if (!want_parse_only)
+			printf("# network: loopback TCP, %.1f s per case, "
+			       "ours on the %s back end, zero-copy send %s%s\n",
+			       cfg.seconds,
+			       cfg.blocking ? "blocking" : "io_uring",
+			       cfg.zc ? "on (library threshold)" : "off",
+			       cfg.align ? ", server aligns payloads" : "");
+	}
 	if (parse) {
 		double ours, base;
 

@@ -7,10 +7,12 @@
 #
 #   BLBENCH   the blbench binary (default: ./blbench, then blbench on PATH)
 #
-# Two comparisons, interleaved: every round runs the dir pair, then the
-# direct pair, and who goes first in a pair flips from round to round, so
-# that neither side always follows a run of the other kind (on these VMs a
-# buffered run right after an O_DIRECT one is markedly slower).  Before
+# Two comparisons, each interleaved: all the direct rounds, then all the
+# dir rounds; in every round blbench and fio run back to back, and who goes
+# first flips from round to round.  The kinds are not mixed because on
+# these VMs a run pays for what the run before it left behind, and that
+# differs by kind (after a buffered run an O_DIRECT run was up to 30%
+# slower, depending on which program made the buffered mess).  Before
 # every run: sync, and a second's pause for the disk to settle.
 #
 #   dir     blbench SECS write --target dir:DIR/objs       (buffered; one
@@ -21,6 +23,12 @@
 #           raw file is preallocated and written once before the rounds,
 #           so both sides overwrite written blocks, as on a device)
 #           fio --rw=write --direct=1 --filename=RAW
+#
+# The ratio: the geometric mean of the per-round ratios.  Whoever runs
+# first in a pair pays a penalty p (measured up to 2x here), so a round
+# gives r/p or r*p; with an even number of rounds the product cancels p,
+# where a ratio of medians would keep whatever imbalance the order left.
+# Medians and ranges are shown too.
 #
 # Both sides: 4 MiB ops (-b / --bs), 16 in flight (-t / --iodepth), MB =
 # 2^20 bytes; fio's bandwidth is its write bw, blbench's its summary's
@@ -35,7 +43,7 @@
 # Environment:
 #   BL_BENCH_DIR      where to write (default: a new directory in /var/tmp;
 #                     must not be tmpfs for the O_DIRECT comparison)
-#   BL_BENCH_ROUNDS   rounds (default 5)
+#   BL_BENCH_ROUNDS   rounds (default 6; an odd number is rounded up)
 #   BL_BENCH_SECONDS  seconds per run (default 5)
 #   BL_BENCH_RAW      file for the raw lines (prog target MB/s), kept
 set -u
@@ -52,7 +60,9 @@ if ! command -v fio >/dev/null 2>&1; then
 	echo "$0: fio is not installed (scripts/install-deps.sh installs it)" >&2
 	exit 1
 fi
-rounds=${BL_BENCH_ROUNDS:-5}
+rounds=${BL_BENCH_ROUNDS:-6}
+# an even count: each side goes first in a pair equally often
+rounds=$(( (rounds + 1) / 2 * 2 ))
 secs=${BL_BENCH_SECONDS:-5}
 bs=4M
 depth=16
@@ -146,35 +156,50 @@ fio --name=prefill --filename="$raw" --ioengine=io_uring --rw=write \
 	--bs="$bs" --iodepth="$depth" --size="${size}M" --direct=1 \
 	--output-format=terse >/dev/null 2>&1
 
-r=1
-while [ "$r" -le "$rounds" ]; do
-	if [ $((r % 2)) -eq 1 ]; then
-		run_blb_dir; run_fio_dir; run_blb_direct; run_fio_direct
-	else
-		run_fio_dir; run_blb_dir; run_fio_direct; run_blb_direct
-	fi
-	echo "# round $r: $(tail -4 "$results" | tr '\n' ' ')"
-	r=$((r + 1))
+for kind in direct dir; do
+	r=1
+	while [ "$r" -le "$rounds" ]; do
+		if [ $((r % 2)) -eq 1 ]; then
+			run_blb_$kind; run_fio_$kind
+		else
+			run_fio_$kind; run_blb_$kind
+		fi
+		echo "# $kind round $r: $(tail -2 "$results" | tr '\n' ' ')"
+		r=$((r + 1))
+	done
 done
 
 [ -n "${BL_BENCH_RAW:-}" ] && cp "$results" "$BL_BENCH_RAW"
 
-# medians, min-max and the ratio of medians
+# medians, min-max, and the geometric mean of the per-round ratios
 echo
-echo "| target | blbench MB/s (median, min-max) | fio MB/s (median, min-max) | blbench / fio |"
+echo "| target | blbench MB/s (median, min-max) | fio MB/s (median, min-max) | blbench / fio (geomean of rounds) |"
 echo "|---|---|---|---|"
 for t in dir direct; do
-	b=$(awk -v t="$t" '$1 == "blbench" && $2 == t { print $3 }' "$results" | sort -n)
-	f=$(awk -v t="$t" '$1 == "fio" && $2 == t { print $3 }' "$results" | sort -n)
-	echo "$b" | awk -v t="$t" -v f="$(echo "$f" | tr '\n' ' ')" '
-		{ v[NR] = $1 }
+	awk -v t="$t" '
+		$2 != t { next }
+		$1 == "blbench" { b[++nb] = $3 }
+		$1 == "fio" { f[++nf] = $3 }
+		function sort(a, n,    i, j, x) {
+			for (i = 2; i <= n; i++) {
+				x = a[i]
+				for (j = i - 1; j >= 1 && a[j] > x; j--)
+					a[j + 1] = a[j]
+				a[j + 1] = x
+			}
+		}
+		function median(a, n) {
+			return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+		}
 		END {
-			n = split(f, w, " ")
-			bm = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-			fm = (n % 2) ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2
+			n = (nb < nf) ? nb : nf
+			lr = 0; k = 0
+			for (i = 1; i <= n; i++)
+				if (b[i] > 0 && f[i] > 0) { lr += log(b[i] / f[i]); k++ }
+			g = k ? 100 * exp(lr / k) : 0
+			sort(b, nb); sort(f, nf)
 			name = (t == "dir") ? "dir (buffered, new files)" : "raw file, O_DIRECT"
 			printf "| %s | %.0f (%.0f-%.0f) | %.0f (%.0f-%.0f) | %.1f%% |\n",
-				name, bm, v[1], v[NR], fm, w[1], w[n],
-				(fm > 0 ? 100 * bm / fm : 0)
-		}'
+				name, median(b, nb), b[1], b[nb], median(f, nf), f[1], f[nf], g
+		}' "$results"
 done

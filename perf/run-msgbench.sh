@@ -20,7 +20,21 @@
 #   MSGBENCH_SECONDS  seconds per network run (default 2)
 #   MSGBENCH_CASES    mode:size:conns list (default: the msgbench matrix)
 #   MSGBENCH_ARGS     extra msgbench arguments (e.g. --zc, --align)
+#   BL_BENCH_MALLOC   "notrim": run every program with glibc tunables that
+#                     stop heap trimming and fix the mmap threshold at 32 MiB
+#                     (as perf/run-core.sh).  Matters for 1 MiB payloads:
+#                     glibc as it comes gives back and re-faults the heap
+#                     top when several 1 MiB blocks are freed together,
+#                     which both sides do (ours: the raws payloads are read
+#                     into; base: the payload copies); default: glibc as it
+#                     comes
 #   BL_BENCH_RAW      file to keep the raw RESULT lines in
+#   BENCH_CEPH        perf/bench_ceph (default: next to MSGBENCH, if built):
+#                     its parse_frames_list (Ceph's bufferlist iterator over
+#                     the same 100,000 frames of 16..64 bytes, u32 length
+#                     prefixes, no crc) runs in every round, so Ceph's
+#                     number comes from this machine in this run; likewise
+#                     BENCH_CORE (perf/bench_core: our list's iterator).
 set -u
 
 mb=${1:-}
@@ -31,6 +45,20 @@ if [ -z "$mb" ]; then
 		mb=msgbench
 	fi
 fi
+case ${BL_BENCH_MALLOC:-} in
+notrim)
+	GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432
+	export GLIBC_TUNABLES
+	;;
+"") ;;
+*)
+	echo "$0: BL_BENCH_MALLOC must be empty or notrim" >&2
+	exit 1
+	;;
+esac
+dir=$(dirname "$(command -v "$mb" 2>/dev/null || echo "$mb")")
+ceph=${BENCH_CEPH:-$dir/perf/bench_ceph}
+core=${BENCH_CORE:-$dir/perf/bench_core}
 rounds=${BL_BENCH_ROUNDS:-5}
 secs=${MSGBENCH_SECONDS:-2}
 cases=${MSGBENCH_CASES:-"stream:64:1 stream:64:4 stream:1048576:1 stream:1048576:4 pingpong:64:1 pingpong:1048576:1"}
@@ -46,13 +74,21 @@ trap 'rm -f "$raw"' EXIT
 trap 'exit 1' HUP INT TERM
 
 echo "# $("$mb" --parse --frames 1000 | head -1 | sed 's/^# //')"
-echo "# $rounds rounds, $secs s per network run, cases: $cases${extra:+, args: $extra}"
+echo "# $rounds rounds, $secs s per network run, cases: $cases${extra:+, args: $extra}, malloc: ${BL_BENCH_MALLOC:-glibc as it comes}"
 echo "# $(uname -r), $(nproc) CPUs, load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 r=1
 while [ "$r" -le "$rounds" ]; do
 	# shellcheck disable=SC2086
 	"$mb" --parse -q $extra >>"$raw" || exit 1
+	for p in ceph core; do
+		if [ "$p" = ceph ]; then prog=$ceph; else prog=$core; fi
+		[ -x "$prog" ] || continue
+		"$prog" -q =parse_frames_list | awk -v impl="$p" \
+			'$1 == "RESULT" && $2 == "parse_frames_list" {
+				print "RESULT msgbench parse size=0 conns=0 impl=" impl, $3, "ns/frame"
+			}' >>"$raw"
+	done
 	for c in $cases; do
 		# shellcheck disable=SC2046
 		set -- $(echo "$c" | tr ':' ' ')
@@ -103,11 +139,22 @@ END {
 		printf "\nparse 100,000 frames of 16..64 bytes in memory, ns per frame (median, min-max)\n"
 		printf "  ours (bl_msgr_parse, shared slices)  %6.1f  (%s-%s)\n", o, lo[k1], hi[k1]
 		printf "  base (malloc + memcpy per payload)   %6.1f  (%s-%s)\n", b, lo[k2], hi[k2]
-		printf "  Ceph bufferlist iterator              22.6  (FACTS.md, no crc, not measured here)\n"
-		printf "  tungstenite read 100k small (7.1 ms)  71.0  (not measured here)\n"
-		printf "  faster than base: %s; than Ceph: %s; than tungstenite: %s\n",
-		       o < b ? "yes" : "NO", o < 22.6 ? "yes" : "NO",
-		       o < 71 ? "yes" : "NO"
+		k3 = "parse 0 0" SUBSEP "ceph" SUBSEP "ns/frame"
+		k4 = "parse 0 0" SUBSEP "core" SUBSEP "ns/frame"
+		ceph = 22.6
+		if (k3 in vals) {
+			ceph = med(k3)
+			printf "  Ceph bufferlist iterator, this run   %6.1f  (%s-%s; perf/bench_ceph, u32 length, no crc)\n", ceph, lo[k3], hi[k3]
+		}
+		if (k4 in vals) {
+			c = med(k4)
+			printf "  our list iterator, this run          %6.1f  (%s-%s; perf/bench_core, u32 length, no crc)\n", c, lo[k4], hi[k4]
+		}
+		printf "  Ceph bufferlist iterator (FACTS.md)    22.6  (not measured here)\n"
+		printf "  tungstenite read 100k small (7.1 ms)   71.0  (not measured here)\n"
+		printf "  faster than base: %s; than Ceph (this run): %s; than Ceph (FACTS): %s; than tungstenite: %s\n",
+		       o < b ? "yes" : "NO", (k3 in vals) ? (o < ceph ? "yes" : "NO") : "not run",
+		       o < 22.6 ? "yes" : "NO", o < 71 ? "yes" : "NO"
 	}
 	printf "\n%-9s %8s %5s | %11s %7s %9s %9s | %11s %7s %9s %9s | %6s\n",
 	       "mode", "size", "conns", "ours msg/s", "GB/s", "srv ns/m",

@@ -17,8 +17,11 @@
 #    writeback its predecessor left.  The runs
 #    are interleaved (the order rotates from round to round) and the table
 #    gives medians: single runs on a shared virtual disk vary by +-15% and
-#    more, and the first buffered run on a fresh file is slower than the
-#    next (FACTS.md).
+#    more.  Buffered writes on the kind of VM this was written on are
+#    bimodal for every writer, fio included (0.3-7 GB/s; the slow mode
+#    spends ~10x the CPU in the kernel's copy into fresh page cache inside
+#    io-wq), so their medians say little: compare the O_DIRECT rows, and
+#    look at min-max for the buffered ones.
 # 2. Loopback TCP: messages of 4 KiB, 64 KiB and 1 MiB made of several
 #    segments, sent by copy, by zero copy as the library does it by default
 #    ("zc": the library stops using zero copy on a socket whose

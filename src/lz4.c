@@ -113,7 +113,7 @@ static inline void prefetch_seg(const struct bl_iter *it)
 		__builtin_prefetch(bl__chunk(it->_chunk)->seg[it->_idx].raw);
 }
 
-/* ---- XXH32 ---------------------------------------------------------------- */
+/* ---- XXH32 --------------------------------------------------------------- */
 
 #define XXH_P1 0x9E3779B1u
 #define XXH_P2 0x85EBCA77u
@@ -245,7 +245,7 @@ uint32_t bl__xxh32(const void *p, size_t len, uint32_t seed)
 	return bl__xxh32_digest(&s);
 }
 
-/* ---- compression ---------------------------------------------------------- */
+/* ---- compression --------------------------------------------------------- */
 
 struct cctx {
 	/* options */
@@ -536,7 +536,8 @@ static int cc_run(struct cctx *c, const struct bl_list *in)
 	ret = cc_out_room(c, 8);
 	if (ret)
 		return ret;
-	put_le32((uint8_t *)c->raw->data + c->raw->used, 0);	/* EndMark */
+	/* EndMark, then the content checksum */
+	put_le32((uint8_t *)c->raw->data + c->raw->used, 0);
 	if (c->cchk)
 		put_le32((uint8_t *)c->raw->data + c->raw->used + 4,
 			 bl__xxh32_digest(&c->xs));
@@ -597,7 +598,7 @@ ssize_t bl_lz4_compress(const struct bl_list *in, struct bl_list *out,
 	return ret;
 }
 
-/* ---- the block decoder for blocks that span segments ---------------------- */
+/* ---- the block decoder for blocks that span segments --------------------- */
 
 /*
  * A cursor over one block's bytes: [ip, iend) is the current contiguous
@@ -744,8 +745,8 @@ static ssize_t block_decode(struct rd *r, uint8_t *dst, size_t cap,
 						lit += b;
 					} while (b == 255);
 					if (bl__unlikely(
-						    lit > (size_t)(ilim - ip) ||
-						    lit > (size_t)(olim - op))) {
+						lit > (size_t)(ilim - ip) ||
+						lit > (size_t)(olim - op))) {
 						ip = seq;
 						goto careful;
 					}
@@ -796,7 +797,8 @@ careful:
 			if (rd_left(r) <= LIT_EXT_TAIL)
 				return -EBADMSG;
 			do {
-				if (!rd_byte(r, &b) || rd_left(r) < LIT_EXT_TAIL)
+				if (!rd_byte(r, &b) ||
+				    rd_left(r) < LIT_EXT_TAIL)
 					return -EBADMSG;
 				lit += b;
 			} while (b == 255);
@@ -863,7 +865,7 @@ ssize_t bl__lz4_block_decode(struct bl_iter *it, size_t n, char *dst,
 	return ret;
 }
 
-/* ---- the frame decoder ---------------------------------------------------- */
+/* ---- the frame decoder --------------------------------------------------- */
 
 enum dec_state {
 	ST_MAGIC,	/* between frames */
@@ -967,7 +969,7 @@ static int dec_room(struct bl_lz4_decoder *d, size_t need,
 	carry = d->raw ? d->hist : 0;
 	cap = d->next_cap;
 	if (d->has_csize && d->csize - d->fout < cap)
-		cap = (size_t)(d->csize - d->fout);	/* exact when known */
+		cap = (size_t)(d->csize - d->fout);	/* exact if known */
 	cap = max_sz(cap + carry, need + carry);
 	r = bl__raw_create_combined(d->pool, cap, 0);
 	if (!r)
@@ -1199,8 +1201,8 @@ static int dec_run(struct bl_lz4_decoder *d, struct bl_iter *it,
 
 				bl__xxh32_init(&xs, 0);
 				while (left) {
-					k = bl_iter_get_ptr_and_advance(&t, left,
-									&p);
+					k = bl_iter_get_ptr_and_advance(
+						&t, left, &p);
 					bl__xxh32_update(&xs, p, k);
 					left -= k;
 				}
@@ -1285,7 +1287,7 @@ ssize_t bl_lz4_decompress(const struct bl_list *in, struct bl_list *out,
 	return ret ? ret : (ssize_t)len;
 }
 
-/* ---- the streaming decoder ------------------------------------------------ */
+/* ---- the streaming decoder ----------------------------------------------- */
 
 struct bl_lz4_decoder *bl_lz4_decoder_new(size_t max_out)
 {

@@ -22,10 +22,16 @@
  * between two sends on one socket once either is short or waits for
  * buffer space, so frames queued meanwhile are encoded into the next batch
  * and go out in one sendmsg when the current one completes.  Receiving is
- * one multishot pooled receive, or one-shot ones on an aligning
- * connection: only between two receives can the byte stream be handed to
- * a plain read into aligned raws, since there is no way to cancel one
- * receive of the API without losing what it already took.
+ * by one-shot pooled receives by default, so that between two of them the
+ * byte stream can be handed to a plain read of a large payload into a raw
+ * of its own (aligned or not): the API has no way to cancel a multishot
+ * receive without losing what it already took.  A connection that never
+ * reads payloads directly keeps one multishot receive armed instead.
+ *
+ * Small frames are where a messenger spends its CPU, so the crcs of short
+ * runs (preambles, small payloads) skip bl_crc32c()'s dispatch and folding
+ * for a plain chain of SSE4.2 crc32 instructions where the CPU has them
+ * (crc_short()); that is the only x86-specific code here.
  *
  * A connection is freed only when nothing can call back into it: no
  * receive, read or send in flight and no callback of its own on the
@@ -53,8 +59,9 @@
 _Static_assert(BL_MSGR_PREAMBLE == 24 && BL_MSGR_TRAILER == 4,
 	       "the wire format is fixed");
 
-#define ALIGN_DIO 4096			/* aligned payloads: page boundaries */
+#define ALIGN_DIO 4096		/* aligned payloads: page boundaries */
 #define ALIGN_MIN_DEFAULT ((size_t)16 << 10)
+#define DIRECT_MIN_DEFAULT ((size_t)128 << 10)
 #define COPY_BELOW_DEFAULT 512
 #define NBUFS_DEFAULT 64u
 #define BUF_SIZE_DEFAULT ((size_t)64 << 10)
@@ -220,7 +227,8 @@ static inline struct bl_ptr *front_seg(struct bl_list *l)
 	return &bl__chunk(c)->seg[c->start];
 }
 
-/* Copies header bytes [off, off + n) of @l to @dst: not payload, not counted. */
+/* Copies header bytes [off, off + n) of @l to @dst (not payload: not
+ * counted as a copy). */
 static void gather(const struct bl_list *l, size_t off, size_t n, void *dst)
 {
 	struct bl_iter it;
@@ -499,16 +507,23 @@ struct send_rec {
 	void *arg;
 };
 
-/* An aligned payload being received by plain reads. */
+/*
+ * A large payload being received by plain reads.  Aligned: its head is
+ * copied into P, an aligned raw filled up to a 4096 boundary, and the
+ * rest read after it.  Not aligned: its head stays in the ring slices it
+ * arrived in (headl), and the rest is read after them.
+ */
 struct direct {
 	uint16_t type, flags;
 	uint64_t seq;
 	uint32_t len;		/* payload bytes */
-	size_t head;		/* bytes of the first aligned raw (P) */
-	size_t have;		/* of which filled so far */
-	size_t rest;		/* payload bytes read straight after P */
+	bool aligned;
+	size_t head;		/* payload bytes before the read rest */
+	size_t have;		/* of which present so far */
+	size_t rest;		/* payload bytes read straight after them */
 	size_t gap_read;	/* bytes the first read asks for */
-	struct bl_ptr P;	/* the first aligned raw, or empty */
+	struct bl_ptr P;	/* aligned: the first raw, or empty */
+	struct bl_list headl;	/* not aligned: the head's ring slices */
 	unsigned char tr[BL_MSGR_TRAILER];
 };
 
@@ -522,7 +537,7 @@ struct bl_msgr_conn {
 	bool multishot;
 	/* what may still call back */
 	bool recv_busy;		/* a receive (pooled or plain) */
-	bool read_busy;		/* a read of an aligned payload */
+	bool read_busy;		/* a read of a large payload */
 	bool send_busy;
 	unsigned depth;		/* our callbacks on the stack */
 	bool closing, finished;
@@ -530,9 +545,8 @@ struct bl_msgr_conn {
 	int err;
 	/* receiving */
 	struct bl_list in;
-	size_t pc_done;		/* payload bytes of in's first frame ... */
-	uint32_t pc_crc;	/* ... whose crc is already known */
-	bool in_direct;
+	size_t pc_done;		/* payload bytes of in's first frame */
+	uint32_t pc_crc;	/* whose crc is already known */
 	struct direct d;
 	/* sending */
 	struct bl_list outq;
@@ -618,6 +632,7 @@ static void maybe_finish(struct bl_msgr_conn *c)
 	bl_list_clear(&c->in);
 	bl_list_clear(&c->outq);
 	bl_ptr_release(&c->d.P);
+	bl_list_clear(&c->d.headl);
 	if (c->own_br)
 		bl_uring_bufring_destroy(c->br);
 	if (!c->o.keep_fd)
@@ -803,7 +818,8 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data);
 
 static int direct_read(struct bl_msgr_conn *c, size_t len)
 {
-	int ret = bl_uring_read(c->u, c->fd, -1, len, ALIGN_DIO, direct_cb, c);
+	int ret = bl_uring_read(c->u, c->fd, -1, len,
+				c->d.aligned ? ALIGN_DIO : 0, direct_cb, c);
 
 	if (!ret)
 		c->read_busy = true;
@@ -811,14 +827,17 @@ static int direct_read(struct bl_msgr_conn *c, size_t len)
 }
 
 /*
- * The preamble of a large payload is in and this connection aligns data:
- * no receive is in flight (one-shot receives), so the rest of the frame
- * can come through plain reads into aligned raws.  The payload bytes
- * already received are copied into the first aligned raw, which is then
- * filled up to its 4096 boundary by a small read (copied too, at most
- * 4095 bytes); the rest is read straight into an aligned raw of its own.
- * Return: true if started; false leaves everything as it was (then the
- * frame simply arrives unaligned).
+ * The preamble of a large payload is in, and no receive is in flight
+ * (one-shot receives), so the rest of the frame can come through plain
+ * reads into a raw of its own: one read instead of a receive per ring
+ * buffer, into memory the allocator recycles (warm in the cache) instead
+ * of a ring that cycles through megabytes.  Unaligned, the head already
+ * received stays where it is.  Aligned, it is copied into the first
+ * aligned raw, which is then filled up to its 4096 boundary by a small
+ * read (copied too, at most 4095 bytes); the rest is read straight into
+ * an aligned raw of its own.
+ * Return: true if started; false leaves everything as it was (the frame
+ * then comes through the ring).
  */
 static bool start_direct(struct bl_msgr_conn *c)
 {
@@ -827,16 +846,31 @@ static bool start_direct(struct bl_msgr_conn *c)
 	size_t have = bl_list_length(&c->in) - BL_MSGR_PREAMBLE;
 	size_t first;
 	uint32_t len;
+	bool align;
 
 	gather(&c->in, 0, sizeof(pre), pre);
 	len = ld32(pre + 16);
-	if (len < c->o.align_min || have >= len)
+	align = c->o.align_data && len >= c->o.align_min;
+	if (have >= len || (!align && len < c->o.direct_min))
 		return false;
 	memset(d, 0, sizeof(*d));
+	bl_list_init(&d->headl);
 	d->type = ld16(pre + 4);
 	d->flags = ld16(pre + 6);
 	d->seq = ld64(pre + 8);
 	d->len = len;
+	d->aligned = align;
+	if (!align) {
+		d->head = d->have = have;
+		d->rest = len - have;
+		if (direct_read(c, d->rest + BL_MSGR_TRAILER))
+			return false;
+		/* from offset 0: cannot fail */
+		bl_list_splice(&c->in, 0, BL_MSGR_PREAMBLE, NULL);
+		bl_list_swap(&d->headl, &c->in);
+		c->pc_done = 0;
+		return true;
+	}
 	d->head = have ? bl__align_up(have, ALIGN_DIO) : 0;
 	if (d->head > len)
 		d->head = len;
@@ -861,7 +895,6 @@ static bool start_direct(struct bl_msgr_conn *c)
 	d->have = have;
 	bl_list_clear(&c->in);
 	c->pc_done = 0;
-	c->in_direct = true;
 	return true;
 }
 
@@ -871,14 +904,17 @@ static void direct_done(struct bl_msgr_conn *c, struct bl_list *tail)
 	struct bl_msgr_frame f;
 	uint32_t crc = BL_MSGR_CRC_SEED;
 
-	c->in_direct = false;
-	if (d->head)
+	if (d->aligned && d->head)
 		crc = bl_crc32c(crc, bl_raw_data(d->P.raw), d->head);
+	else if (d->head)
+		crc = crc_range(&d->headl, 0, d->head, crc);
 	if (tail)
 		crc = crc_range(tail, 0, d->rest, crc);
 	if (crc != ld32(d->tr)) {
 		bl_ptr_release(&d->P);
-		conn_end(c, -EBADMSG, true, "bad payload crc (seq %llu)",
+		bl_list_clear(&d->headl);
+		conn_end(c, -EBADMSG, true,
+			 "malformed frame: bad payload crc (seq %llu)",
 			 (unsigned long long)d->seq);
 		return;
 	}
@@ -887,13 +923,18 @@ static void direct_done(struct bl_msgr_conn *c, struct bl_list *tail)
 	f.seq = d->seq;
 	bl_list_init(&f.payload);
 	/* into an empty list: no chunk needed, cannot fail */
-	bl_list_append_ptr_move(&f.payload, &d->P);
+	if (d->aligned)
+		bl_list_append_ptr_move(&f.payload, &d->P);
+	else
+		bl_list_swap(&f.payload, &d->headl);
 	if (tail && bl_list_claim_append(&f.payload, tail)) {
 		bl_msgr_frame_release(&f);
 		conn_end(c, -ENOMEM, true, "out of memory receiving");
 		return;
 	}
-	c->st.aligned_frames++;
+	c->st.direct_frames++;
+	if (d->aligned)
+		c->st.aligned_frames++;
 	deliver(c, &f, BL_MSGR_OVERHEAD + (size_t)d->len);
 }
 
@@ -929,7 +970,8 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
 			int ret = direct_read(c, d->rest + BL_MSGR_TRAILER);
 
 			if (ret)
-				conn_end(c, ret, true, "cannot start a read: %s",
+				conn_end(c, ret, true,
+					 "cannot start a read: %s",
 					 strerror(-ret));
 		}
 	} else {
@@ -938,8 +980,10 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
 		bl_list_splice(data, d->rest, BL_MSGR_TRAILER, NULL);
 		direct_done(c, data);
 	}
-	if (c->closing)
+	if (c->closing) {
 		bl_ptr_release(&d->P);
+		bl_list_clear(&d->headl);
+	}
 	c->depth--;
 	if (!c->read_busy)
 		arm(c);
@@ -1043,15 +1087,14 @@ static void process(struct bl_msgr_conn *c)
 				conn_end(c, ret, true, "malformed frame: %s",
 					 bl_msgr_parse_error());
 		} else if (before >= BL_MSGR_PREAMBLE) {
-			if (!c->o.align_data || c->multishot ||
-			    !start_direct(c))
+			if (c->multishot || !start_direct(c))
 				crc_ahead(c);
 		}
 		return;
 	}
 }
 
-/* ---- sending -------------------------------------------------------------- */
+/* ---- sending ------------------------------------------------------------- */
 
 static void send_cb(void *arg, ssize_t res, struct bl_list *data);
 
@@ -1079,24 +1122,28 @@ static int flush(struct bl_msgr_conn *c)
 static void send_cb(void *arg, ssize_t res, struct bl_list *data)
 {
 	struct bl_msgr_conn *c = arg;
-	unsigned n = c->rec_inflight;
 
 	(void)data;
-	c->send_busy = false;
 	c->depth++;
 	if (res >= 0) {
 		c->st.frames_sent += c->inflight_frames;
 		c->st.bytes_sent += (uint64_t)res;
 	}
 	c->inflight_frames = 0;
-	c->rec_inflight = 0;
-	while (n--) {
+	/*
+	 * send_busy stays set while the callbacks run: a frame they send
+	 * is queued behind the others, and a close they make cancels only
+	 * the records not popped yet that were never in flight.
+	 */
+	while (c->rec_inflight) {
 		struct send_rec r = c->recs[c->rec_head];
 
 		c->rec_head = (c->rec_head + 1) & (c->rec_cap - 1);
 		c->rec_n--;
+		c->rec_inflight--;
 		r.cb(r.arg, res < 0 ? (int)res : 0);
 	}
+	c->send_busy = false;
 	if (res < 0) {
 		conn_end(c, (int)res, res != -ECANCELED, "send failed: %s",
 			 strerror((int)-res));
@@ -1175,7 +1222,7 @@ int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
 	return ret;
 }
 
-/* ---- creation ------------------------------------------------------------- */
+/* ---- creation ------------------------------------------------------------ */
 
 static void opts_fill(struct bl_msgr_conn_opts *d,
 		      const struct bl_msgr_conn_opts *o)
@@ -1196,6 +1243,8 @@ static void opts_fill(struct bl_msgr_conn_opts *d,
 		d->align_min = ALIGN_MIN_DEFAULT;
 	if (!d->copy_below)
 		d->copy_below = COPY_BELOW_DEFAULT;
+	if (!d->direct_min)
+		d->direct_min = DIRECT_MIN_DEFAULT;
 }
 
 static struct bl_msgr_conn *conn_new(struct bl_uring *u, int fd,
@@ -1215,14 +1264,17 @@ static struct bl_msgr_conn *conn_new(struct bl_uring *u, int fd,
 	opts_fill(&c->o, o);
 	bl_list_init(&c->in);
 	bl_list_init(&c->outq);
-	c->multishot = !c->o.align_data;
+	bl_list_init(&c->d.headl);
+	/* plain reads can take over only between two receives */
+	c->multishot = !c->o.align_data && c->o.direct_min == SIZE_MAX;
 	c->br = shared ? shared : c->o.bufring;
 	if (!c->br) {
 		c->br = bl_uring_bufring_create(u, c->o.nbufs, c->o.buf_size,
 						c->o.bgid ? c->o.bgid
 							  : auto_bgid());
 		if (!c->br) {
-			bl__free(al, c, sizeof(*c), _Alignof(struct bl_msgr_conn));
+			bl__free(al, c, sizeof(*c),
+				 _Alignof(struct bl_msgr_conn));
 			return NULL;
 		}
 		c->own_br = true;
@@ -1341,7 +1393,8 @@ static int64_t now_ms(void)
 
 int bl_msgr_server_poll(struct bl_msgr_server *s, int timeout_ms)
 {
-	int64_t now = now_ms(), deadline = now + (timeout_ms > 0 ? timeout_ms : 0);
+	int64_t now = now_ms();
+	int64_t deadline = now + (timeout_ms > 0 ? timeout_ms : 0);
 	struct io_uring *ring = bl_uring_ring(s->u);
 	bool pollable = ring && !(ring->flags & IORING_SETUP_DEFER_TASKRUN);
 	bool lfd_ready = true;

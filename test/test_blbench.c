@@ -39,6 +39,7 @@
 #include <dirent.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -915,6 +916,8 @@ static void start_server(const char *target, char *tcp, size_t len)
 			_exit(126);
 		dup2(fo, 1);
 		dup2(fe, 2);
+		/* a test that fails half way must not leave a server behind */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		execl(BLBENCH_PATH, "blbench", "serve", "--listen",
 		      "127.0.0.1:0", "--target", target, (char *)NULL);
 		_exit(127);

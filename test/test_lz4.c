@@ -38,7 +38,7 @@ static uint64_t seed;
 			ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #x);    \
 	} while (0)
 
-/* ---- data and lists ----------------------------------------------------- */
+/* ---- data and lists ------------------------------------------------------ */
 
 static const char *const words[] = {
 	"object", "bucket", "osd", "placement", "group", "monitor", "latency",
@@ -330,7 +330,7 @@ static void expect_truncated(const void *frame, size_t flen, size_t seg)
 	bl_list_clear(&out);
 }
 
-/* ---- hand-made frames ----------------------------------------------------- */
+/* ---- hand-made frames ---------------------------------------------------- */
 
 struct fb {
 	unsigned char *p;
@@ -399,7 +399,7 @@ static void fb_block(struct fb *f, const void *data, size_t n, bool bchk,
 	free(c);
 }
 
-/* ---- the lz4 command ------------------------------------------------------ */
+/* ---- the lz4 command ----------------------------------------------------- */
 
 static char tmpdir[64];
 
@@ -485,7 +485,7 @@ static int run_lz4(const char *const *args, const char *in, const char *out)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-/* ---- XXH32 ---------------------------------------------------------------- */
+/* ---- XXH32 --------------------------------------------------------------- */
 
 /* liblz4 exports no XXH32; its frame's content checksum is one. */
 static uint32_t liblz4_xxh32(const void *p, size_t n)
@@ -551,7 +551,7 @@ START_TEST(test_xxh32_streaming_any_split)
 }
 END_TEST
 
-/* ---- round trips ---------------------------------------------------------- */
+/* ---- round trips --------------------------------------------------------- */
 
 static const struct bl_lz4_opts optsets[] = {
 	/* level, block size id, independent, content checksum, content size */
@@ -746,7 +746,7 @@ START_TEST(test_bad_options_are_einval)
 }
 END_TEST
 
-/* ---- segmentation of the compressed input --------------------------------- */
+/* ---- segmentation of the compressed input -------------------------------- */
 
 /* Every way to cut a 16-byte frame: all 2^15 segmentations. */
 START_TEST(test_decode_every_segmentation_of_tiny_frame)
@@ -903,7 +903,7 @@ START_TEST(test_stream_empty_feeds_and_end)
 }
 END_TEST
 
-/* ---- our block decoder against liblz4's ------------------------------------ */
+/* ---- our block decoder against liblz4's ---------------------------------- */
 
 /* Splits @p into random segments and decodes with bl__lz4_block_decode. */
 static ssize_t seg_decode(const void *p, size_t n, char *dst, size_t cap,
@@ -1025,7 +1025,7 @@ START_TEST(test_block_decoder_agrees_with_liblz4)
 }
 END_TEST
 
-/* ---- interoperability with the lz4 command --------------------------------- */
+/* ---- interoperability with the lz4 command ------------------------------- */
 
 START_TEST(test_cli_decodes_ours)
 {
@@ -1172,7 +1172,7 @@ START_TEST(test_we_decode_concatenated_and_skippable)
 }
 END_TEST
 
-/* ---- bad input -------------------------------------------------------------- */
+/* ---- bad input ----------------------------------------------------------- */
 
 /* A frame of several linked blocks with both checksums and content size. */
 static unsigned char *small_frame(size_t *flen, unsigned char **data,
@@ -1554,7 +1554,7 @@ START_TEST(test_decompression_bomb)
 }
 END_TEST
 
-/* ---- allocation failure ------------------------------------------------------ */
+/* ---- allocation failure -------------------------------------------------- */
 
 static void compress_fail_each(const struct bl_list *in,
 			       const struct bl_lz4_opts *o)
@@ -1709,7 +1709,7 @@ START_TEST(test_decompress_alloc_failure_at_each_step)
 }
 END_TEST
 
-/* ---- zero copy and output shape ---------------------------------------------- */
+/* ---- zero copy and output shape ------------------------------------------ */
 
 START_TEST(test_compress_reads_large_segments_in_place)
 {
