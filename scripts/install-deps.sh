@@ -9,9 +9,13 @@ BUILD="gcc g++ make autoconf automake libtool pkgconf check liburing-dev liblz4-
 TEST="lz4 bsdextrautils valgrind"
 # benchmarks: the peers we compare against in the same run
 BENCH="libevent-dev librados-dev libradospp-dev fio"
+# hardening: clang's libFuzzer for make fuzz / check-fuzz
+FUZZ=""
+# Ceph: a throw-away one-node cluster for make check-ceph and the rados target
+CEPH=""
 
 missing=""
-for p in $BUILD $TEST $BENCH; do
+for p in $BUILD $TEST $BENCH $FUZZ $CEPH; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" ||
 		missing="$missing $p"
 done
