@@ -229,6 +229,30 @@ START_TEST(test_appends_extend_last_segment)
 }
 END_TEST
 
+START_TEST(test_appends_of_every_small_length_land_in_order)
+{
+	/* lengths 1..20 cover each copy shape of the inline append path */
+	static unsigned char want[4096];
+	struct bl_list l;
+	struct bl_stats s0 = stats_now(), s1;
+	size_t off = 0, n = 0;
+	uint64_t rng = 7;
+
+	tu_fill(want, sizeof(want), &rng);
+	bl_list_init(&l);
+	for (size_t len = 1; off + len <= sizeof(want); len = len % 20 + 1) {
+		ck_assert_int_eq(bl_list_append(&l, want + off, len), 0);
+		off += len;
+		n++;
+	}
+	s1 = stats_now();
+	ck_assert_uint_eq(s1.copied_bytes - s0.copied_bytes, off);
+	ck_assert_uint_eq(s1.copy_ops - s0.copy_ops, n);
+	tu_assert_list_eq(&l, want, off);
+	bl_list_clear(&l);
+}
+END_TEST
+
 START_TEST(test_many_small_appends_share_few_raws)
 {
 	static unsigned char want[8000];
@@ -2526,6 +2550,7 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_init_is_empty_and_allocates_nothing);
 	tcase_add_test(tc, test_small_append_makes_one_segment);
 	tcase_add_test(tc, test_appends_extend_last_segment);
+	tcase_add_test(tc, test_appends_of_every_small_length_land_in_order);
 	tcase_add_test(tc, test_many_small_appends_share_few_raws);
 	tcase_add_test(tc, test_zero_length_is_never_stored);
 	tcase_add_test(tc, test_append_zero_writes_zeros);
