@@ -11,7 +11,9 @@
  * summary, leaves a metadata object behind for a later seq/rand in another
  * process — against a local directory, a raw file or block device, or a
  * remote `blbench serve`, with every operation going through io_uring
- * (struct bl_uring) from a struct bl_list.
+ * (struct bl_uring) from a struct bl_list — or against a Ceph pool
+ * (rados:POOL) through librados' aio calls via libbufferlist_ceph, when
+ * blbench is built with the bridge (BL_HAVE_CEPH).
  *
  * What an operation carries.  Every op starts with a small header (magic,
  * op number, object number, the run's seed, sizes, flags, the body's
@@ -88,6 +90,7 @@ static const char usage_text[] =
 	"      --format plain|json  output (plain)\n"
 	"      --show-time          prefix lines with the time of day\n"
 	"  -p, --pool POOL          accepted for compatibility; selects nothing\n"
+	"                           (with rados:POOL it must name that pool)\n"
 	"blbench's own:\n"
 	"      --target SPEC        where the objects live:\n"
 	"           dir:PATH          a directory of object files (default:\n"
@@ -95,6 +98,10 @@ static const char usage_text[] =
 	"           file:PATH[:SIZE]  a raw file or block device; objects at\n"
 	"                             aligned offsets (SIZE creates the file)\n"
 	"           tcp:HOST:PORT     a `blbench serve`, through the messenger\n"
+	"           rados:POOL        a Ceph pool, through librados (when built\n"
+	"                             with the Ceph bridge)\n"
+	"  -c, --conf FILE          rados: the ceph.conf (default: $CEPH_CONF, then\n"
+	"                           Ceph's usual places)\n"
 	"      --direct             open with O_DIRECT\n"
 	"      --crc                crc32c of every operation, checked on read\n"
 	"      --lz4                store operations lz4-compressed (MB/s count\n"
@@ -125,6 +132,7 @@ static const struct option long_opts[] = {
 	{ "block-size", required_argument, NULL, 'b' },
 	{ "object-size", required_argument, NULL, 'O' },
 	{ "pool", required_argument, NULL, 'p' },
+	{ "conf", required_argument, NULL, 'c' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "direct", no_argument, NULL, OPT_DIRECT },
 	{ "crc", no_argument, NULL, OPT_CRC },
@@ -204,13 +212,41 @@ static int parse_uint(const char *s, unsigned long long max,
 	return 0;
 }
 
+/* The rados: target's options.  -1 to go on, or the exit status. */
+static int check_rados(const struct blb_opts *o)
+{
+	const char *pool;
+
+	if (!o->target || strncmp(o->target, "rados:", 6)) {
+		if (o->conf)
+			return usage_error("-c is for --target rados:POOL");
+		return -1;
+	}
+	pool = o->target + 6;
+	if (!*pool || strlen(pool) >= BLB_NAME_MAX)
+		return usage_error("--target rados: wants a pool name");
+	if (o->mode == BLB_SERVE)
+		return usage_error("serve keeps objects in dir: or file:, not rados:");
+	if (o->pool && strcmp(o->pool, pool))
+		return usage_error("-p %s and --target rados:%s name different pools",
+				   o->pool, pool);
+#ifndef BL_HAVE_CEPH
+	/* a build question, not a run-time failure: the usage status */
+	fprintf(stderr, "blbench: --target %s: this blbench was built without the Ceph bridge (libbufferlist_ceph; configure --with-ceph)\n",
+		o->target);
+	return BLB_EXIT_USAGE;
+#else
+	return -1;
+#endif
+}
+
 /* Returns -1 to go on, or the exit status. */
 static int parse_opts(struct blb_opts *o, int argc, char **argv)
 {
 	unsigned long long v;
 	bool listen_given = false;
 	size_t len = 0;
-	int c, i, npos;
+	int c, i, npos, r;
 	char **pos;
 
 	memset(o, 0, sizeof(*o));
@@ -229,7 +265,7 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 	}
 
 	opterr = 1;
-	while ((c = getopt_long(argc, argv, "t:b:O:p:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:b:O:p:c:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (parse_uint(optarg, 65536, &v) || v == 0)
@@ -250,6 +286,11 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 			break;
 		case 'p':
 			o->pool = optarg;
+			break;
+		case 'c':
+			if (!*optarg)
+				return usage_error("-c wants a ceph.conf file name");
+			o->conf = optarg;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -281,8 +322,9 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 		case OPT_TARGET:
 			if (strncmp(optarg, "dir:", 4) &&
 			    strncmp(optarg, "file:", 5) &&
-			    strncmp(optarg, "tcp:", 4))
-				return usage_error("--target wants dir:PATH, file:PATH[:SIZE] or tcp:HOST:PORT, not '%s'",
+			    strncmp(optarg, "tcp:", 4) &&
+			    strncmp(optarg, "rados:", 6))
+				return usage_error("--target wants dir:PATH, file:PATH[:SIZE], tcp:HOST:PORT or rados:POOL, not '%s'",
 						   optarg);
 			o->target = optarg;
 			break;
@@ -352,6 +394,9 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 	}
 	if (listen_given && o->mode != BLB_SERVE)
 		return usage_error("--listen is for serve");
+	r = check_rados(o);
+	if (r >= 0)
+		return r;
 	if (!o->object_size)
 		o->object_size = o->op_size;
 	if (o->object_size < o->op_size || o->object_size % o->op_size)

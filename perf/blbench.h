@@ -6,7 +6,8 @@
  * API.  blbench.c parses the command line and runs the benchmark loops,
  * blbench_out.c prints what rados bench prints (plain and JSON) and draws
  * the --plot SVG, blbench_target.c stores objects: in a directory, in a raw
- * file or block device, or on a remote `blbench serve` over TCP.
+ * file or block device, or on a remote `blbench serve` over TCP;
+ * blbench_rados.c in a Ceph pool (only when built with the Ceph bridge).
  *
  * Names: blb_ for what these files share; everything else is static.
  */
@@ -60,6 +61,7 @@ struct blb_opts {
 	const char *prefix;		/* --prefix, for cleanup */
 	const char *pool;		/* -p: accepted, selects nothing */
 	const char *listen;		/* serve: HOST:PORT */
+	const char *conf;		/* -c: ceph.conf for rados: (NULL: $CEPH_CONF) */
 	char cmdline[1024];		/* for the plot's title */
 };
 
@@ -208,9 +210,9 @@ struct blb_target {
 
 /*
  * blb_target_open() - @spec is NULL (the default directory), "dir:PATH",
- * "file:PATH[:SIZE]" or "tcp:HOST:PORT".  @create: the run will write
- * (make the directory or file).  On failure returns -errno and leaves a
- * one-line reason in @err.
+ * "file:PATH[:SIZE]", "tcp:HOST:PORT" or "rados:POOL".  @create: the run
+ * will write (make the directory or file).  On failure returns -errno and
+ * leaves a one-line reason in @err.
  */
 int blb_target_open(struct blb_target **out, const char *spec,
 		    const struct blb_opts *o, bool create, char *err,
@@ -225,6 +227,14 @@ int blb_target_open_ring(struct blb_target **out, const char *spec,
 			 const struct blb_opts *o, bool create,
 			 struct bl_uring *u, char *err, size_t errlen);
 void blb_target_close(struct blb_target *t);
+
+/*
+ * blb_rados_open() - the rados:POOL target (blbench_rados.c, built with
+ * BL_HAVE_CEPH only): connects with @o->conf (NULL: $CEPH_CONF, then
+ * Ceph's default places).  -errno and a one-line reason in @err.
+ */
+int blb_rados_open(struct blb_target **out, const char *pool,
+		   const struct blb_opts *o, char *err, size_t errlen);
 
 /* The default directory: $BLBENCH_DIR, else /var/tmp/blbench-$USER. */
 int blb_default_dir(char *buf, size_t len);

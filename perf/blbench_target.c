@@ -11,6 +11,7 @@
  *                     offsets aligned for O_DIRECT; SIZE creates (and
  *                     preallocates) a file that does not exist yet
  *   tcp:HOST:PORT     a remote `blbench serve` (the last part of this file)
+ *   rados:POOL        a Ceph pool, through the bridge (blbench_rados.c)
  *
  * Local targets run their I/O through one struct bl_uring; a completion
  * only queues the op (blb_op_complete), the benchmark loop does the rest
@@ -1869,6 +1870,15 @@ int blb_target_open(struct blb_target **out, const char *spec,
 {
 	if (spec && !strncmp(spec, "tcp:", 4) && spec[4])
 		return tcp_open(out, spec + 4, o, create, err, errlen);
+	if (spec && !strncmp(spec, "rados:", 6) && spec[6]) {
+#ifdef BL_HAVE_CEPH
+		return blb_rados_open(out, spec + 6, o, err, errlen);
+#else
+		return fail(err, errlen, -ENOTSUP,
+			    "cannot open target %s: blbench was built without the Ceph bridge",
+			    spec);
+#endif
+	}
 	return open_local(out, spec, o, create, NULL, err, errlen);
 }
 

@@ -19,9 +19,17 @@
 #    gives medians: single runs on a shared virtual disk vary by +-15% and
 #    more.  Buffered writes on the kind of VM this was written on are
 #    bimodal for every writer, fio included (0.3-7 GB/s; the slow mode
-#    spends ~10x the CPU in the kernel's copy into fresh page cache inside
-#    io-wq), so their medians say little: compare the O_DIRECT rows, and
-#    look at min-max for the buffered ones.
+#    spends ~20x the CPU in the kernel's copy into fresh page cache inside
+#    io-wq).  The mode is set by the memory, not the writer: this VM's
+#    free page reporting (virtio-balloon) hands free guest memory back to
+#    the host a second or two after it is freed, and the first write to a
+#    handed-back page faults in the host.  A buffered write that follows
+#    the deletion of another 1 GiB file reuses its pages (fast); one that
+#    follows the O_DIRECT jobs gets handed-back pages (slow).  The
+#    rotation below always put the same job after the O_DIRECT ones, so
+#    every buffered job (ours and fio's) is now preceded by an untimed
+#    1 GiB buffered write of a scratch file, deleted before the timed run
+#    starts (BL_BENCH_PRIME=0 turns that off).  Look at min-max anyway.
 # 2. Loopback TCP: messages of 4 KiB, 64 KiB and 1 MiB made of several
 #    segments, sent by copy, by zero copy as the library does it by default
 #    ("zc": the library stops using zero copy on a socket whose
@@ -38,6 +46,8 @@
 #                     else the current directory); needs 3 GiB free
 #   BL_BENCH_PARTS    "file net" (default), "file" or "net"
 #   BL_BENCH_RAW      file to keep the raw RESULT lines in
+#   BL_BENCH_PRIME    1 (default): an untimed buffered 1 GiB write before
+#                     every buffered job, see above; 0: none
 set -u
 
 dir=${1:-}
@@ -109,6 +119,15 @@ run_job() {
 	# every file job starts with the page cache's dirty data on disk
 	case $1 in
 	buf*|dio*|fio*) sync ;;
+	esac
+	# every buffered job starts on page cache just freed, see the header
+	case $1 in
+	buf*|fiobuf)
+		if [ "${BL_BENCH_PRIME:-1}" != 0 ]; then
+			rm -f "$file"
+			"$dir/bench_uring" write "$file" -s 4m >/dev/null 2>&1
+			rm -f "$file"
+		fi ;;
 	esac
 	case $1 in
 	buf64)	ours write "$file" -s 64k ;;

@@ -10,9 +10,11 @@ TEST="lz4 bsdextrautils valgrind"
 # benchmarks: the peers we compare against in the same run
 BENCH="libevent-dev librados-dev libradospp-dev fio"
 # hardening: clang's libFuzzer for make fuzz / check-fuzz
-FUZZ=""
+FUZZ="clang libclang-rt-14-dev"
 # Ceph: a throw-away one-node cluster for make check-ceph and the rados target
-CEPH=""
+# (about 80 packages, 250 MB: only with --ceph, so the quick start stays light)
+CEPH="ceph-mon ceph-osd ceph-mgr ceph-common"
+[ "${1:-}" = --ceph ] || CEPH=""
 
 missing=""
 for p in $BUILD $TEST $BENCH $FUZZ $CEPH; do

@@ -21,12 +21,21 @@
  * A connection keeps at most one send in flight: io_uring gives no order
  * between two sends on one socket once either is short or waits for
  * buffer space, so frames queued meanwhile are encoded into the next batch
- * and go out in one sendmsg when the current one completes.  Receiving is
- * by one-shot pooled receives by default, so that between two of them the
- * byte stream can be handed to a plain read of a large payload into a raw
- * of its own (aligned or not): the API has no way to cancel a multishot
- * receive without losing what it already took.  A connection that never
- * reads payloads directly keeps one multishot receive armed instead.
+ * and go out in one sendmsg when the current one completes.  Frames sent
+ * while received frames are delivered (replies) go out together when the
+ * delivery ends, with a direct non-blocking sendmsg() when nothing is in
+ * flight (send_direct()).
+ *
+ * Receiving is by one multishot pooled receive: one request armed for the
+ * life of the connection, no re-arming per chunk.  A large payload is
+ * read straight into a raw of its own instead: its preamble stops the
+ * multishot receive (bl__uring_recv_stop(); the kernel hands over every
+ * chunk it took before the final completion, the rest stays in the
+ * socket), and the read takes the stream over.  While large payloads keep
+ * coming, receives are armed one-shot (ONESHOT_AFTER_READ), so that each
+ * preamble finds nothing to stop.  Aligning connections (align_data)
+ * always use one-shot receives, which bounds what is copied to align a
+ * payload to one receive buffer.
  *
  * Small frames are where a messenger spends its CPU, so the crcs of short
  * runs (preambles, small payloads) skip bl_crc32c()'s dispatch and folding
@@ -55,6 +64,7 @@
 #include <unistd.h>
 #include <liburing.h>
 #include <bufferlist/msgr.h>
+#include "uring_int.h"
 
 _Static_assert(BL_MSGR_PREAMBLE == 24 && BL_MSGR_TRAILER == 4,
 	       "the wire format is fixed");
@@ -69,6 +79,9 @@ _Static_assert(BL_MSGR_PREAMBLE == 24 && BL_MSGR_TRAILER == 4,
 #define BGID_SPAN 0xc000u
 #define REASON_MAX 160
 #define ENC_STACK_MAX 1024		/* copied frames built on the stack */
+#define DIRECT_SEND_MAX ((size_t)64 << 10) /* sendmsg() from a receive */
+#define DIRECT_SEND_IOV 64
+#define ONESHOT_AFTER_READ 8	/* see start_recv() */
 
 /* ---- codec -------------------------------------------------------------- */
 
@@ -445,6 +458,40 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 	total = BL_MSGR_OVERHEAD + (size_t)len;
 	if (have < total)
 		return 0;
+	if (s->len == total && have == total && in->_inl.count == 1 &&
+	    !in->_inl.next && !in->_abuf) {
+		/*
+		 * The frame is all the list holds, in its one inline slice
+		 * (a request/response connection receives one frame per
+		 * receive): the slice's reference moves into the payload and
+		 * the list is left empty, as bl_msgr_frame_release() empties
+		 * a payload - no splice, no iterator, no atomic.
+		 */
+		const unsigned char *pl = p + BL_MSGR_PREAMBLE;
+		struct bl_raw *raw = s->raw;
+
+		if (bl__unlikely(crc(BL_MSGR_CRC_SEED, pl, len) !=
+				 ld32(pl + len)))
+			return bad("bad payload crc", -EBADMSG);
+		f->type = ld16(p + 4);
+		f->flags = ld16(p + 6);
+		f->seq = ld64(p + 8);
+		if (bl__likely(len)) {
+			list_one(&f->payload, raw, s->off + BL_MSGR_PREAMBLE,
+				 len);
+		} else {
+			bl_list_init(&f->payload);
+			bl__raw_put(raw);
+		}
+		in->_tail = &in->_inl;
+		in->_len = 0;
+		in->_nseg = 0;
+		in->_abuf_next = 0;
+		in->_ext = NULL;
+		in->_inl.start = 0;
+		in->_inl.count = 0;
+		return 1;
+	}
 	if (bl__unlikely(s->len <= total))
 		return parse_general(in, f, p, len, 0, BL_MSGR_CRC_SEED);
 
@@ -535,10 +582,14 @@ struct bl_msgr_conn {
 	struct bl_uring_bufring *br;
 	bool own_br;
 	bool multishot;
+	bool stopping;		/* multishot receive stopped for a read */
+	unsigned oneshot_left;	/* receives to arm one-shot after a read */
 	/* what may still call back */
 	bool recv_busy;		/* a receive (pooled or plain) */
 	bool read_busy;		/* a read of a large payload */
 	bool send_busy;
+	bool in_rx;		/* delivering received frames */
+	bool flush_due;		/* frames queued meanwhile, not sent yet */
 	unsigned depth;		/* our callbacks on the stack */
 	bool closing, finished;
 	bool dry;		/* the ring ran dry: next receive is plain */
@@ -552,6 +603,7 @@ struct bl_msgr_conn {
 	struct bl_list outq;
 	uint64_t tx_seq;
 	unsigned outq_frames, inflight_frames;
+	size_t inline_bytes;	/* of the batch in flight, sent directly */
 	struct send_rec *recs;	/* FIFO ring of callbacks */
 	unsigned rec_cap, rec_head, rec_n, rec_inflight;
 	/* the server's list */
@@ -571,6 +623,7 @@ struct bl_msgr_server {
 	struct bl_msgr_conn *conns;
 	unsigned nconns;
 	int64_t next_accept;	/* ms: when to look for connections again */
+	bool ring_wait;		/* busy: wait in the ring, not in poll() */
 };
 
 static _Atomic unsigned bgid_next;
@@ -608,6 +661,8 @@ msgr_log(const struct bl_msgr_conn_opts *o, struct bl_msgr_conn *c,
 
 static void arm(struct bl_msgr_conn *c);
 static void process(struct bl_msgr_conn *c);
+static void rx_end(struct bl_msgr_conn *c);
+static bool start_direct(struct bl_msgr_conn *c);
 
 /* Frees @c once nothing can call back into it any more. */
 static void maybe_finish(struct bl_msgr_conn *c)
@@ -767,10 +822,20 @@ static void pooled_cb(void *arg, ssize_t res, struct bl_list *data, bool more)
 
 	c->recv_busy = more;
 	c->depth++;
-	if (res > 0)
+	if (res > 0) {
+		c->in_rx = true;
 		got_data(c, data);
-	else
+		rx_end(c);
+	} else if (!(res == -ECANCELED && c->stopping)) {
 		recv_ended(c, res);
+	}
+	if (!more && c->stopping) {
+		/* the receive is over: a read takes the large frame */
+		c->stopping = false;
+		if (!c->closing && !c->read_busy &&
+		    bl_list_length(&c->in) >= BL_MSGR_PREAMBLE)
+			start_direct(c);
+	}
 	c->depth--;
 	if (!c->recv_busy)
 		arm(c);
@@ -792,8 +857,11 @@ static int start_recv(struct bl_msgr_conn *c)
 		if (!ret)
 			c->dry = false;
 	} else {
-		ret = bl_uring_recv_pooled(c->u, c->fd, c->br, c->multishot,
+		ret = bl_uring_recv_pooled(c->u, c->fd, c->br,
+					   c->multishot && !c->oneshot_left,
 					   pooled_cb, c);
+		if (c->oneshot_left)
+			c->oneshot_left--;
 	}
 	if (!ret)
 		c->recv_busy = true;
@@ -821,8 +889,10 @@ static int direct_read(struct bl_msgr_conn *c, size_t len)
 	int ret = bl_uring_read(c->u, c->fd, -1, len,
 				c->d.aligned ? ALIGN_DIO : 0, direct_cb, c);
 
-	if (!ret)
+	if (!ret) {
 		c->read_busy = true;
+		c->oneshot_left = ONESHOT_AFTER_READ;
+	}
 	return ret;
 }
 
@@ -898,6 +968,38 @@ static bool start_direct(struct bl_msgr_conn *c)
 	return true;
 }
 
+/*
+ * The preamble of a large payload is in while a multishot receive is
+ * armed: stop the receive; once its last chunk is in (pooled_cb), a read
+ * takes the rest of the frame as start_direct() does.  Return: true if
+ * the frame will go that way (or already does).
+ */
+static bool stop_for_direct(struct bl_msgr_conn *c)
+{
+	unsigned char pre[BL_MSGR_PREAMBLE];
+	uint32_t len;
+
+	if (c->stopping)
+		return true;
+	gather(&c->in, 0, sizeof(pre), pre);
+	len = ld32(pre + 16);
+	if (len < c->o.direct_min ||
+	    bl_list_length(&c->in) - BL_MSGR_PREAMBLE >= len)
+		return false;
+	/*
+	 * Large payloads come in runs: the next receives are one-shot, so
+	 * that the next preamble finds no receive to stop.  (This one may
+	 * still arrive through the ring: the kernel's multishot loop can
+	 * have taken a whole frame off a loopback socket before the cancel
+	 * is even submitted.)
+	 */
+	c->oneshot_left = ONESHOT_AFTER_READ;
+	if (bl__uring_recv_stop(c->u, c->fd))
+		return false;
+	c->stopping = true;
+	return true;
+}
+
 static void direct_done(struct bl_msgr_conn *c, struct bl_list *tail)
 {
 	struct direct *d = &c->d;
@@ -947,6 +1049,7 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
 
 	c->read_busy = false;
 	c->depth++;
+	c->in_rx = true;
 	if (c->closing) {
 		/* dropped */
 	} else if (res < 0 || (size_t)res < want) {
@@ -980,6 +1083,7 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
 		bl_list_splice(data, d->rest, BL_MSGR_TRAILER, NULL);
 		direct_done(c, data);
 	}
+	rx_end(c);
 	if (c->closing) {
 		bl_ptr_release(&d->P);
 		bl_list_clear(&d->headl);
@@ -1087,7 +1191,8 @@ static void process(struct bl_msgr_conn *c)
 				conn_end(c, ret, true, "malformed frame: %s",
 					 bl_msgr_parse_error());
 		} else if (before >= BL_MSGR_PREAMBLE) {
-			if (c->multishot || !start_direct(c))
+			if (c->recv_busy ? !stop_for_direct(c)
+					 : !start_direct(c))
 				crc_ahead(c);
 		}
 		return;
@@ -1098,6 +1203,7 @@ static void process(struct bl_msgr_conn *c)
 
 static void send_cb(void *arg, ssize_t res, struct bl_list *data);
 
+/* Hands outq to the ring as one send.  0 or -errno (nothing changed). */
 static int flush(struct bl_msgr_conn *c)
 {
 	size_t n = bl_list_length(&c->outq);
@@ -1119,22 +1225,14 @@ static int flush(struct bl_msgr_conn *c)
 	return 0;
 }
 
-static void send_cb(void *arg, ssize_t res, struct bl_list *data)
+/*
+ * Runs the callbacks of the records in flight with @res.  send_busy stays
+ * set meanwhile: a frame they send is queued behind the others, and a
+ * close they make cancels only the records that were never in flight.
+ */
+static void pop_records(struct bl_msgr_conn *c, ssize_t res)
 {
-	struct bl_msgr_conn *c = arg;
-
-	(void)data;
-	c->depth++;
-	if (res >= 0) {
-		c->st.frames_sent += c->inflight_frames;
-		c->st.bytes_sent += (uint64_t)res;
-	}
-	c->inflight_frames = 0;
-	/*
-	 * send_busy stays set while the callbacks run: a frame they send
-	 * is queued behind the others, and a close they make cancels only
-	 * the records not popped yet that were never in flight.
-	 */
+	c->send_busy = true;
 	while (c->rec_inflight) {
 		struct send_rec r = c->recs[c->rec_head];
 
@@ -1144,6 +1242,21 @@ static void send_cb(void *arg, ssize_t res, struct bl_list *data)
 		r.cb(r.arg, res < 0 ? (int)res : 0);
 	}
 	c->send_busy = false;
+}
+
+static void send_cb(void *arg, ssize_t res, struct bl_list *data)
+{
+	struct bl_msgr_conn *c = arg;
+
+	(void)data;
+	c->depth++;
+	if (res >= 0) {
+		c->st.frames_sent += c->inflight_frames;
+		c->st.bytes_sent += (uint64_t)res + c->inline_bytes;
+	}
+	c->inflight_frames = 0;
+	c->inline_bytes = 0;
+	pop_records(c, res);
 	if (res < 0) {
 		conn_end(c, (int)res, res != -ECANCELED, "send failed: %s",
 			 strerror((int)-res));
@@ -1156,6 +1269,80 @@ static void send_cb(void *arg, ssize_t res, struct bl_list *data)
 	}
 	c->depth--;
 	maybe_finish(c);
+}
+
+/*
+ * Replies go out directly.  Frames sent while received frames are being
+ * delivered (a server's replies, a client's next request) are not handed
+ * to the ring one by one: they queue, and when the delivery ends, the
+ * batch goes out with one non-blocking sendmsg() - one system call, where
+ * a ring send costs a request, a completion to reap and a callback, and
+ * on a request/response connection the completion is what the thread
+ * would otherwise wait for before it sleeps on the next receive.  What
+ * the socket does not take at once (a full send buffer: EAGAIN or a
+ * short count), and any error, goes to the ring as before, which reports
+ * it.  Nothing else is in flight when this runs, so the order of the
+ * bytes on the wire is the order of the sends; and the bytes that
+ * sendmsg() took are in the kernel when it returns, so that part holds no
+ * references.  Only small batches go this way (below the zero-copy
+ * threshold, DIRECT_SEND_MAX): for large ones the system call is the
+ * smaller part of the cost, and zero copy needs the ring.
+ * Return: true when the whole batch went out (its callbacks have run).
+ */
+static bool send_direct(struct bl_msgr_conn *c)
+{
+	struct iovec iov[DIRECT_SEND_IOV];
+	size_t n = bl_list_length(&c->outq);
+	struct msghdr mh;
+	ssize_t r;
+	int k;
+
+	if (n > DIRECT_SEND_MAX || n >= bl__uring_zc_threshold(c->u))
+		return false;
+	k = bl_list_to_iovec(&c->outq, 0, iov, DIRECT_SEND_IOV);
+	if (k <= 0)
+		return false;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = (size_t)k;
+	do {
+		r = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	} while (r < 0 && errno == EINTR);
+	c->st.direct_sends++;
+	if (r <= 0)
+		return false;
+	/* from offset 0: cannot fail */
+	bl_list_splice(&c->outq, 0, (size_t)r, NULL);
+	if ((size_t)r < n) {
+		c->inline_bytes = (size_t)r;
+		return false;
+	}
+	c->st.frames_sent += c->outq_frames;
+	c->st.bytes_sent += n;
+	c->outq_frames = 0;
+	c->rec_inflight = c->rec_n;
+	pop_records(c, 0);
+	return true;
+}
+
+/* A delivery ended: what its callbacks sent goes out now. */
+static void rx_end(struct bl_msgr_conn *c)
+{
+	int ret;
+
+	c->in_rx = false;
+	if (!c->flush_due)
+		return;
+	c->flush_due = false;
+	if (c->closing || c->send_busy || !bl_list_length(&c->outq))
+		return;
+	if (send_direct(c) &&
+	    (c->closing || c->send_busy || !bl_list_length(&c->outq)))
+		return;
+	ret = flush(c);
+	if (ret)
+		conn_end(c, ret, true, "cannot start a send: %s",
+			 strerror(-ret));
 }
 
 /* Room for one more callback record.  0 or -ENOMEM. */
@@ -1209,6 +1396,10 @@ int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
 	}
 	if (c->send_busy)
 		return 0;
+	if (c->in_rx) {
+		c->flush_due = true;	/* rx_end() sends the batch */
+		return 0;
+	}
 	ret = flush(c);
 	if (ret) {
 		/* nothing was in flight, so outq held only this frame */
@@ -1265,8 +1456,8 @@ static struct bl_msgr_conn *conn_new(struct bl_uring *u, int fd,
 	bl_list_init(&c->in);
 	bl_list_init(&c->outq);
 	bl_list_init(&c->d.headl);
-	/* plain reads can take over only between two receives */
-	c->multishot = !c->o.align_data && c->o.direct_min == SIZE_MAX;
+	/* one-shot receives bound what aligning copies (top of file) */
+	c->multishot = !c->o.align_data;
 	c->br = shared ? shared : c->o.bufring;
 	if (!c->br) {
 		c->br = bl_uring_bufring_create(u, c->o.nbufs, c->o.buf_size,
@@ -1386,7 +1577,17 @@ static int64_t now_ms(void)
  * There, and on the blocking back end (which polls its own descriptors
  * inside bl_uring_run()), the wait alternates between the ring and the
  * listening socket in slices of SLICE_MS.  A busy server never sleeps;
- * it looks for new connections every ACCEPT_EVERY_MS.
+ * it looks for new connections every ACCEPT_EVERY_MS (not on every call:
+ * an accept4() that says EAGAIN was one system call per message).
+ *
+ * A pollable ring with traffic is waited on in the ring too (ring_wait):
+ * a completion for a thread asleep in poll() comes as task work, which
+ * interrupts the poll, runs on the way out and restarts it before poll()
+ * sees the ring readable - an extra kernel exit and entry and a second
+ * set-up of both wait queues per wake-up, where a wait inside
+ * io_uring_enter() runs the task work in place.  A slice that passes
+ * with nothing to do returns the server to poll(), so an idle server
+ * sleeps without a timer.
  */
 #define SLICE_MS 5
 #define ACCEPT_EVERY_MS 5
@@ -1397,7 +1598,8 @@ int bl_msgr_server_poll(struct bl_msgr_server *s, int timeout_ms)
 	int64_t deadline = now + (timeout_ms > 0 ? timeout_ms : 0);
 	struct io_uring *ring = bl_uring_ring(s->u);
 	bool pollable = ring && !(ring->flags & IORING_SETUP_DEFER_TASKRUN);
-	bool lfd_ready = true;
+	/* a call that may not wait looks every time; the others when due */
+	bool lfd_ready = timeout_ms == 0;
 	int n = 0;
 
 	for (;;) {
@@ -1423,23 +1625,27 @@ int bl_msgr_server_poll(struct bl_msgr_server *s, int timeout_ms)
 		p[0].fd = s->lfd;
 		p[0].events = POLLIN;
 		p[0].revents = 0;
-		if (pollable) {
+		if (pollable && !s->ring_wait) {
 			p[1].fd = ring->ring_fd;
 			p[1].events = POLLIN;
 			p[1].revents = 0;
 			if (poll(p, 2, ms) < 0 && errno != EINTR)
 				return -errno;
 			lfd_ready = p[0].revents;
-		} else {
+			if (p[1].revents)
+				s->ring_wait = true;
+		} else if (bl_uring_inflight(s->u)) {
 			if (ms < 0 || ms > SLICE_MS)
 				ms = SLICE_MS;
-			if (bl_uring_inflight(s->u)) {
-				r = bl_uring_run(s->u, 1, ms);
-				if (r < 0)
-					return r;
-				n += r;
-				ms = 0;		/* waited already */
-			}
+			r = bl_uring_run(s->u, 1, ms);
+			if (r < 0)
+				return r;
+			n += r;
+			if (!r)
+				s->ring_wait = false;
+		} else {
+			if (!pollable && (ms < 0 || ms > SLICE_MS))
+				ms = SLICE_MS;
 			if (poll(p, 1, ms) < 0 && errno != EINTR)
 				return -errno;
 			lfd_ready = p[0].revents;

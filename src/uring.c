@@ -139,6 +139,7 @@
 #define TAG_OP 1ull
 #define TAG_POLL 3ull
 #define TAG_INTERNAL 1ull
+#define TAG_WAKE 5ull		/* alone: the wake-up timer (wait_until) */
 #define TAG_MASK 7ull
 
 enum op_kind {
@@ -224,6 +225,9 @@ struct bl_uring {
 	struct bl_uring_bufring *bufrings;
 	struct bl_uring_regpool *regpool;
 	struct bl__uring_counters cnt;
+	int64_t wake_at;		/* ms: a wake-up timer is armed until */
+	bool wake_broken;		/* the kernel refused it: no more */
+	struct __kernel_timespec wake_ts;
 	char reason[192];
 	struct io_uring own;
 };
@@ -973,6 +977,13 @@ static void handle(struct bl_uring *u, const struct io_uring_cqe *kc)
 	struct uop *op;
 
 	memcpy(&c, kc, sizeof(c));
+	if (c.user_data == TAG_WAKE) {
+		/* -ETIME: it fired; anything else: limits per wait again */
+		if (c.res != -ETIME)
+			u->wake_broken = true;
+		u->wake_at = 0;
+		return;
+	}
 	/* cancels and readiness polls: their op (if still alive) reports */
 	if (c.user_data == TAG_INTERNAL ||
 	    (c.user_data & TAG_MASK) == TAG_POLL)
@@ -1118,13 +1129,53 @@ static void deliver(struct bl_uring *u)
 			bool more = op->more && !u->destroying;
 
 			pooled_call(u, op, op->res, more);
-			if (more)
+			if (more && !op->want_more) {
+				/* stopped from the callback: end it */
+				op->res = -ECANCELED;
+				op->more = 0;
+				doneq_push(u, op);
+			} else if (more) {
 				blk_pooled(u, op);
-			else
+			} else {
 				op_maybe_free(u, op);
+			}
 		}
 	}
 	u->reaping = false;
+}
+
+/*
+ * A wait with a time limit.  Handing the limit to io_uring_enter() arms a
+ * high-resolution timer for every wait (and takes the extended-argument
+ * path), which a request/response loop pays once per message.  Instead an
+ * own ring keeps an absolute TIMEOUT request (TAG_WAKE) armed at the
+ * earliest deadline asked for and waits without a limit: a wait whose
+ * deadline lies at or past the armed timer's reuses it, and a wake-up
+ * before the deadline just waits again.  A loop that waits with the same
+ * limit thus arms a timer once per limit, not once per wait (msgbench's
+ * ping-pong client waits with 100 ms: 8.9 against 9.2 us of its CPU per
+ * message, medians of 5 interleaved runs).  Attached rings, whose CQ the
+ * application reads too, pass the limit per wait as before.
+ */
+static int wait_until(struct bl_uring *u, unsigned keep, int64_t deadline,
+		      int64_t now)
+{
+	struct io_uring_sqe *sqe;
+
+	if (u->attached || u->wake_broken)
+		return wait_cqes(u, keep, (int)(deadline - now));
+	if (u->wake_at <= now || u->wake_at > deadline) {
+		sqe = get_sqe(u);
+		if (!sqe)
+			return wait_cqes(u, keep, (int)(deadline - now));
+		u->wake_ts.tv_sec = deadline / 1000;
+		u->wake_ts.tv_nsec = (long long)(deadline % 1000) * 1000000;
+		io_uring_prep_timeout(sqe, &u->wake_ts, 0,
+				      IORING_TIMEOUT_ABS);
+		io_uring_sqe_set_data64(sqe, TAG_WAKE);
+		u->wake_at = deadline;
+	}
+	return wait_cqes(u, keep, -1);
 }
 
 static int run_uring(struct bl_uring *u, unsigned min, int timeout_ms)
@@ -1161,13 +1212,14 @@ static int run_uring(struct bl_uring *u, unsigned min, int timeout_ms)
 		if (timeout_ms == 0)
 			break;
 		if (timeout_ms > 0) {
-			int64_t left = deadline - now_ms();
+			int64_t now = now_ms();
 
-			if (left <= 0)
+			if (deadline <= now)
 				break;
-			ms = (int)left;
+			ret = wait_until(u, keep, deadline, now);
+		} else {
+			ret = wait_cqes(u, keep, ms);
 		}
-		ret = wait_cqes(u, keep, ms);
 		if (ret && ret != -ETIME && ret != -EINTR)
 			return ret;
 	}
@@ -1825,6 +1877,59 @@ int bl_uring_handle_cqe(struct bl_uring *u, struct io_uring_cqe *cqe)
 unsigned bl_uring_inflight(const struct bl_uring *u)
 {
 	return u->inflight;
+}
+
+/*
+ * Stops a multishot receive so that a plain read can take the stream
+ * over: nothing is re-armed any more, and the request still in the kernel
+ * is cancelled.  The kernel takes bytes off the socket only together with
+ * the CQE that reports them, so every chunk taken is delivered before the
+ * final callback (-ECANCELED, or a last chunk); the rest stays in the
+ * socket.  On the blocking back end a receive waiting for data ends at
+ * the next bl_uring_run().
+ */
+int bl__uring_recv_stop(struct bl_uring *u, int fd)
+{
+	int found = -ENOENT;
+
+	for (struct uop *op = u->live; op; op = op->lnext) {
+		if (op->kind != OP_POOLED || op->fd != fd || op->called ||
+		    !op->want_more)
+			continue;
+		op->want_more = 0;
+		op->multishot = 0;
+		found = 0;
+		if (!u->ring) {
+			/* waiting for data: end it now; a chunk on the done
+			 * queue becomes the last; in its callback, deliver()
+			 * ends it */
+			struct uop **pp;
+
+			for (pp = &u->waitq; *pp; pp = &(*pp)->qnext)
+				if (*pp == op) {
+					*pp = op->qnext;
+					op->res = -ECANCELED;
+					op->more = 0;
+					doneq_push(u, op);
+					break;
+				}
+			op->more = 0;
+			continue;
+		}
+		if (op->sqe) {
+			struct io_uring_sqe *sqe = get_sqe(u);
+
+			if (!sqe)
+				continue;	/* ends after its next chunk */
+			io_uring_prep_cancel64(sqe,
+					       (uint64_t)(uintptr_t)op | TAG_OP,
+					       0);
+			io_uring_sqe_set_data64(sqe, TAG_INTERNAL);
+			u->cnt.cancels++;
+			u->need_submit = true;
+		}
+	}
+	return found;
 }
 
 /* ---- buffer rings -------------------------------------------------------- */

@@ -69,4 +69,14 @@ typedef int (*bl__uring_cqe_hook_fn)(struct io_uring_cqe *cqe, void *op_arg);
 
 void bl__uring_set_cqe_hook(bl__uring_cqe_hook_fn fn);
 
+/*
+ * For the messenger: stops the multishot pooled receive on @fd (no more
+ * re-arming; the kernel's request is cancelled).  Every chunk already
+ * taken off the socket is still delivered, then the final callback comes
+ * (-ECANCELED, or a last chunk with more false); the bytes not taken stay
+ * in the socket for a plain read.  Return: 0, or -ENOENT when no such
+ * receive is in flight.
+ */
+int bl__uring_recv_stop(struct bl_uring *u, int fd);
+
 #endif /* BUFFERLIST_URING_INT_H */

@@ -5,6 +5,9 @@
  *
  *  - bad options give a usage message and exit status 2; a target that
  *    cannot be opened gives a one-line reason and status 1;
+ *  - rados:POOL's options (-c, -p, the pool name) without a cluster: a
+ *    blbench built without the Ceph bridge says so in one line, status 2;
+ *    one with it names the ceph.conf it could not read (-c or $CEPH_CONF);
  *  - 1-second runs of write, seq, rand and cleanup on a directory and on a
  *    raw file with O_DIRECT: the summary, read back, agrees with the run
  *    (writes made = ops in the metadata object = what seq finds, bandwidth
@@ -458,6 +461,87 @@ START_TEST(test_unopenable_target_gives_one_line_reason)
 	res_free(&r);
 }
 END_TEST
+
+/* ---- rados:POOL, without a cluster ------------------------------------------- */
+
+START_TEST(test_rados_target_options_are_checked_before_connecting)
+{
+	static const char *const cases[][7] = {
+		{ "--target", "rados:", "10", "write", NULL },
+		{ "--target", "rados:p", "10", "write", "-c", NULL },
+		{ "--conf", "", "--target", "rados:p", "10", "write", NULL },
+		/* -c means nothing to the other targets */
+		{ "-c", "/etc/ceph/ceph.conf", "10", "write", NULL },
+		{ "-p", "a", "--target", "rados:b", "10", "seq", NULL },
+		{ "serve", "--target", "rados:p", NULL },
+	};
+	struct res r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *args[8] = { NULL };
+
+		for (int j = 0; j < 7 && cases[i][j]; j++)
+			args[j] = cases[i][j];
+		run_env(&r, NULL, args);
+		ck_assert_msg(r.status == 2, "case %zu: status %d\n%s", i,
+			      r.status, r.err);
+		ck_assert_msg(strstr(r.err, "usage: blbench") != NULL,
+			      "case %zu: no usage on stderr:\n%s", i, r.err);
+		ck_assert_str_eq(r.out, "");
+		res_free(&r);
+	}
+	/* the same pool twice is fine: it gets as far as the build or the conf */
+	RUN(&r, "-p", "p", "-c", "/nonexistent/blbench/ceph.conf", "--target",
+	    "rados:p", "1", "write");
+	ck_assert_ptr_null(strstr(r.err, "usage: blbench"));
+	res_free(&r);
+}
+END_TEST
+
+#ifdef BL_HAVE_CEPH
+START_TEST(test_rados_target_without_a_cluster_gives_one_line_reason)
+{
+	struct res r;
+
+	RUN(&r, "-c", "/nonexistent/blbench/ceph.conf", "--target",
+	    "rados:blbench", "1", "write");
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "rados:blbench"));
+	ck_assert_ptr_nonnull(strstr(r.err, "/nonexistent/blbench/ceph.conf"));
+	ck_assert_ptr_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);
+	ck_assert_str_eq(r.out, "");
+	res_free(&r);
+
+	/* no -c: $CEPH_CONF is the one read */
+	RUN_ENV(&r, "CEPH_CONF=/nonexistent/blbench/env.conf", "--target",
+		"rados:blbench", "1", "seq");
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "/nonexistent/blbench/env.conf"));
+	ck_assert_ptr_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);
+	res_free(&r);
+
+	/* O_DIRECT means nothing to a pool */
+	RUN(&r, "--direct", "--target", "rados:blbench", "1", "write");
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "--direct"));
+	ck_assert_ptr_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);
+	res_free(&r);
+}
+END_TEST
+#else
+START_TEST(test_rados_target_without_the_bridge_gives_one_line_and_status_2)
+{
+	struct res r;
+
+	RUN(&r, "--target", "rados:blbench", "1", "write");
+	expect_status(&r, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "without the Ceph bridge"));
+	ck_assert_ptr_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);
+	ck_assert_str_eq(r.out, "");
+	res_free(&r);
+}
+END_TEST
+#endif
 
 /* ---- runs on each local target ------------------------------------------------ */
 
@@ -1162,6 +1246,12 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_help_prints_usage_on_stdout_and_succeeds);
 	tcase_add_test(tc, test_pool_and_sizes_with_suffixes_are_accepted);
 	tcase_add_test(tc, test_unopenable_target_gives_one_line_reason);
+	tcase_add_test(tc, test_rados_target_options_are_checked_before_connecting);
+#ifdef BL_HAVE_CEPH
+	tcase_add_test(tc, test_rados_target_without_a_cluster_gives_one_line_reason);
+#else
+	tcase_add_test(tc, test_rados_target_without_the_bridge_gives_one_line_and_status_2);
+#endif
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("local");

@@ -659,7 +659,7 @@ START_TEST(test_roundtrip_10mib)
 {
 	static const enum kind kinds[] = { RANDOM, TEXT, MIXED };
 	uint64_t rng = seed + (uint64_t)_i;
-	size_t len = 10 * MiB;
+	size_t len = getenv("BL_TEST_QUICK") ? MiB : 10 * MiB; /* valgrind */
 	unsigned char *data = make_data(len, kinds[_i % 3], &rng);
 
 	for (size_t o = 0; o < NOPTS; o++) {
@@ -1016,6 +1016,78 @@ START_TEST(test_block_decoder_agrees_with_liblz4)
 			}
 			if (hist)
 				memcpy(a, b, hist);
+		}
+		free(src);
+	}
+	free(a);
+	free(b);
+	free(c);
+}
+END_TEST
+
+/* Decodes the block @c of @cs bytes held as segments cut at @cut1, @cut2. */
+static ssize_t cut_decode(const char *c, size_t cs, size_t cut1, size_t cut2,
+			  char *dst, size_t cap)
+{
+	struct bl_list l;
+	struct bl_iter it;
+	ssize_t r;
+
+	bl_list_init(&l);
+	add_seg(&l, c, cut1);
+	if (cut2 > cut1)
+		add_seg(&l, c + cut1, cut2 - cut1);
+	add_seg(&l, c + cut2, cs - cut2);
+	REQUIRE(bl_iter_init(&it, &l, 0) == 0);
+	r = bl__lz4_block_decode(&it, cs, dst, cap, 0);
+	bl_list_clear(&l);
+	return r;
+}
+
+/*
+ * The fast loop stops closer to a seam than to the block's end; wherever
+ * the last seams fall in a block's last bytes, valid blocks decode and
+ * corrupted ones are accepted only as liblz4 accepts them.
+ */
+START_TEST(test_block_decoder_seams_near_block_end)
+{
+	uint64_t rng = seed;
+	char *c = malloc(LZ4_compressBound(16 * KiB));
+	char *a = malloc(16 * KiB + 64), *b = malloc(16 * KiB + 64);
+
+	for (int round = 0; round < 60; round++) {
+		size_t n = KiB + tu_rand(&rng) % (15 * KiB);
+		unsigned char *src = make_data(n, round % 2 ? TEXT : MIXED,
+					       &rng);
+		size_t cs, cap = n + 64;
+
+		cs = (size_t)LZ4_compress_default((const char *)src, c,
+						  (int)n,
+						  LZ4_compressBound((int)n));
+		ck_assert_uint_gt(cs, 72 + 48 + 1);	/* room for both cuts */
+		for (size_t k = 1; k <= 72; k++) {
+			size_t cut2 = cs - k;
+			size_t cut1 = cut2 - 1 - tu_rand(&rng) % 48;
+
+			ck_assert_int_eq(cut_decode(c, cs, cut1, cut2, b, n),
+					 (ssize_t)n);
+			ck_assert(memcmp(b, src, n) == 0);
+			for (int t = 0; t < 6; t++) {
+				size_t pos = cs - 1 - tu_rand(&rng) % 80;
+				char old = c[pos];
+				int ra;
+				ssize_t rb;
+
+				c[pos] ^= (char)(1 + tu_rand(&rng) % 255);
+				ra = LZ4_decompress_safe(c, a, (int)cs,
+							 (int)cap);
+				rb = cut_decode(c, cs, cut1, cut2, b, cap);
+				if (rb >= 0) {
+					ck_assert_int_eq(ra, (int)rb);
+					ck_assert(memcmp(a, b, (size_t)rb) == 0);
+				}
+				c[pos] = old;
+			}
 		}
 		free(src);
 	}
@@ -1946,6 +2018,7 @@ static Suite *lz4_suite(void)
 	tcase_add_test(tc, test_stream_random_pieces_many_frames);
 	tcase_add_test(tc, test_stream_empty_feeds_and_end);
 	tcase_add_test(tc, test_block_decoder_agrees_with_liblz4);
+	tcase_add_test(tc, test_block_decoder_seams_near_block_end);
 	tcase_add_test(tc, test_stream_survives_caller_appending_to_output);
 	suite_add_tcase(s, tc);
 

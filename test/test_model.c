@@ -1742,7 +1742,7 @@ static void model_run(uint64_t seed, unsigned long steps)
 
 /* ---- test cases ---------------------------------------------------------- */
 
-#define STEPS 200000ul
+#define STEPS (getenv("BL_TEST_QUICK") ? 20000ul : 200000ul)	/* valgrind */
 
 START_TEST(model_fixed_seed)
 {

@@ -31,6 +31,7 @@
 #include <liburing.h>
 #include <bufferlist/msgr.h>
 #include "testutil.h"
+#include "uring_int.h"
 
 static bool blocking;		/* the back end of the running TCase */
 static uint64_t seed;
@@ -555,6 +556,71 @@ END_TEST
 
 /* ---- codec: malformed input ---------------------------------------------- */
 
+/*
+ * A receive that holds exactly one frame (request/response traffic): the
+ * payload takes over the list's reference to the raw, the list is left
+ * empty and valid, and it takes the next frame as before.
+ */
+START_TEST(parse_of_a_lone_frame_moves_the_reference_and_empties_the_list)
+{
+	static const size_t plens[] = { 0, 1, 64, 300, 5000 };
+
+	for (size_t i = 0; i < sizeof(plens) / sizeof(plens[0]); i++) {
+		size_t n, plen = plens[i];
+		unsigned char *b = frame_bytes(7, 40 + i, plen, 11, &n);
+		struct bl_raw *r = bl_raw_create(n);
+		struct bl_ptr p = { r, 0, n };
+		struct bl_stats st0, st1;
+		struct bl_msgr_frame f;
+		struct bl_list in;
+
+		ck_assert_ptr_nonnull(r);
+		memcpy(bl_raw_data(r), b, n);
+		bl_list_init(&in);
+		ck_assert_int_eq(bl_list_append_ptr(&in, &p), 0);
+		ck_assert_uint_eq(bl_raw_nref(r), 2);
+		bl_stats_thread(&st0);
+		ck_assert_int_eq(bl_msgr_parse(&in, &f, 0), 1);
+		bl_stats_thread(&st1);
+		ck_assert_uint_eq(st1.copied_bytes, st0.copied_bytes);
+		ck_assert_uint_eq(bl_list_length(&in), 0);
+		ck_assert_int_eq(bl__list_validate(&in), 0);
+		ck_assert_int_eq(bl__list_validate(&f.payload), 0);
+		ck_assert_uint_eq(f.type, 7);
+		ck_assert_uint_eq(f.seq, 40 + i);
+		ck_assert_uint_eq(bl_list_length(&f.payload), plen);
+		ck_assert(matches(&f.payload, 11));
+		/* the list's reference moved: none taken, none dropped */
+		ck_assert_uint_eq(bl_raw_nref(r), plen ? 2 : 1);
+		if (plen) {
+			struct bl_ptr q;
+
+			ck_assert_int_eq(bl_list_get_ptr(&f.payload, 0, &q), 0);
+			ck_assert_ptr_eq(q.raw, r);
+			ck_assert_uint_eq(q.off, BL_MSGR_PREAMBLE);
+			bl_ptr_release(&q);
+		}
+		bl_msgr_frame_release(&f);
+		ck_assert_uint_eq(bl_raw_nref(r), 1);
+		/* the emptied list takes the next frame */
+		p.raw = r;
+		ck_assert_int_eq(bl_list_append_ptr(&in, &p), 0);
+		ck_assert_int_eq(bl_list_append(&in, b, n), 0);
+		ck_assert_int_eq(bl_msgr_parse(&in, &f, 0), 1);
+		ck_assert(matches(&f.payload, 11));
+		bl_msgr_frame_release(&f);
+		ck_assert_int_eq(bl_msgr_parse(&in, &f, 0), 1);
+		ck_assert(matches(&f.payload, 11));
+		bl_msgr_frame_release(&f);
+		ck_assert_uint_eq(bl_list_length(&in), 0);
+		bl_list_clear(&in);
+		ck_assert_uint_eq(bl_raw_nref(r), 1);
+		bl_raw_put(r);
+		free(b);
+	}
+}
+END_TEST
+
 START_TEST(malformed_frames_are_rejected_and_input_kept)
 {
 	struct bl_msgr_frame f;
@@ -905,13 +971,13 @@ static void exchange(bool tcp, uint64_t n)
 
 START_TEST(conn_socketpair_10k_mixed_frames_in_order)
 {
-	exchange(false, 10000);
+	exchange(false, getenv("BL_TEST_QUICK") ? 1000 : 10000); /* valgrind */
 }
 END_TEST
 
 START_TEST(conn_tcp_10k_mixed_frames_in_order)
 {
-	exchange(true, 10000);
+	exchange(true, getenv("BL_TEST_QUICK") ? 1000 : 10000);
 }
 END_TEST
 
@@ -1736,6 +1802,243 @@ END_TEST
 
 /* ---- suite --------------------------------------------------------------- */
 
+/* ---- replies sent directly ----------------------------------------------- */
+
+/* on_frame of a peer that echoes every frame back (type and payload). */
+static void echo_frame(void *arg, struct bl_msgr_conn *c,
+		       struct bl_msgr_frame *f)
+{
+	struct peer *p = arg;
+
+	p->rx++;
+	p->expect = f->seq;
+	if (bl_msgr_send(c, f->type, &f->payload, on_sent, p))
+		note_bad(p, "echo of seq %llu refused",
+			 (unsigned long long)f->seq);
+}
+
+/*
+ * A request/response pair: every frame b receives is answered from its
+ * on_frame.  The replies go out with direct sendmsg() calls (direct_sends),
+ * arrive in order with the right bytes, and each send callback runs once
+ * with 0.
+ */
+START_TEST(replies_from_on_frame_go_out_directly_in_order)
+{
+	const uint64_t n = 2000;
+	struct bl_msgr_conn_opts oa, ob;
+	struct peer a, b;
+	struct bl_uring *u = mk_uring();
+	int fa, fb;
+
+	tcp_pair(&fa, &fb);
+	peer_init(&a, "a");
+	peer_init(&b, "b");
+	opts_for(&oa, &a);
+	opts_for(&ob, &b);
+	ob.on_frame = echo_frame;
+	a.c = bl_msgr_conn_new(u, fa, &oa);
+	b.c = bl_msgr_conn_new(u, fb, &ob);
+	ck_assert_ptr_nonnull(a.c);
+	ck_assert_ptr_nonnull(b.c);
+	/* one request at a time (ping-pong), then bursts of 50 */
+	for (uint64_t s = 1; s <= 100; s++) {
+		send_frames(&a, s, 1, false);
+		run_until(u, &a.rx, s, &b.rx, s);
+	}
+	for (uint64_t s = 101; s <= n; s += 50) {
+		send_frames(&a, s, 50, false);
+		run_until(u, &a.rx, s + 49, &b.rx, s + 49);
+	}
+	ck_assert_msg(!a.bad, "a: %d bad frames, first: %s", a.bad, a.bad_msg);
+	ck_assert_msg(!b.bad, "b: %d bad, first: %s", b.bad, b.bad_msg);
+	ck_assert(a.expect == n && b.rx == n);
+	ck_assert_uint_eq(b.sent_ok, n);
+	ck_assert_uint_eq(b.sent_cancel + b.sent_err, 0);
+	bl_msgr_conn_close(a.c, 0, NULL);
+	run_until_closed(u, &a, &b);
+	ck_assert_int_eq(a.close_err, 0);
+	ck_assert_int_eq(b.close_err, 0);
+	/* every reply batch of the ping-pong went out directly */
+	ck_assert_uint_ge(b.st.direct_sends, 100);
+	ck_assert_uint_eq(b.st.frames_sent, n);
+	ck_assert_uint_eq(b.st.bytes_sent, a.st.bytes_received);
+	/* a sent from outside any callback: the ring, never directly */
+	ck_assert_uint_eq(a.st.direct_sends, 0);
+	ck_assert_uint_eq(a.st.frames_sent, n);
+	ck_assert_uint_eq(a.logs + b.logs, 0);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/*
+ * The replier's socket buffer is tiny and the requester does not read: the
+ * direct sendmsg() gets EAGAIN or takes part of a batch, the rest goes
+ * through the ring, and later batches queue behind it.  Once the
+ * requester reads, every reply is there, in order, whole.
+ */
+START_TEST(direct_reply_falls_back_to_the_ring_when_the_socket_is_full)
+{
+	const uint64_t n = 300;
+	const size_t plen = 1000;	/* a batch of 10 under 16 KiB (zc) */
+	struct bl_msgr_conn_opts ob;
+	struct bl_msgr_conn_stats st;
+	struct sockaddr_in sa;
+	struct peer b;
+	struct bl_uring *u = mk_uring();
+	struct bl_list in;
+	unsigned char *req = NULL;
+	size_t reqlen = 0;
+	int small = 4096, one = 1, l = listener(&sa), fa, fb, fl;
+	uint64_t got = 0;
+	int64_t end;
+
+	/* the buffers are set before connect, so the window honours them */
+	fa = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fa, 0);
+	ck_assert_int_eq(setsockopt(fa, SOL_SOCKET, SO_RCVBUF, &small,
+				    sizeof(small)), 0);
+	ck_assert_int_eq(connect(fa, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	fb = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	ck_assert_int_ge(fb, 0);
+	close(l);
+	ck_assert_int_eq(setsockopt(fb, SOL_SOCKET, SO_SNDBUF, &small,
+				    sizeof(small)), 0);
+	setsockopt(fa, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fb, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	peer_init(&b, "b");
+	opts_for(&ob, &b);
+	ob.on_frame = echo_frame;
+	b.c = bl_msgr_conn_new(u, fb, &ob);
+	ck_assert_ptr_nonnull(b.c);
+	/* requests 1..n, fed in bursts of 10 (one receive, one reply batch) */
+	for (uint64_t s = 1; s <= n; s++) {
+		size_t k;
+		unsigned char *fr = frame_bytes((uint16_t)(s * 3), s, plen,
+						off_of(s), &k);
+
+		req = realloc(req, reqlen + k);
+		ck_assert_ptr_nonnull(req);
+		memcpy(req + reqlen, fr, k);
+		reqlen += k;
+		free(fr);
+	}
+	for (uint64_t k = 1; k <= n / 10; k++) {
+		size_t step = reqlen / (n / 10);
+
+		feed(u, fa, req + (k - 1) * step, step);
+		end = now_ms() + wait_ms;
+		while (b.rx < k * 10 && now_ms() < end)
+			bl_uring_run(u, 1, 10);
+		ck_assert_uint_eq(b.rx, k * 10);
+	}
+	/* nobody read: most replies cannot have left */
+	ck_assert_uint_lt(b.sent_ok, n);
+	bl_msgr_conn_stats(b.c, &st);
+	ck_assert_uint_ge(st.direct_sends, 1);
+	/* now read everything, running b so that its sends go on */
+	bl_list_init(&in);
+	fl = fcntl(fa, F_GETFL);
+	fcntl(fa, F_SETFL, fl | O_NONBLOCK);
+	end = now_ms() + wait_ms;
+	while (got < n && now_ms() < end) {
+		char buf[16384];
+		ssize_t r = read(fa, buf, sizeof(buf));
+		struct bl_msgr_frame f;
+
+		if (r < 0) {
+			ck_assert_int_eq(errno, EAGAIN);
+			bl_uring_run(u, 1, 10);
+			continue;
+		}
+		ck_assert_int_gt(r, 0);
+		ck_assert_int_eq(bl_list_append(&in, buf, (size_t)r), 0);
+		while (bl_msgr_parse(&in, &f, 0) == 1) {
+			got++;
+			ck_assert_uint_eq(f.seq, got);
+			ck_assert_uint_eq(f.type, (uint16_t)(got * 3));
+			ck_assert_uint_eq(bl_list_length(&f.payload), plen);
+			ck_assert(matches(&f.payload, off_of(got)));
+			bl_msgr_frame_release(&f);
+		}
+		bl_uring_run(u, 0, 0);
+	}
+	ck_assert_uint_eq(got, n);
+	ck_assert_uint_eq(bl_list_length(&in), 0);
+	end = now_ms() + wait_ms;
+	while (b.sent_ok < n && now_ms() < end)
+		bl_uring_run(u, 1, 10);
+	ck_assert_uint_eq(b.sent_ok, n);
+	ck_assert_msg(!b.bad, "b: %d bad, first: %s", b.bad, b.bad_msg);
+	bl_msgr_conn_close(b.c, 0, NULL);
+	run_until_closed(u, &b, NULL);
+	ck_assert_int_eq(b.close_err, 0);
+	ck_assert_uint_eq(b.st.frames_sent, n);
+	ck_assert_uint_eq(b.st.bytes_sent, n * (plen + BL_MSGR_OVERHEAD));
+	bl_list_clear(&in);
+	free(req);
+	close(fa);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/*
+ * Default options keep one multishot receive armed; the preamble of a
+ * large payload stops it, the rest of the frame is read straight into a
+ * raw of its own, and the small frames behind it still arrive, in order.
+ */
+START_TEST(a_large_payload_stops_the_multishot_receive_for_a_direct_read)
+{
+	const size_t big = (size_t)1 << 20;
+	struct bl_msgr_conn_opts ob;
+	struct bl__uring_counters c0, c1;
+	struct peer b;
+	struct bl_uring *u = mk_uring();
+	unsigned char *fr[4];
+	size_t len[4];
+	int fa, fb;
+
+	tcp_pair(&fa, &fb);
+	peer_init(&b, "b");
+	b.check_seq = false;
+	opts_for(&ob, &b);
+	b.c = bl_msgr_conn_new(u, fb, &ob);
+	ck_assert_ptr_nonnull(b.c);
+	for (int i = 0; i < 4; i++)
+		fr[i] = frame_bytes(1, (uint64_t)i + 1, i == 1 ? big : 100,
+				    off_of((uint64_t)i + 1), &len[i]);
+	feed(u, fa, fr[0], len[0]);
+	run_until(u, &b.rx, 1, &b.rx, 1);
+	bl__uring_counters(u, &c0);
+	/* the preamble and a little of the payload, then the rest */
+	feed(u, fa, fr[1], 1000);
+	bl_uring_run(u, 0, 0);
+	bl_uring_run(u, 1, 50);
+	feed(u, fa, fr[1] + 1000, len[1] - 1000);
+	feed(u, fa, fr[2], len[2]);
+	run_until(u, &b.rx, 3, &b.rx, 3);
+	feed(u, fa, fr[3], len[3]);
+	run_until(u, &b.rx, 4, &b.rx, 4);
+	bl__uring_counters(u, &c1);
+	ck_assert_msg(!b.bad, "b: %d bad, first: %s", b.bad, b.bad_msg);
+	ck_assert_uint_eq(b.expect, 4);
+	/* on io_uring, the stop is a cancel of the armed receive */
+	if (bl_uring_backend(u) == BL_URING_IO_URING)
+		ck_assert_uint_ge(c1.cancels, c0.cancels + 1);
+	bl_msgr_conn_close(b.c, 0, NULL);
+	run_until_closed(u, &b, NULL);
+	ck_assert_int_eq(b.close_err, 0);
+	ck_assert_uint_eq(b.st.frames_received, 4);
+	ck_assert_uint_eq(b.st.direct_frames, 1);
+	ck_assert_uint_eq(b.st.bytes_received,
+			  len[0] + len[1] + len[2] + len[3]);
+	for (int i = 0; i < 4; i++)
+		free(fr[i]);
+	close(fa);
+	bl_uring_destroy(u);
+}
+END_TEST
+
 static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 {
 	TCase *tc = tcase_create(name);
@@ -1757,6 +2060,11 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 	tcase_add_test(tc, direct_reads_use_the_rings_registered_buffers);
 	tcase_add_test(tc, close_with_frames_in_flight_cancels_and_leaks_nothing);
 	tcase_add_test(tc, allocation_failures_return_enomem_and_leak_nothing);
+	tcase_add_test(tc, replies_from_on_frame_go_out_directly_in_order);
+	tcase_add_test(tc,
+		direct_reply_falls_back_to_the_ring_when_the_socket_is_full);
+	tcase_add_test(tc,
+		a_large_payload_stops_the_multishot_receive_for_a_direct_read);
 	tcase_add_loop_test(tc,
 		server_closes_only_the_connection_with_a_malformed_frame, 0,
 		C_N);
@@ -1785,6 +2093,8 @@ int main(void)
 	tcase_add_test(tc, partial_frame_returns_0_and_leaves_input);
 	tcase_add_test(tc, back_to_back_frames_parse_in_order);
 	tcase_add_test(tc, parse_shares_the_received_bytes);
+	tcase_add_test(tc,
+		parse_of_a_lone_frame_moves_the_reference_and_empties_the_list);
 	tcase_add_test(tc, malformed_frames_are_rejected_and_input_kept);
 	tcase_add_test(tc, encode_and_parse_fail_cleanly_without_memory);
 	suite_add_tcase(s, tc);

@@ -829,7 +829,8 @@ static void *drain_thread(void *arg)
 	struct drain *d = arg;
 
 	while (d->n < d->want) {
-		size_t chunk = d->slow ? 3000 : 1 << 20;
+		size_t chunk = d->slow ? (getenv("BL_TEST_QUICK") ? 32768 : 3000)
+				       : 1 << 20;
 		ssize_t k;
 
 		if (chunk > d->want - d->n)
@@ -847,7 +848,9 @@ static void *drain_thread(void *arg)
 START_TEST(test_short_writes_through_a_pipe_to_a_slow_reader)
 {
 	uint64_t rng = seed + 9;
-	const size_t len = 1 << 20;
+	/* BL_TEST_QUICK (valgrind, where the reader runs only when the
+	 * ring's thread returns from io_uring_enter): still short writes */
+	const size_t len = getenv("BL_TEST_QUICK") ? 1 << 18 : 1 << 20;
 	unsigned char *want = rand_buf(len, &rng);
 	struct bl_uring *u = new_ring(0);
 	struct drain d = { 0, len, malloc(len), 0, true };

@@ -219,16 +219,18 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  *              payload then starts on a 4096 boundary and all but the last
  *              are multiples of 4096 long: bl_uring_write() can take it to
  *              an O_DIRECT file as it is.
- *              The switch to plain reads can only happen between two
- *              receives, so a connection that reads large payloads
- *              directly or aligns them receives with one-shot pooled
- *              receives; with direct_min SIZE_MAX and align_data false it
- *              keeps one multishot receive armed, which is cheaper for
- *              small frames (msgbench, 64-byte frames over 4 loopback
- *              connections: 34-36 against 46-52 ns of the receiving
- *              thread's CPU a frame) but takes large ones through the
- *              ring (1 MiB frames: 250-270 against 140-160 us).  Choose
- *              by the traffic you expect.
+ *              A connection keeps one multishot receive armed, which is
+ *              cheaper for small frames than a receive armed per chunk
+ *              (msgbench, 64-byte frames over 4 loopback connections:
+ *              37-43 against 48-62 ns of the receiving thread's CPU a
+ *              frame); the preamble of a large payload stops it (every
+ *              byte it took is still delivered) and the plain read takes
+ *              over, after which receives are armed one at a time for as
+ *              long as large payloads keep coming.  An aligning
+ *              connection always receives one-shot.  With direct_min
+ *              SIZE_MAX large payloads come through the ring (1 MiB
+ *              frames: 250-270 against 140-160 us of the receiving
+ *              thread's CPU).
  * @detach:     payloads are long-lived: before on_frame, the slices that
  *              lie in ring buffers are copied out (bl_list_detach_pooled,
  *              counted in detached), so held frames never starve the ring.
@@ -287,6 +289,16 @@ bl_msgr_conn_new(struct bl_uring *u, int fd,
  * and @payload (borrowed; shared, not copied, unless shorter than
  * copy_below).  One send is in flight per connection at a time; frames
  * queued meanwhile go out together in the next one, in order.
+ *
+ * Replies: a frame sent from @c's on_frame callback (or anything it
+ * calls) is queued, and the frames queued so go out together when the
+ * delivery of what arrived with it ends: with one non-blocking sendmsg()
+ * straight from the callback when nothing is in flight and the batch is
+ * small (under 64 KiB and the ring's zero-copy threshold; counted in
+ * direct_sends), what the socket does not take at once through the ring
+ * as any other send.  A request/response connection thus pays one system
+ * call per reply and no ring completion.  A failure to hand such a batch
+ * to the ring closes the connection (its callbacks get -ECANCELED).
  * @cb: NULL, or called once with the frame's fate (from bl_uring_run()).
  * Return: 0; -EPIPE when the connection is closing; -E2BIG when the
  * payload is longer than BL_MSGR_PAYLOAD_LIMIT; -ENOMEM / -EBUSY when it
@@ -318,7 +330,9 @@ BL_API int bl_msgr_conn_fd(const struct bl_msgr_conn *c);
  * @aligned_frames: payloads received into aligned raws;
  * @direct_frames:  payloads read straight into raws of their own;
  * @detached:       bytes copied out of ring buffers (detach, ring dry);
- * @ring_dry:       receives ended by -ENOBUFS.
+ * @ring_dry:       receives ended by -ENOBUFS;
+ * @direct_sends:   reply batches tried with a direct sendmsg() (see
+ *                  bl_msgr_send()), whether or not the socket took all.
  */
 struct bl_msgr_conn_stats {
 	uint64_t frames_sent;
@@ -330,6 +344,7 @@ struct bl_msgr_conn_stats {
 	uint64_t direct_frames;
 	uint64_t detached;
 	uint64_t ring_dry;
+	uint64_t direct_sends;
 };
 
 /** bl_msgr_conn_stats() - a copy of @c's counters into @out. */
@@ -360,12 +375,16 @@ bl_msgr_server_new(struct bl_uring *u, int listen_fd,
  * accept or set-up failure is logged and skips that connection; accepted
  * TCP sockets get TCP_NODELAY (a messenger is latency bound).
  *
- * The wait is one poll() on the listening socket and the ring's fd.  A
- * ring set up with IORING_SETUP_DEFER_TASKRUN posts completions only when
- * asked, and the blocking back end waits inside bl_uring_run(), so there
- * the wait alternates between the ring and the listening socket in slices
- * of a few milliseconds (a new connection may wait that long).  A busy
- * server looks for new connections every few milliseconds.
+ * An idle server waits in one poll() on the listening socket and the
+ * ring's fd.  Once completions come, it waits inside the ring
+ * (bl_uring_run) in slices of a few milliseconds instead, which costs
+ * less per wake-up than a poll() that the ring's task work interrupts,
+ * and goes back to poll() after a slice with nothing to do.  A ring set up
+ * with IORING_SETUP_DEFER_TASKRUN posts completions only when asked, and
+ * the blocking back end waits inside bl_uring_run(), so there it always
+ * waits in the ring's slices.  A server waiting in the ring, or busy,
+ * looks for new connections every few milliseconds (a new connection may
+ * wait that long); a call with @timeout_ms 0 looks every time.
  * Return: completions handled plus connections accepted (0 on timeout),
  * or -errno.
  */

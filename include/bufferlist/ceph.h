@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ceph.h - object I/O with librados straight from and into struct bl_list,
+ * from C (library libbufferlist_ceph, pkg-config bufferlist-ceph).
+ *
+ * Writes hand librados one Ceph segment per list segment, each pointing at
+ * the list's own bytes (no copy); the bridge holds references to those
+ * bytes until librados is done with them, so the caller may clear, append
+ * to or destroy its list right after any call returns, also after an aio
+ * call.  It must not write into the bytes themselves (bl_list_copy_in,
+ * writes through bl_ptr_data ...) until the operation completes, and the
+ * memory under static segments (bl_raw_create_static) must stay alive as
+ * long as for any other reference.
+ *
+ * Reads return Ceph's own receive buffers as claimed raws (no copy): each
+ * segment appended to @out holds one reference to a Ceph buffer, dropped
+ * when the last slice of it goes, on whatever thread that happens.
+ *
+ * Errors: librados' negative errno, passed through (-ENOENT for a missing
+ * object or pool, -E2BIG for a write librados refuses as too long ...);
+ * -ENOMEM when memory runs out; -EIO for any other failure inside the
+ * C++ code (no exception ever leaves the library); -EINVAL for a NULL
+ * handle or object name.  A failed call leaves the caller's list as it was.
+ *
+ * Threads: one struct bl_rados may be used from several threads at once
+ * (librados serialises what needs it); a list belongs to one thread at a
+ * time as always.  Aio callbacks run on a librados thread.
+ */
+#ifndef BUFFERLIST_CEPH_H
+#define BUFFERLIST_CEPH_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <bufferlist/common.h>
+#include <bufferlist/list.h>
+
+BL_BEGIN_DECLS
+
+/* A connected cluster handle and one pool's I/O context. */
+struct bl_rados;
+
+/**
+ * bl_rados_open() - connect to a cluster as client.admin and open @pool.
+ * @conf: a ceph.conf path; NULL searches as the ceph tools do ($CEPH_CONF,
+ *        then /etc/ceph/ceph.conf, ~/.ceph/config, ./ceph.conf).  Options
+ *        in $CEPH_ARGS apply on top (e.g. --client_mount_timeout 10).
+ * @err:  NULL, or where the negative errno of a failure goes (-ENOENT when
+ *        the pool or the configuration file does not exist, -ETIMEDOUT
+ *        when no monitor answers within client_mount_timeout ...).
+ * Return: new (close with bl_rados_close()), or NULL.
+ */
+BL_API struct bl_rados *bl_rados_open(const char *conf, const char *pool,
+				      int *err);
+
+/**
+ * bl_rados_close() - waits until every aio callback issued through @r has
+ * returned, then disconnects and frees @r.  NULL is a no-op.  Must not be
+ * called from an aio callback of @r.  Lists filled by reads stay valid.
+ */
+BL_API void bl_rados_close(struct bl_rados *r);
+
+/**
+ * bl_rados_write() - write all of @l at byte @off of object @oid (created
+ * if missing; a gap before @off reads as zeros).
+ * Shares: @l's bytes are referenced, not copied, until the call returns.
+ * Return: 0 or a negative errno.
+ */
+BL_API int bl_rados_write(struct bl_rados *r, const char *oid,
+			  const struct bl_list *l, uint64_t off);
+
+/**
+ * bl_rados_write_full() - replace object @oid's contents with @l.
+ * Shares, as bl_rados_write().  Return: 0 or a negative errno.
+ */
+BL_API int bl_rados_write_full(struct bl_rados *r, const char *oid,
+			       const struct bl_list *l);
+
+/**
+ * bl_rados_read() - appends bytes [@off, @off + @len) of object @oid to
+ * @out (fewer when the object ends first, none when @off is at or past
+ * its end).  @len 0 reads nothing and asks no server.
+ * Takes Ceph's buffers into @out (claimed raws, no copy).
+ * Return: the bytes appended, or a negative errno (-ENOENT: no such
+ * object); on failure @out is unchanged.
+ */
+BL_API ssize_t bl_rados_read(struct bl_rados *r, const char *oid,
+			     uint64_t off, size_t len, struct bl_list *out);
+
+/**
+ * bl_rados_stat() - size and modification time (seconds since the epoch)
+ * of object @oid; either pointer may be NULL.
+ * Return: 0 or a negative errno (-ENOENT: no such object).
+ */
+BL_API int bl_rados_stat(struct bl_rados *r, const char *oid, uint64_t *size,
+			 int64_t *mtime);
+
+/** bl_rados_remove() - delete object @oid.  0, or -ENOENT, or -errno. */
+BL_API int bl_rados_remove(struct bl_rados *r, const char *oid);
+
+/**
+ * typedef bl_rados_cb - an aio completion: runs once, on a librados
+ * thread, with the result (bytes read for reads, 0 for writes and
+ * removes, or a negative errno).  It may issue new aio on the same handle
+ * but must not close it, and should not block for long: it holds up the
+ * completions behind it.
+ */
+typedef void (*bl_rados_cb)(int res, void *arg);
+
+/*
+ * The aio calls return 0 when the operation was queued (then @cb runs
+ * exactly once, possibly before the call returns), or a negative errno
+ * when it was not (then @cb never runs and nothing changed).
+ */
+
+/**
+ * bl_rados_aio_write() - bl_rados_write() in the background.
+ * Shares: the bridge holds references to @l's bytes until the completion,
+ * so @l itself may be cleared or reused as soon as the call returns.
+ */
+BL_API int bl_rados_aio_write(struct bl_rados *r, const char *oid,
+			      const struct bl_list *l, uint64_t off,
+			      bl_rados_cb cb, void *arg);
+
+/** bl_rados_aio_write_full() - bl_rados_write_full() in the background. */
+BL_API int bl_rados_aio_write_full(struct bl_rados *r, const char *oid,
+				   const struct bl_list *l, bl_rados_cb cb,
+				   void *arg);
+
+/**
+ * bl_rados_aio_read() - bl_rados_read() in the background.  @out is
+ * appended to before @cb runs (unchanged when the read fails) and must
+ * not be touched by the caller until then.  @len 0 completes at once
+ * with 0 (@cb runs before the call returns).
+ */
+BL_API int bl_rados_aio_read(struct bl_rados *r, const char *oid,
+			     uint64_t off, size_t len, struct bl_list *out,
+			     bl_rados_cb cb, void *arg);
+
+/** bl_rados_aio_remove() - bl_rados_remove() in the background. */
+BL_API int bl_rados_aio_remove(struct bl_rados *r, const char *oid,
+			       bl_rados_cb cb, void *arg);
+
+/**
+ * bl_rados_copied_bytes() - payload bytes the bridge itself copied on the
+ * client side, summed over all handles since the process started.  No
+ * path of this version copies, so it stays 0; what librados does inside
+ * is not counted here.
+ */
+BL_API uint64_t bl_rados_copied_bytes(void);
+
+BL_END_DECLS
+
+#endif /* BUFFERLIST_CEPH_H */

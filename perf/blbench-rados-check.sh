@@ -1,0 +1,146 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# blbench-rados-check.sh [BLBENCH] - blbench's rados:POOL target against a
+# live cluster: 1-second write --no-cleanup, seq, rand and cleanup, read
+# back from their summaries and from the pool itself, and an object
+# overwritten with garbage (rados put) that seq must catch.
+#
+#   BLBENCH   the blbench binary (default: ./blbench, then blbench on PATH)
+#
+# Needs CEPH_CONF and BL_CEPH_POOL, as `scripts/ceph-cluster.sh run` sets
+# them (`make check-ceph` runs this inside such a cluster), and the rados
+# command.  Exit status 0 only when every check passed; 77 (skipped) when
+# there is no cluster to talk to.  Everything it writes is removed again.
+set -u
+
+bin=${1:-}
+if [ -z "$bin" ]; then
+	if [ -x ./blbench ]; then bin=./blbench; else bin=$(command -v blbench); fi
+fi
+if [ -z "$bin" ] || [ ! -x "$bin" ]; then
+	echo "usage: $0 [BLBENCH]   (build blbench first)" >&2
+	exit 2
+fi
+if [ -z "${CEPH_CONF:-}" ] || [ -z "${BL_CEPH_POOL:-}" ]; then
+	echo "$0: CEPH_CONF and BL_CEPH_POOL are not set (run me under scripts/ceph-cluster.sh run)" >&2
+	exit 77
+fi
+pool=$BL_CEPH_POOL
+target="rados:$pool"
+# a run name of our own: another user of the pool keeps its metadata
+run=blbench_check_meta
+# small ops, few in flight: the checks prove behaviour, not speed
+opts="-t 4 -b 1M --run-name $run --target $target"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/blbench-rados-check.XXXXXX") || exit 1
+# shellcheck disable=SC2086
+trap '"$bin" $opts cleanup >/dev/null 2>&1; rm -rf "$work"' EXIT
+failed=0
+n=0
+
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() {
+	n=$((n + 1))
+	failed=$((failed + 1))
+	echo "not ok $n - $*"
+}
+check() {	# check DESCRIPTION COMMAND...
+	d=$1
+	shift
+	if "$@"; then ok "$d"; else not_ok "$d"; fi
+}
+show() {	# the output of a failed run, for the log
+	sed 's/^/#   /' "$work/out" "$work/err" | tail -n 20
+}
+
+# blb MODE-ARGS...: runs blbench, keeps stdout/stderr, returns its status
+blb() {
+	# shellcheck disable=SC2086
+	"$bin" $opts "$@" >"$work/out" 2>"$work/err"
+}
+
+# A summary value: field LABEL (up to the colon) from the last run's output.
+field() {
+	awk -F: -v k="$1" '$1 ~ "^" k { gsub(/ /, "", $2); v = $2 } END { print v }' "$work/out"
+}
+positive() {	# positive NUMBER: a number greater than zero
+	awk -v x="${1:-}" 'BEGIN { exit !(x ~ /^[0-9.e+-]+$/ && x + 0 > 0) }'
+}
+
+echo "# blbench $bin against pool $pool (CEPH_CONF=$CEPH_CONF)"
+
+# ---- write --no-cleanup ---------------------------------------------------------
+if blb 1 write --no-cleanup; then ok "write exits 0"; else not_ok "write exits 0"; show; fi
+writes=$(field "Total writes made")
+prefix=$(awk '/^Object prefix:/ { print $3 }' "$work/out")
+check "write: Total writes made > 0 ($writes)" positive "$writes"
+check "write: Bandwidth (MB/sec) > 0 ($(field 'Bandwidth \(MB/sec\)'))" \
+	positive "$(field 'Bandwidth \(MB/sec\)')"
+check "write: object prefix is rados bench's benchmark_data_<host>_<pid> ($prefix)" \
+	sh -c 'case "$1" in benchmark_data_?*_[0-9]*) exit 0 ;; *) exit 1 ;; esac' sh "$prefix"
+rados -p "$pool" ls >"$work/ls" 2>"$work/ls.err" || { echo "# rados ls failed:"; cat "$work/ls.err"; }
+nobj=$(grep -c "^${prefix}_object[0-9]*\$" "$work/ls")
+check "pool holds one object per write ($nobj objects, $writes writes)" \
+	test "${nobj:-0}" -eq "${writes:-x}"
+check "pool holds ${prefix}_object0" grep -qx "${prefix}_object0" "$work/ls"
+check "pool holds the metadata object $run" grep -qx "$run" "$work/ls"
+
+# ---- seq and rand, verified ---------------------------------------------------------
+if blb 1 seq; then ok "seq exits 0"; else not_ok "seq exits 0"; show; fi
+reads=$(field "Total reads made")
+check "seq: Total reads made > 0 ($reads)" positive "$reads"
+check "seq: reads no more than the write made ($reads <= $writes)" \
+	test "${reads:-0}" -le "${writes:-0}"
+check "seq: Bandwidth (MB/sec) > 0" positive "$(field 'Bandwidth \(MB/sec\)')"
+check "seq: verification ok (no 'is not correct')" \
+	sh -c '! grep -q "is not correct" "$1"' sh "$work/err"
+
+# -c FILE instead of $CEPH_CONF
+conf=$CEPH_CONF
+if env -u CEPH_CONF "$bin" $opts -c "$conf" 1 rand >"$work/out" 2>"$work/err"; then
+	ok "rand with -c FILE (no CEPH_CONF) exits 0"
+else
+	not_ok "rand with -c FILE (no CEPH_CONF) exits 0"; show
+fi
+check "rand: Total reads made > 0 ($(field 'Total reads made'))" positive "$(field 'Total reads made')"
+check "rand: Bandwidth (MB/sec) > 0" positive "$(field 'Bandwidth \(MB/sec\)')"
+check "rand: verification ok (no 'is not correct')" \
+	sh -c '! grep -q "is not correct" "$1"' sh "$work/err"
+
+# ---- an object overwritten with garbage ------------------------------------------------
+victim="${prefix}_object0"
+head -c 1048576 /dev/urandom >"$work/garbage"
+if rados -p "$pool" put "$victim" "$work/garbage" 2>"$work/put.err"; then
+	if blb 1 seq; then
+		not_ok "seq over a garbage object exits non-zero"
+	else
+		ok "seq over a garbage object exits non-zero (status $?)"
+	fi
+	check "seq names the garbage object ($victim is not correct!)" \
+		grep -q "^$victim is not correct!" "$work/err"
+else
+	not_ok "rados put of garbage into $victim"; cat "$work/put.err"
+fi
+
+# ---- cleanup --------------------------------------------------------------------------
+if blb cleanup; then ok "cleanup exits 0"; else not_ok "cleanup exits 0"; show; fi
+rados -p "$pool" ls >"$work/ls" 2>/dev/null
+left=$(grep -c "^${prefix}_" "$work/ls")
+check "cleanup removed every object of the run ($left left)" test "$left" -eq 0
+check "cleanup removed the metadata object" sh -c '! grep -qx "$1" "$2"' sh "$run" "$work/ls"
+if blb 1 seq; then
+	not_ok "seq after cleanup fails"
+else
+	ok "seq after cleanup fails"
+fi
+check "seq after cleanup says there is nothing to read" \
+	grep -q "Must write data before running a read benchmark" "$work/err"
+
+echo "1..$n"
+if [ "$failed" -ne 0 ]; then
+	echo "# $failed of $n checks failed"
+	exit 1
+fi
+echo "# all $n checks passed"
+exit 0

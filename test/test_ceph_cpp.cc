@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_ceph_cpp.cc - the Ceph bridge without a cluster: to_ceph() and
+ * from_ceph() between struct bl_list and in-memory ceph::bufferlists
+ * (pointer identity proves that no byte moved, reference counts on both
+ * sides prove who holds what, a failing allocator proves failed calls
+ * change nothing), list_ref's moves, and the C API's argument checks.
+ * Runs in `make check`; test/test_ceph.c does the I/O against a cluster.
+ */
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include <sys/mman.h>
+#include <sys/uio.h>
+
+#include <bufferlist/ceph.hpp>
+#include <bufferlist/pool.h>
+#include <bufferlist/ptr.h>
+#include <bufferlist/raw.h>
+#include "ceph_int.h"
+// last: check.h defines a macro named fail, which <ios> uses as a name
+#include <check.h>
+
+// From test/testutil.h, which is C only (it includes internal.h).
+extern "C" {
+void tu_alloc_install(uint64_t fail_at, int sticky);
+void tu_alloc_uninstall(void);
+void tu_append_segmented(struct bl_list *l, const void *data, size_t len,
+			 size_t max_seg, int own_raws, uint64_t *rng);
+void tu_fill(void *buf, size_t len, uint64_t *rng);
+uint64_t tu_seed(const char *who);
+int tu_run(Suite *s);
+}
+
+static uint64_t g_rng;
+
+static uint64_t copied_now()
+{
+	struct bl_stats s;
+
+	bl_stats_get(&s);
+	return s.copied_bytes;
+}
+
+// n segments, each its own raw, of random sizes in [1, max_seg]
+static std::vector<char> make_list(struct bl_list *l, size_t len,
+				   size_t max_seg)
+{
+	std::vector<char> want(len);
+
+	tu_fill(want.data(), len, &g_rng);
+	tu_append_segmented(l, want.data(), len, max_seg, 1, &g_rng);
+	return want;
+}
+
+static std::vector<struct iovec> segments(const struct bl_list *l)
+{
+	std::vector<struct iovec> v(bl_list_num_buffers(l) + 1);
+	int n = bl_list_to_iovec(l, 0, v.data(), int(v.size()));
+
+	ck_assert_int_ge(n, 0);
+	v.resize(size_t(n));
+	return v;
+}
+
+static std::vector<char> flatten(const ::ceph::bufferlist &bl)
+{
+	std::vector<char> v;
+
+	for (const auto &p : bl.buffers())
+		v.insert(v.end(), p.c_str(), p.c_str() + p.length());
+	return v;
+}
+
+static std::vector<char> flatten(const struct bl_list *l)
+{
+	std::vector<char> v(bl_list_length(l));
+
+	if (!v.empty())
+		ck_assert_int_eq(bl_list_copy_out(l, 0, v.size(), v.data()), 0);
+	return v;
+}
+
+/* ---- to_ceph -------------------------------------------------------------- */
+
+START_TEST(test_to_ceph_points_at_our_segments_without_copying)
+{
+	struct bl_list l;
+	::ceph::bufferlist out;
+	bl::ceph::list_ref hold;
+
+	bl_list_init(&l);
+	std::vector<char> want = make_list(&l, 300000, 7001);
+	std::vector<struct iovec> seg = segments(&l);
+	uint64_t c0 = copied_now();
+
+	ck_assert_int_eq(bl::ceph::to_ceph(&l, &out, &hold), 0);
+	ck_assert_uint_eq(copied_now(), c0);
+	ck_assert_uint_eq(bl_rados_copied_bytes(), 0);
+	ck_assert_uint_eq(out.length(), want.size());
+	ck_assert_uint_eq(out.get_num_buffers(), seg.size());
+	size_t i = 0;
+	for (const auto &p : out.buffers()) {
+		// the very bytes of our segment, not a copy of them
+		ck_assert_ptr_eq(p.c_str(), seg[i].iov_base);
+		ck_assert_uint_eq(p.length(), seg[i].iov_len);
+		i++;
+	}
+	ck_assert(flatten(out) == want);
+	ck_assert_uint_eq(hold.length(), want.size());
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_to_ceph_hold_keeps_bytes_after_the_caller_drops_its_list)
+{
+	struct bl_list l;
+	::ceph::bufferlist out;
+	bl::ceph::list_ref hold;
+	struct bl_ptr p;
+
+	bl_list_init(&l);
+	std::vector<char> want = make_list(&l, 50000, 999);
+	ck_assert_int_eq(bl_list_get_ptr(&l, 0, &p), 0);
+	unsigned n0 = bl_raw_nref(p.raw);	// ours (p) + the list's
+
+	ck_assert_int_eq(bl::ceph::to_ceph(&l, &out, &hold), 0);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), n0 + 1);
+	bl_list_clear(&l);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), n0);
+	// every segment is alive through hold alone (ASan would see a
+	// use-after-free otherwise)
+	ck_assert(flatten(out) == want);
+	hold.reset();
+	ck_assert_uint_eq(bl_raw_nref(p.raw), n0 - 1);
+	ck_assert_uint_eq(hold.length(), 0);
+	bl_ptr_release(&p);
+}
+END_TEST
+
+START_TEST(test_to_ceph_appends_to_what_out_and_hold_have)
+{
+	struct bl_list a, b;
+	::ceph::bufferlist out;
+	bl::ceph::list_ref hold;
+
+	bl_list_init(&a);
+	bl_list_init(&b);
+	std::vector<char> wa = make_list(&a, 10000, 300);
+	std::vector<char> wb = make_list(&b, 777, 100);
+	out.append("xyz", 3);
+	ck_assert_int_eq(bl::ceph::to_ceph(&a, &out, &hold), 0);
+	ck_assert_int_eq(bl::ceph::to_ceph(&b, &out, &hold), 0);
+	bl_list_clear(&a);
+	bl_list_clear(&b);
+
+	std::vector<char> want = { 'x', 'y', 'z' };
+	want.insert(want.end(), wa.begin(), wa.end());
+	want.insert(want.end(), wb.begin(), wb.end());
+	ck_assert(flatten(out) == want);
+	ck_assert_uint_eq(hold.length(), wa.size() + wb.size());
+}
+END_TEST
+
+START_TEST(test_to_ceph_of_an_empty_list_adds_nothing)
+{
+	struct bl_list l;
+	::ceph::bufferlist out;
+	bl::ceph::list_ref hold;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl::ceph::to_ceph(&l, &out, &hold), 0);
+	ck_assert_uint_eq(out.length(), 0);
+	ck_assert_uint_eq(out.get_num_buffers(), 0);
+	ck_assert_uint_eq(hold.length(), 0);
+	ck_assert_int_eq(bl::ceph::to_ceph(nullptr, &out, &hold), -EINVAL);
+	ck_assert_int_eq(bl::ceph::to_ceph(&l, nullptr, &hold), -EINVAL);
+	ck_assert_int_eq(bl::ceph::to_ceph(&l, &out, nullptr), -EINVAL);
+}
+END_TEST
+
+// A 3 GiB segment over reserved, never touched address space: Ceph's
+// lengths are 32-bit, so it becomes a 2 GiB and a 1 GiB segment; a list
+// longer than 4 GiB does not fit a ceph::bufferlist at all.
+START_TEST(test_to_ceph_splits_huge_segments_and_refuses_over_4_gib)
+{
+	const size_t gib = size_t(1) << 30;
+	size_t len = 5 * gib;
+	char *mem = static_cast<char *>(mmap(nullptr, len, PROT_NONE,
+					     MAP_PRIVATE | MAP_ANONYMOUS |
+						     MAP_NORESERVE,
+					     -1, 0));
+	ck_assert(mem != MAP_FAILED);
+
+	struct bl_list l;
+	struct bl_ptr p;
+	::ceph::bufferlist out;
+	bl::ceph::list_ref hold;
+
+	bl_list_init(&l);
+	bl_ptr_from_raw(&p, bl_raw_create_static(mem, 3 * gib));
+	ck_assert_ptr_nonnull(p.raw);
+	ck_assert_int_eq(bl_list_append_ptr_move(&l, &p), 0);
+	ck_assert_int_eq(bl::ceph::to_ceph(&l, &out, &hold), 0);
+	ck_assert_uint_eq(out.get_num_buffers(), 2);
+	ck_assert_ptr_eq(out.buffers().front().c_str(), mem);
+	ck_assert_uint_eq(out.buffers().front().length(), 2 * gib);
+	ck_assert_ptr_eq(out.buffers().back().c_str(), mem + 2 * gib);
+	ck_assert_uint_eq(out.buffers().back().length(), gib);
+
+	// 3 GiB more than 3 GiB: past UINT_MAX
+	ck_assert_int_eq(bl::ceph::to_ceph(&l, &out, &hold), -E2BIG);
+	ck_assert_uint_eq(out.length(), 3 * gib);
+	ck_assert_uint_eq(hold.length(), 3 * gib);
+
+	out.clear();
+	hold.reset();
+	bl_list_clear(&l);
+	bl_ptr_from_raw(&p, bl_raw_create_static(mem, len));
+	ck_assert_int_eq(bl_list_append_ptr_move(&l, &p), 0);
+	ck_assert_int_eq(bl::ceph::to_ceph(&l, &out, &hold), -E2BIG);
+	ck_assert_uint_eq(out.length(), 0);
+	ck_assert_uint_eq(hold.length(), 0);
+	bl_list_clear(&l);
+	munmap(mem, len);
+}
+END_TEST
+
+START_TEST(test_to_ceph_failure_changes_nothing)
+{
+	struct bl_list l;
+	struct bl_ptr p;
+	int e = -ENOMEM;
+
+	bl_list_init(&l);
+	std::vector<char> want = make_list(&l, 200000, 1000);
+	ck_assert_int_eq(bl_list_get_ptr(&l, 0, &p), 0);
+	unsigned n0 = bl_raw_nref(p.raw);
+
+	for (uint64_t fail = 1; e == -ENOMEM && fail < 1000; fail++) {
+		::ceph::bufferlist out;
+		bl::ceph::list_ref hold;
+
+		out.append("ab", 2);
+		tu_alloc_install(fail, 1);
+		e = bl::ceph::to_ceph(&l, &out, &hold);
+		tu_alloc_uninstall();
+		if (e == -ENOMEM) {
+			ck_assert_uint_eq(out.length(), 2);
+			ck_assert_uint_eq(out.get_num_buffers(), 1);
+			ck_assert_uint_eq(hold.length(), 0);
+			ck_assert_uint_eq(bl_raw_nref(p.raw), n0);
+		} else {
+			ck_assert_int_eq(e, 0);
+			ck_assert_uint_eq(out.length(), 2 + want.size());
+			ck_assert_uint_eq(bl_raw_nref(p.raw), n0 + 1);
+		}
+	}
+	ck_assert_int_eq(e, 0);
+	bl_ptr_release(&p);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_list_ref_moves_its_references)
+{
+	struct bl_list l;
+	struct bl_ptr p;
+	::ceph::bufferlist out;
+	bl::ceph::list_ref a;
+
+	bl_list_init(&l);
+	make_list(&l, 5000, 100);
+	ck_assert_int_eq(bl_list_get_ptr(&l, 0, &p), 0);
+	ck_assert_int_eq(bl::ceph::to_ceph(&l, &out, &a), 0);
+	bl_list_clear(&l);
+	unsigned n = bl_raw_nref(p.raw);	// p + a
+
+	bl::ceph::list_ref b(std::move(a));
+	ck_assert_uint_eq(a.length(), 0);
+	ck_assert_uint_eq(b.length(), 5000);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), n);
+	bl::ceph::list_ref c;
+	c = std::move(b);
+	ck_assert_uint_eq(b.length(), 0);
+	ck_assert_uint_eq(c.length(), 5000);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), n);
+	c = bl::ceph::list_ref();
+	ck_assert_uint_eq(bl_raw_nref(p.raw), n - 1);
+	bl_ptr_release(&p);
+}
+END_TEST
+
+/* ---- from_ceph ------------------------------------------------------------ */
+
+// A bufferlist of @n Ceph buffers of odd sizes, with random contents.
+static ::ceph::bufferlist ceph_list(unsigned n, std::vector<char> *want)
+{
+	::ceph::bufferlist bl;
+
+	for (unsigned i = 0; i < n; i++) {
+		unsigned len = 1 + 997 * i % 40009;
+		::ceph::buffer::ptr p(len);
+
+		tu_fill(p.c_str(), len, &g_rng);
+		want->insert(want->end(), p.c_str(), p.c_str() + len);
+		bl.append(std::move(p));
+	}
+	return bl;
+}
+
+START_TEST(test_from_ceph_claims_ceph_buffers_without_copying)
+{
+	std::vector<char> want;
+	::ceph::bufferlist bl = ceph_list(37, &want);
+	std::vector<::ceph::buffer::ptr> keep(bl.buffers().begin(),
+					      bl.buffers().end());
+	struct bl_list out;
+	long live0 = bl__ceph_live_ptrs();
+	uint64_t c0 = copied_now();
+
+	bl_list_init(&out);
+	for (const auto &p : keep)
+		ck_assert_int_eq(p.raw_nref(), 2);	// keep + bl
+	ck_assert_int_eq(bl::ceph::from_ceph(std::move(bl), &out), 0);
+	ck_assert_uint_eq(copied_now(), c0);
+	ck_assert_uint_eq(bl.length(), 0);
+	ck_assert_uint_eq(bl.get_num_buffers(), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&out), keep.size());
+	ck_assert_int_eq(bl__ceph_live_ptrs() - live0, long(keep.size()));
+	for (unsigned i = 0; i < keep.size(); i++) {
+		struct bl_ptr p;
+
+		ck_assert_int_eq(bl_list_get_ptr(&out, i, &p), 0);
+		ck_assert_ptr_eq(bl_ptr_data(&p), keep[i].c_str());
+		ck_assert_uint_eq(p.len, keep[i].length());
+		ck_assert(!bl_raw_is_static(p.raw));
+		ck_assert_ptr_eq(bl_raw_data(p.raw), keep[i].c_str());
+		// the claimed raw holds one reference to the Ceph buffer
+		ck_assert_int_eq(keep[i].raw_nref(), 2);
+		bl_ptr_release(&p);
+	}
+	ck_assert(flatten(&out) == want);
+
+	// dropping the list runs the free callbacks: Ceph's buffers go back
+	bl_list_clear(&out);
+	ck_assert_int_eq(bl__ceph_live_ptrs(), live0);
+	for (const auto &p : keep)
+		ck_assert_int_eq(p.raw_nref(), 1);
+}
+END_TEST
+
+START_TEST(test_from_ceph_slice_outlives_the_list)
+{
+	::ceph::bufferlist bl;
+	::ceph::buffer::ptr keep(4096);
+	struct bl_list out;
+	struct bl_ptr p;
+
+	memset(keep.c_str(), 'k', 4096);
+	bl.append(keep);
+	bl_list_init(&out);
+	ck_assert_int_eq(bl::ceph::from_ceph(std::move(bl), &out), 0);
+	ck_assert_int_eq(bl_list_get_ptr(&out, 0, &p), 0);
+	bl_list_clear(&out);
+	ck_assert_int_eq(keep.raw_nref(), 2);	// p still holds it
+	ck_assert_int_eq(bl_ptr_data(&p)[4095], 'k');
+	bl_ptr_release(&p);
+	ck_assert_int_eq(keep.raw_nref(), 1);
+}
+END_TEST
+
+START_TEST(test_from_ceph_appends_and_skips_empty_buffers)
+{
+	::ceph::bufferlist bl;
+	struct bl_list out;
+
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_list_append(&out, "head", 4), 0);
+	bl.append(::ceph::buffer::ptr(0));
+	bl.append("abc", 3);
+	bl.append(::ceph::buffer::create(0));
+	::ceph::buffer::ptr p(5);
+	memcpy(p.c_str(), "defgh", 5);
+	bl.append(p);
+	ck_assert_int_eq(bl::ceph::from_ceph(std::move(bl), &out), 0);
+	ck_assert_uint_eq(bl_list_length(&out), 12);
+	std::vector<char> got = flatten(&out);
+	ck_assert(memcmp(got.data(), "headabcdefgh", 12) == 0);
+	bl_list_clear(&out);
+
+	::ceph::bufferlist empty;
+	ck_assert_int_eq(bl::ceph::from_ceph(std::move(empty), &out), 0);
+	ck_assert_uint_eq(bl_list_length(&out), 0);
+	ck_assert_int_eq(bl::ceph::from_ceph(std::move(empty), nullptr),
+			 -EINVAL);
+}
+END_TEST
+
+START_TEST(test_from_ceph_failure_changes_nothing)
+{
+	int e = -ENOMEM;
+	long live0 = bl__ceph_live_ptrs();
+	uint64_t fail;
+
+	for (fail = 1; e == -ENOMEM && fail < 1000; fail++) {
+		std::vector<char> want;
+		::ceph::bufferlist bl = ceph_list(20, &want);
+		std::vector<::ceph::buffer::ptr> keep(bl.buffers().begin(),
+						      bl.buffers().end());
+		struct bl_list out;
+
+		bl_list_init(&out);
+		ck_assert_int_eq(bl_list_append(&out, "x", 1), 0);
+		tu_alloc_install(fail, 1);
+		e = bl::ceph::from_ceph(std::move(bl), &out);
+		tu_alloc_uninstall();
+		if (e == -ENOMEM) {
+			ck_assert_uint_eq(bl_list_length(&out), 1);
+			ck_assert_uint_eq(bl.length(), want.size());
+			ck_assert(flatten(bl) == want);
+			ck_assert_int_eq(bl__ceph_live_ptrs(), live0);
+			for (const auto &p : keep)
+				ck_assert_int_eq(p.raw_nref(), 2);
+		} else {
+			ck_assert_int_eq(e, 0);
+			ck_assert_uint_eq(bl_list_length(&out), 1 + want.size());
+		}
+		bl_list_clear(&out);
+		ck_assert_int_eq(bl__ceph_live_ptrs(), live0);
+	}
+	ck_assert_int_eq(e, 0);
+	ck_assert_uint_gt(fail, 2);	// some allocation did fail first
+}
+END_TEST
+
+START_TEST(test_round_trip_keeps_the_bytes_and_the_addresses)
+{
+	struct bl_list l, back;
+	::ceph::bufferlist out;
+	bl::ceph::list_ref hold;
+
+	bl_list_init(&l);
+	bl_list_init(&back);
+	std::vector<char> want = make_list(&l, 123457, 4099);
+	std::vector<struct iovec> seg = segments(&l);
+	ck_assert_int_eq(bl::ceph::to_ceph(&l, &out, &hold), 0);
+	ck_assert_int_eq(bl::ceph::from_ceph(std::move(out), &back), 0);
+	ck_assert(bl_list_contents_equal(&l, &back));
+	std::vector<struct iovec> seg2 = segments(&back);
+	ck_assert_uint_eq(seg2.size(), seg.size());
+	for (size_t i = 0; i < seg.size(); i++)
+		ck_assert_ptr_eq(seg2[i].iov_base, seg[i].iov_base);
+	bl_list_clear(&back);
+	bl_list_clear(&l);
+}
+END_TEST
+
+/* ---- the C API without a cluster ---------------------------------------- */
+
+static void never_cb(int, void *)
+{
+	ck_abort_msg("callback of a refused call ran");
+}
+
+START_TEST(test_c_api_refuses_null_arguments)
+{
+	struct bl_list l;
+	int err = 1;
+
+	bl_list_init(&l);
+	ck_assert_ptr_null(bl_rados_open(nullptr, nullptr, &err));
+	ck_assert_int_eq(err, -EINVAL);
+	ck_assert_ptr_null(bl_rados_open(nullptr, nullptr, nullptr));
+	bl_rados_close(nullptr);
+	ck_assert_int_eq(bl_rados_write(nullptr, "o", &l, 0), -EINVAL);
+	ck_assert_int_eq(bl_rados_write_full(nullptr, "o", &l), -EINVAL);
+	ck_assert_int_eq(bl_rados_read(nullptr, "o", 0, 1, &l), -EINVAL);
+	ck_assert_int_eq(bl_rados_stat(nullptr, "o", nullptr, nullptr),
+			 -EINVAL);
+	ck_assert_int_eq(bl_rados_remove(nullptr, "o"), -EINVAL);
+	ck_assert_int_eq(bl_rados_aio_write(nullptr, "o", &l, 0, never_cb,
+					    nullptr),
+			 -EINVAL);
+	ck_assert_int_eq(bl_rados_aio_write_full(nullptr, "o", &l, never_cb,
+						 nullptr),
+			 -EINVAL);
+	ck_assert_int_eq(bl_rados_aio_read(nullptr, "o", 0, 1, &l, never_cb,
+					   nullptr),
+			 -EINVAL);
+	ck_assert_int_eq(bl_rados_aio_remove(nullptr, "o", never_cb, nullptr),
+			 -EINVAL);
+	ck_assert_uint_eq(bl_rados_copied_bytes(), 0);
+}
+END_TEST
+
+START_TEST(test_open_with_a_missing_conf_file_fails_with_enoent)
+{
+	int err = 0;
+
+	ck_assert_ptr_null(bl_rados_open("/nonexistent/ceph.conf", "p", &err));
+	ck_assert_int_eq(err, -ENOENT);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("ceph_cpp");
+	TCase *tc = tcase_create("to_ceph");
+
+	g_rng = tu_seed("test_ceph_cpp");
+	tcase_add_test(tc, test_to_ceph_points_at_our_segments_without_copying);
+	tcase_add_test(tc, test_to_ceph_hold_keeps_bytes_after_the_caller_drops_its_list);
+	tcase_add_test(tc, test_to_ceph_appends_to_what_out_and_hold_have);
+	tcase_add_test(tc, test_to_ceph_of_an_empty_list_adds_nothing);
+	tcase_add_test(tc, test_to_ceph_splits_huge_segments_and_refuses_over_4_gib);
+	tcase_add_test(tc, test_to_ceph_failure_changes_nothing);
+	tcase_add_test(tc, test_list_ref_moves_its_references);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("from_ceph");
+	tcase_add_test(tc, test_from_ceph_claims_ceph_buffers_without_copying);
+	tcase_add_test(tc, test_from_ceph_slice_outlives_the_list);
+	tcase_add_test(tc, test_from_ceph_appends_and_skips_empty_buffers);
+	tcase_add_test(tc, test_from_ceph_failure_changes_nothing);
+	tcase_add_test(tc, test_round_trip_keeps_the_bytes_and_the_addresses);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("c_api");
+	tcase_add_test(tc, test_c_api_refuses_null_arguments);
+	tcase_add_test(tc, test_open_with_a_missing_conf_file_fails_with_enoent);
+	suite_add_tcase(s, tc);
+	return tu_run(s);
+}
