@@ -5,7 +5,7 @@
  *
  *   msgbench [--size N] [--conns N] [--seconds S] [--mode pingpong|stream]
  *            [--parse] [--impl ours|base|both] [--zc] [--align] [--blocking]
- *            [--direct-min N] [--no-regpool] [--frames N] [-q]
+ *            [--direct-min N] [--no-regpool] [--lz4] [--frames N] [-q]
  *
  * Without --size/--conns/--mode/--parse it runs the whole matrix: parse;
  * stream with 64-byte and 1 MiB payloads over 1 and 4 connections;
@@ -19,6 +19,8 @@
  *   --direct-min  payloads this big are read straight into a raw of their
  *                 own (0: never: one multishot receive through the ring)
  *   --no-regpool  no registered buffers for those reads
+ *   --lz4         every payload compressed by its sender and decompressed
+ *                 by its receiver (below)
  *
  * Both sides speak the same wire format (msgr.h: 24-byte preamble with its
  * own crc32c, payload, payload crc32c) and verify both crcs with the same
@@ -52,6 +54,23 @@
  * first and the last it receives.  pingpong: one frame in flight per
  * connection, echoed by the server (ours: the received slices are sent
  * back as they are); the client counts round trips.
+ *
+ * --lz4: the payload is text (words of a 32-word vocabulary picked by a
+ * fixed LCG, a space between them, a newline after every 12th), not the
+ * i * 131 + 7 bytes used otherwise, whose 256-byte period LZ4 would reduce
+ * to almost nothing; the ratio is printed once per size.  Every frame's
+ * payload is compressed afresh into one LZ4 frame (fast level, 64 KiB
+ * linked blocks, no checksums: LZ4F's defaults on both sides) and sent as
+ * frame type 2; the receiver decompresses it, with the payload size as
+ * its limit, and checks the length (no side checks the content, with or
+ * without --lz4); a pingpong server echoes the compressed payload, and the
+ * client decompresses the echo.  msg/s and GB/s count uncompressed bytes.
+ *  ours: bl_lz4_compress() of the payload list into a new list, whose
+ *        raws the frame shares (no coalescing); bl_lz4_decompress() of
+ *        the received slices into new raws.
+ *  base: LZ4F_compressFrame() of the contiguous payload into a malloc'd
+ *        buffer; LZ4F_decompress() of the copied-out payload, in one call,
+ *        into a malloc'd buffer of the payload size.
  *
  * Threads: one server thread and one client thread (the main one); on a
  * two-core machine each side has a core and the kernel's loopback work
@@ -92,7 +111,9 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include <lz4frame.h>
 #include <bufferlist.h>
+#include <bufferlist/lz4.h>
 #include <bufferlist/msgr.h>
 
 #define MAXCONNS 64
@@ -102,6 +123,8 @@
 #define PARSE_PASSES 11
 #define CEPH_PARSE_NS 22.6	/* FACTS.md, not measured here */
 #define TUNGSTENITE_PARSE_NS 71.0
+#define TYPE_PLAIN 1
+#define TYPE_LZ4 2		/* the payload is one LZ4 frame */
 
 enum mode { STREAM, PINGPONG };
 
@@ -115,6 +138,7 @@ struct cfg {
 	bool blocking;		/* ours on the blocking back end */
 	size_t direct_min;	/* 0: the library's default */
 	bool no_regpool;	/* no registered buffers for large reads */
+	bool lz4;		/* payloads compressed on the wire */
 	bool quiet;
 	int impl;		/* 1 ours, 2 base, 3 both */
 	unsigned frames;
@@ -154,6 +178,36 @@ static void die(const char *what, int err)
 {
 	fprintf(stderr, "msgbench: %s: %s\n", what, strerror(err));
 	exit(1);
+}
+
+/* The payload's bytes (see --lz4 above for why text). */
+static void fill_payload(unsigned char *p, size_t n, bool text)
+{
+	static const char *const words[32] = {
+		"the", "of", "and", "to", "a", "in", "buffer", "list",
+		"raw", "ptr", "frame", "payload", "message", "server",
+		"client", "send", "receive", "connection", "length", "crc",
+		"segment", "shared", "copy", "zero", "ring", "socket",
+		"thread", "queue", "error", "bytes", "is", "not",
+	};
+	uint32_t st = 2463534242u;
+	unsigned w = 0;
+	size_t i = 0;
+
+	if (!text) {
+		for (i = 0; i < n; i++)
+			p[i] = (unsigned char)(i * 131 + 7);
+		return;
+	}
+	while (i < n) {
+		const char *s;
+
+		st = st * 1664525u + 1013904223u;
+		for (s = words[(st >> 16) % 32u]; *s && i < n; s++)
+			p[i++] = (unsigned char)*s;
+		if (i < n)
+			p[i++] = ++w % 12 ? ' ' : '\n';
+	}
 }
 
 /* ---- the wire format, by hand (for the baseline) ------------------------- */
@@ -444,12 +498,37 @@ static struct bl_uring_regpool *make_regpool(struct bl_uring *u,
 
 /* ---- network: ours ------------------------------------------------------- */
 
+/*
+ * --lz4: decompresses a received payload (@f's, borrowed) into new raws,
+ * no more than the payload size, and checks that it is all there.
+ */
+static bool ours_unlz4(const struct cfg *cfg, const struct bl_msgr_frame *f)
+{
+	struct bl_list out;
+	ssize_t n;
+
+	if (f->type != TYPE_LZ4)
+		return false;
+	bl_list_init(&out);
+	/* max_out 0 would mean no limit */
+	n = bl_lz4_decompress(&f->payload, &out, cfg->size ? cfg->size : 1);
+	bl_list_clear(&out);
+	return n == (ssize_t)cfg->size;
+}
+
 static void ours_srv_frame(void *arg, struct bl_msgr_conn *c,
 			   struct bl_msgr_frame *f)
 {
 	struct srv_shared *s = arg;
 
-	srv_count(s, bl_list_length(&f->payload));
+	if (s->cfg.lz4) {
+		if (!ours_unlz4(&s->cfg, f))
+			s->bad++;
+		srv_count(s, s->cfg.size);
+	} else {
+		srv_count(s, bl_list_length(&f->payload));
+	}
+	/* --lz4: the compressed payload goes back as it came */
 	if (s->cfg.mode == PINGPONG &&
 	    bl_msgr_send(c, f->type, &f->payload, NULL, NULL))
 		s->bad++;
@@ -535,6 +614,22 @@ static void ours_sent(void *arg, int res)
 
 static int ours_send(struct client *cl, struct cconn *cc)
 {
+	if (cl->cfg->lz4) {
+		struct bl_list z;
+		int err;
+
+		/*
+		 * Compressed afresh for every frame, as base does; the frame
+		 * shares the new raws, and its crc is taken over them.
+		 */
+		bl_list_init(&z);
+		if (bl_lz4_compress(&cl->payload, &z, NULL) < 0)
+			die("bl_lz4_compress", ENOMEM);
+		cc->outstanding++;
+		err = bl_msgr_send(cc->c, TYPE_LZ4, &z, ours_sent, cc);
+		bl_list_clear(&z);
+		return err;
+	}
 	/*
 	 * A new payload each time, as far as its crc is concerned.  (Small
 	 * payloads are copied into the frame, and their crc taken over the
@@ -543,7 +638,7 @@ static int ours_send(struct client *cl, struct cconn *cc)
 	if (cl->cfg->size >= 512)
 		bl_list_invalidate_crc(&cl->payload);
 	cc->outstanding++;
-	return bl_msgr_send(cc->c, 1, &cl->payload, ours_sent, cc);
+	return bl_msgr_send(cc->c, TYPE_PLAIN, &cl->payload, ours_sent, cc);
 }
 
 static void ours_cli_frame(void *arg, struct bl_msgr_conn *c,
@@ -552,7 +647,8 @@ static void ours_cli_frame(void *arg, struct bl_msgr_conn *c,
 	struct client *cl = arg;
 	struct cconn *cc = NULL;
 
-	(void)f;
+	if (cl->cfg->lz4 && !ours_unlz4(cl->cfg, f))
+		die("lz4 reply", EBADMSG);
 	for (int i = 0; i < cl->cfg->conns; i++)
 		if (cl->cc[i].c == c)
 			cc = &cl->cc[i];
@@ -591,8 +687,8 @@ static void ours_client(const struct cfg *cfg, const struct sockaddr_in *sa,
 	if (cfg->size) {
 		if (bl_ptr_alloc(&p, cfg->size))
 			die("alloc", ENOMEM);
-		for (size_t i = 0; i < cfg->size; i++)
-			bl_ptr_data(&p)[i] = (char)(i * 131 + 7);
+		fill_payload((unsigned char *)bl_ptr_data(&p), cfg->size,
+			     cfg->lz4);
 		if (bl_list_append_ptr_move(&cl.payload, &p))
 			die("alloc", ENOMEM);
 	}
@@ -666,7 +762,53 @@ struct bconn {
 	unsigned char *buf;
 	size_t cap, len;
 	bool open;
+	LZ4F_dctx *dctx;	/* --lz4, else NULL */
+	size_t plain;		/* --lz4: the uncompressed payload size */
 };
+
+static void bconn_init(struct bconn *c, int fd, const struct cfg *cfg)
+{
+	c->fd = fd;
+	c->cap = BASE_BUF;
+	c->len = 0;
+	c->buf = malloc(BASE_BUF);
+	if (!c->buf)
+		die("malloc", ENOMEM);
+	c->open = true;
+	c->dctx = NULL;
+	c->plain = cfg->size;
+	if (cfg->lz4 &&
+	    LZ4F_isError(LZ4F_createDecompressionContext(&c->dctx,
+							 LZ4F_VERSION)))
+		die("LZ4F_createDecompressionContext", ENOMEM);
+}
+
+static void bconn_fini(struct bconn *c)
+{
+	close(c->fd);
+	free(c->buf);
+	LZ4F_freeDecompressionContext(c->dctx);
+	c->open = false;
+}
+
+/*
+ * --lz4: decompresses a copied-out payload in one call into a buffer of
+ * the payload size (which is also the limit) and checks the length.  The
+ * output is contiguous and stays put for the call: stableDst.
+ */
+static void base_unlz4(struct bconn *c, const unsigned char *z, size_t zlen)
+{
+	LZ4F_decompressOptions_t o = { .stableDst = 1 };
+	unsigned char *d = malloc(c->plain ? c->plain : 1);
+	size_t dn = c->plain, sn = zlen, r;
+
+	if (!d)
+		die("malloc", ENOMEM);
+	r = LZ4F_decompress(c->dctx, d, &dn, z, &sn, &o);
+	if (LZ4F_isError(r) || r != 0 || sn != zlen || dn != c->plain)
+		die("base: LZ4F_decompress", EBADMSG);
+	free(d);
+}
 
 static void write_full(int fd, const struct iovec *v, int n)
 {
@@ -737,16 +879,20 @@ static bool base_pump(struct bconn *c, struct srv_shared *s, bool echo,
 			return true;
 		}
 		off += (size_t)r;
+		if (c->dctx)
+			base_unlz4(c, p, plen);
 		if (s)
-			srv_count(s, plen);
+			srv_count(s, c->dctx ? c->plain : plen);
 		if (got)
 			(*got)++;
 		if (echo) {
+			/* --lz4: the compressed payload goes back */
 			unsigned char pre[BL_MSGR_PREAMBLE], tr[4];
 			struct iovec iov[3] = {
 				{ pre, sizeof(pre) }, { p, plen }, { tr, 4 }
 			};
-			base_preamble(pre, 1, 0, plen);
+			base_preamble(pre, c->dctx ? TYPE_LZ4 : TYPE_PLAIN, 0,
+				      plen);
 			put_le32(tr, bl_crc32c(BL_MSGR_CRC_SEED, p, plen));
 			write_full(c->fd, iov, 3);
 		}
@@ -781,12 +927,7 @@ static void *base_server(void *arg)
 			if (fd >= 0 && n < MAXCONNS) {
 				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 					   sizeof(one));
-				c[n].fd = fd;
-				c[n].cap = BASE_BUF;
-				c[n].len = 0;
-				c[n].buf = malloc(BASE_BUF);
-				c[n].open = true;
-				n++;
+				bconn_init(&c[n++], fd, &s->cfg);
 			}
 		}
 		for (int i = 0; i < n; i++) {
@@ -794,9 +935,7 @@ static void *base_server(void *arg)
 				continue;
 			if (!base_pump(&c[i], s, s->cfg.mode == PINGPONG,
 				       NULL)) {
-				c[i].open = false;
-				close(c[i].fd);
-				free(c[i].buf);
+				bconn_fini(&c[i]);
 				s->closed++;
 			}
 		}
@@ -813,18 +952,16 @@ static void base_client(const struct cfg *cfg, const struct sockaddr_in *sa,
 	unsigned char *out[MAXCONNS];
 	size_t olen[MAXCONNS];
 	struct bconn rc[MAXCONNS];
-	bool big = cfg->size + BL_MSGR_OVERHEAD > BASE_BUF / 2;
+	/* the longest a frame's payload can be on the wire */
+	size_t wmax = cfg->lz4 ? LZ4F_compressFrameBound(cfg->size, NULL)
+			       : cfg->size;
+	bool big = wmax + BL_MSGR_OVERHEAD > BASE_BUF / 2;
 	uint64_t seq = 0, replies = 0;
 	double t0, t1, cpu;
 
-	for (size_t i = 0; i < cfg->size; i++)
-		payload[i] = (unsigned char)(i * 131 + 7);
+	fill_payload(payload, cfg->size, cfg->lz4);
 	for (int i = 0; i < cfg->conns; i++) {
-		rc[i].fd = dial(sa);
-		rc[i].cap = BASE_BUF;
-		rc[i].len = 0;
-		rc[i].buf = malloc(BASE_BUF);
-		rc[i].open = true;
+		bconn_init(&rc[i], dial(sa), cfg);
 		out[i] = malloc(BASE_BUF);
 		olen[i] = 0;
 	}
@@ -836,15 +973,28 @@ static void base_client(const struct cfg *cfg, const struct sockaddr_in *sa,
 			break;
 		for (int i = 0; i < cfg->conns; i++) {
 			unsigned char pre[BL_MSGR_PREAMBLE], tr[4];
+			unsigned char *w = payload, *z = NULL;
+			size_t wlen = cfg->size;
 
+			if (cfg->lz4) {
+				/* compressed afresh for every frame */
+				z = malloc(wmax);
+				if (!z)
+					die("malloc", ENOMEM);
+				wlen = LZ4F_compressFrame(z, wmax, payload,
+							  cfg->size, NULL);
+				if (LZ4F_isError(wlen))
+					die("LZ4F_compressFrame", ENOMEM);
+				w = z;
+			}
 			/* one frame: its crc is computed every time */
-			base_preamble(pre, 1, ++seq, (uint32_t)cfg->size);
-			put_le32(tr, bl_crc32c(BL_MSGR_CRC_SEED, payload,
-					       cfg->size));
+			base_preamble(pre, cfg->lz4 ? TYPE_LZ4 : TYPE_PLAIN,
+				      ++seq, (uint32_t)wlen);
+			put_le32(tr, bl_crc32c(BL_MSGR_CRC_SEED, w, wlen));
 			if (big) {
 				struct iovec v[3] = {
 					{ pre, sizeof(pre) },
-					{ payload, cfg->size },
+					{ w, wlen },
 					{ tr, 4 },
 				};
 
@@ -853,11 +1003,11 @@ static void base_client(const struct cfg *cfg, const struct sockaddr_in *sa,
 				unsigned char *o = out[i] + olen[i];
 
 				memcpy(o, pre, sizeof(pre));
-				memcpy(o + sizeof(pre), payload, cfg->size);
-				memcpy(o + sizeof(pre) + cfg->size, tr, 4);
-				olen[i] += cfg->size + BL_MSGR_OVERHEAD;
+				memcpy(o + sizeof(pre), w, wlen);
+				memcpy(o + sizeof(pre) + wlen, tr, 4);
+				olen[i] += wlen + BL_MSGR_OVERHEAD;
 				if (cfg->mode == PINGPONG ||
-				    olen[i] + cfg->size + BL_MSGR_OVERHEAD >
+				    olen[i] + wmax + BL_MSGR_OVERHEAD >
 					    BASE_BUF) {
 					struct iovec v = { out[i], olen[i] };
 
@@ -865,6 +1015,7 @@ static void base_client(const struct cfg *cfg, const struct sockaddr_in *sa,
 					olen[i] = 0;
 				}
 			}
+			free(z);
 		}
 		if (cfg->mode == PINGPONG) {
 			for (int i = 0; i < cfg->conns; i++) {
@@ -884,8 +1035,7 @@ static void base_client(const struct cfg *cfg, const struct sockaddr_in *sa,
 
 			write_full(rc[i].fd, &v, 1);
 		}
-		close(rc[i].fd);
-		free(rc[i].buf);
+		bconn_fini(&rc[i]);
 		free(out[i]);
 	}
 	r->cli_cpu_ns = thread_cpu_s() - cpu;
@@ -979,6 +1129,35 @@ static void net_case(const struct cfg *cfg, double *ratio)
 	*ratio = rb.msgs_s > 0 ? ro.msgs_s / rb.msgs_s : 0;
 }
 
+/* --lz4: what one payload of @size bytes compresses to, on each side. */
+static void print_lz4_ratio(size_t size)
+{
+	unsigned char *flat = malloc(size ? size : 1);
+	size_t bound = LZ4F_compressFrameBound(size, NULL), zb;
+	unsigned char *zbuf = malloc(bound);
+	struct bl_list in, z;
+	ssize_t zo;
+
+	if (!flat || !zbuf)
+		die("malloc", ENOMEM);
+	fill_payload(flat, size, true);
+	bl_list_init(&in);
+	bl_list_init(&z);
+	if (bl_list_append(&in, flat, size))
+		die("alloc", ENOMEM);
+	zo = bl_lz4_compress(&in, &z, NULL);
+	zb = LZ4F_compressFrame(zbuf, bound, flat, size, NULL);
+	if (zo < 0 || LZ4F_isError(zb))
+		die("lz4", EINVAL);
+	printf("# lz4: %zu-byte payload -> %zd bytes (ratio %.2f); "
+	       "base's LZ4F_compressFrame: %zu bytes\n", size, zo,
+	       zo ? (double)size / (double)zo : 0, zb);
+	bl_list_clear(&in);
+	bl_list_clear(&z);
+	free(zbuf);
+	free(flat);
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -986,7 +1165,7 @@ static void usage(void)
 		"[--mode pingpong|stream] [--parse]\n"
 		"                [--impl ours|base|both] [--zc] [--align] "
 		"[--blocking] [--direct-min N] [--no-regpool]\n"
-		"                [--frames N] [-q]\n");
+		"                [--lz4] [--frames N] [-q]\n");
 	exit(2);
 }
 
@@ -1004,6 +1183,7 @@ int main(int argc, char **argv)
 		{ "blocking", no_argument, NULL, 'b' },
 		{ "direct-min", required_argument, NULL, 'd' },
 		{ "no-regpool", no_argument, NULL, 'R' },
+		{ "lz4", no_argument, NULL, 'L' },
 		{ "frames", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1016,7 +1196,7 @@ int main(int argc, char **argv)
 	bool parse = false, net = false, want_parse_only = false;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabd:Rf:qh", lo, NULL)) !=
+	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabd:RLf:qh", lo, NULL)) !=
 	       -1) {
 		switch (o) {
 		case 's':
@@ -1063,6 +1243,9 @@ int main(int argc, char **argv)
 		case 'R':
 			cfg.no_regpool = true;
 			break;
+		case 'L':
+			cfg.lz4 = true;
+			break;
 		case 'd':
 			cfg.direct_min = strtoull(optarg, NULL, 0);
 			if (!cfg.direct_min)
@@ -1095,6 +1278,18 @@ int main(int argc, char **argv)
 			       cfg.blocking ? "blocking" : "io_uring",
 			       cfg.zc ? "on (library threshold)" : "off",
 			       cfg.align ? ", server aligns payloads" : "");
+		if (!want_parse_only && cfg.lz4) {
+			printf("# lz4: every payload compressed by its sender "
+			       "(LZ4 frame, fast level), decompressed by its "
+			       "receiver; payload: text; msg/s and GB/s count "
+			       "UNCOMPRESSED payload bytes\n");
+			if (net) {
+				print_lz4_ratio(cfg.size);
+			} else {
+				print_lz4_ratio(64);
+				print_lz4_ratio((size_t)1 << 20);
+			}
+		}
 	}
 	if (parse) {
 		double ours, base;

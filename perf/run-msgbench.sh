@@ -19,7 +19,10 @@
 #   BL_BENCH_ROUNDS   rounds (default 5)
 #   MSGBENCH_SECONDS  seconds per network run (default 2)
 #   MSGBENCH_CASES    mode:size:conns list (default: the msgbench matrix)
-#   MSGBENCH_ARGS     extra msgbench arguments (e.g. --zc, --align)
+#   MSGBENCH_ARGS     extra msgbench arguments (e.g. --zc, --align; --lz4:
+#                     every payload compressed on the wire, rates count
+#                     uncompressed bytes; the RESULT case names stay the
+#                     same, so do not mix runs with and without it)
 #   BL_BENCH_MALLOC   "notrim": run every program with glibc tunables that
 #                     stop heap trimming and fix the mmap threshold at 32 MiB
 #                     (as perf/run-core.sh).  Matters for 1 MiB payloads:
