@@ -33,6 +33,7 @@
 #   BL_BENCH_ROUNDS    rounds (default 5)
 #   BL_BENCH_SECONDS   seconds per write and seq (default 10)
 #   BL_BENCH_THREADS   ops in flight, -t (default 16)
+#   BL_BENCH_SETTLE    seconds to wait after each cleanup (default 8)
 #   BL_BENCH_RAW       also keep the raw lines (round client mode MB/s cpu-s
 #                      bytes) in this file
 set -u
@@ -147,6 +148,15 @@ clean_one() {	# clean_one CLIENT
 	fi || { echo "# cleanup of $1 failed:" >&2; cat "$work/err" >&2; return 1; }
 }
 
+# After a cleanup the OSD goes on freeing the removed objects' space for
+# a few seconds; a write started meanwhile shares the OSD with that work.
+# Waiting makes every round start on a settled OSD, whichever client
+# cleaned up last.
+settle() {
+	sync
+	sleep "${BL_BENCH_SETTLE:-8}"
+}
+
 t0=$SECONDS
 for r in $(seq 1 "$rounds"); do
 	if [ $((r % 2)) = 1 ]; then order="rados blbench"; else order="blbench rados"; fi
@@ -154,11 +164,13 @@ for r in $(seq 1 "$rounds"); do
 		for who in $order; do run_one "$r" "$who" write || exit 1; done
 		for who in $order; do run_one "$r" "$who" seq || exit 1; done
 		for who in $order; do clean_one "$who" || exit 1; done
+		settle
 	else
 		for who in $order; do
 			run_one "$r" "$who" write || exit 1
 			run_one "$r" "$who" seq || exit 1
 			clean_one "$who" || exit 1
+			settle
 		done
 	fi
 done
