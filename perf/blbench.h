@@ -111,6 +111,13 @@ struct blb_out {
 };
 
 double blb_now(void);
+
+/*
+ * blb_fail() - writes the message (and ": strerror(-r)" when r < 0) into
+ * @err; returns r when negative, else -EINVAL.  For target set-up errors.
+ */
+int blb_fail(char *err, size_t len, int r, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 void blb_stats_init(struct blb_stats *s, uint64_t op_size,
 		    uint64_t object_size, bool is_read);
 void blb_stats_free(struct blb_stats *s);

@@ -29,7 +29,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -46,23 +45,6 @@ struct rados_target {
 	/* completed by librados, not yet seen by the loop; under lock */
 	struct blb_op *head, **tail;
 };
-
-static int fail(char *err, size_t len, int r, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t len, int r, const char *fmt, ...)
-{
-	va_list ap;
-	size_t n;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	n = strlen(err);
-	if (r < 0 && n < len)
-		snprintf(err + n, len - n, ": %s", strerror(-r));
-	return r < 0 ? r : -EINVAL;
-}
 
 /*
  * On a librados thread.  op->lat carries the completion time to the loop
@@ -212,11 +194,11 @@ int blb_rados_open(struct blb_target **out, const char *pool,
 	int r = 0;
 
 	if (o->direct)
-		return fail(err, errlen, 0, "--direct is for dir: and file: targets, not rados:%s",
+		return blb_fail(err, errlen, 0, "--direct is for dir: and file: targets, not rados:%s",
 			    pool);
 	rt = calloc(1, sizeof(*rt));
 	if (!rt)
-		return fail(err, errlen, -ENOMEM, "rados:%s", pool);
+		return blb_fail(err, errlen, -ENOMEM, "rados:%s", pool);
 	rt->t.ops = &rados_ops;
 	snprintf(rt->t.desc, sizeof(rt->t.desc), "rados:%s", pool);
 	rt->t.mem_align = rt->t.off_align = 1;
@@ -236,7 +218,7 @@ int blb_rados_open(struct blb_target **out, const char *pool,
 		pthread_cond_destroy(&rt->cond);
 		pthread_mutex_destroy(&rt->lock);
 		free(rt);
-		return fail(err, errlen, r < 0 ? r : -EIO,
+		return blb_fail(err, errlen, r < 0 ? r : -EIO,
 			    "cannot open target rados:%s (configuration %s)",
 			    pool, c && *c ? c : "from the default places");
 	}

@@ -52,10 +52,7 @@
 #define RAW_META_MAGIC "BLBRAW01"
 #define RAW_META_BLOCK 4096u
 
-static int fail(char *err, size_t len, int r, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t len, int r, const char *fmt, ...)
+int blb_fail(char *err, size_t len, int r, const char *fmt, ...)
 {
 	va_list ap;
 	size_t n;
@@ -328,13 +325,13 @@ static int dir_dio_align(struct dir_target *d, char *err, size_t len)
 	fd = openat(d->dfd, name,
 		    O_RDWR | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return fail(err, len, -errno, "%s does not take O_DIRECT",
+		return blb_fail(err, len, -errno, "%s does not take O_DIRECT",
 			    d->t.desc);
 	r = bl_fd_dio_align(fd, &mem, &off);
 	close(fd);
 	unlinkat(d->dfd, name, 0);
 	if (r < 0)
-		return fail(err, len, r, "%s: O_DIRECT alignment", d->t.desc);
+		return blb_fail(err, len, r, "%s: O_DIRECT alignment", d->t.desc);
 	d->t.mem_align = mem ? mem : 1;
 	d->t.off_align = off ? off : 1;
 	return 0;
@@ -351,7 +348,7 @@ static int dir_open(struct blb_target **out, const char *path, bool is_default,
 
 	d = calloc(1, sizeof(*d));
 	if (!d)
-		return fail(err, len, -ENOMEM, "dir:%s", path);
+		return blb_fail(err, len, -ENOMEM, "dir:%s", path);
 	d->t.ops = &dir_ops;
 	d->dfd = -1;
 	snprintf(d->path, sizeof(d->path), "%s", path);
@@ -361,7 +358,7 @@ static int dir_open(struct blb_target **out, const char *path, bool is_default,
 
 	if (create && mkdir(d->path, is_default ? 0700 : 0755) < 0 &&
 	    errno != EEXIST) {
-		r = fail(err, len, -errno, "cannot make %s", d->t.desc);
+		r = blb_fail(err, len, -errno, "cannot make %s", d->t.desc);
 		goto out;
 	}
 	/*
@@ -370,13 +367,13 @@ static int dir_open(struct blb_target **out, const char *path, bool is_default,
 	 */
 	if (is_default && lstat(d->path, &st) == 0 &&
 	    (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())) {
-		r = fail(err, len, -EPERM,
+		r = blb_fail(err, len, -EPERM,
 			 "%s is not a directory of this user's", d->t.desc);
 		goto out;
 	}
 	d->dfd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (d->dfd < 0) {
-		r = fail(err, len, -errno, "cannot open target %s%s", d->t.desc,
+		r = blb_fail(err, len, -errno, "cannot open target %s%s", d->t.desc,
 			 is_default && errno == ENOENT && !create
 				 ? " (write something first)"
 				 : "");
@@ -386,13 +383,13 @@ static int dir_open(struct blb_target **out, const char *path, bool is_default,
 		goto out;
 	r = fs_room(d->dfd, &d->t.room, &avail);
 	if (r < 0) {
-		r = fail(err, len, r, "%s: statvfs", d->t.desc);
+		r = blb_fail(err, len, r, "%s: statvfs", d->t.desc);
 		goto out;
 	}
 	d->shared = u != NULL;
 	d->u = u ? u : make_ring(o);
 	if (!d->u) {
-		r = fail(err, len, -ENOMEM, "%s: io_uring", d->t.desc);
+		r = blb_fail(err, len, -ENOMEM, "%s: io_uring", d->t.desc);
 		goto out;
 	}
 	*out = &d->t;
@@ -660,7 +657,7 @@ static int file_open(struct blb_target **out, const char *spec,
 	split_size(spec, path, sizeof(path), &want);
 	f = calloc(1, sizeof(*f));
 	if (!f)
-		return fail(err, len, -ENOMEM, "file:%s", path);
+		return blb_fail(err, len, -ENOMEM, "file:%s", path);
 	f->t.ops = &file_ops;
 	f->t.direct = o->direct;
 	f->t.slots = true;
@@ -676,26 +673,26 @@ static int file_open(struct blb_target **out, const char *spec,
 	if (f->fd < 0) {
 		r = -errno;
 		if (r == -ENOENT && create && !want)
-			r = fail(err, len, 0,
+			r = blb_fail(err, len, 0,
 				 "%s does not exist; give its size to make it: file:%s:SIZE",
 				 f->t.desc, path);
 		else if (r == -EINVAL && o->direct)
-			r = fail(err, len, r, "%s does not take O_DIRECT",
+			r = blb_fail(err, len, r, "%s does not take O_DIRECT",
 				 f->t.desc);
 		else
-			r = fail(err, len, r, "cannot open target %s",
+			r = blb_fail(err, len, r, "cannot open target %s",
 				 f->t.desc);
 		goto out;
 	}
 	if (fstat(f->fd, &st) < 0) {
-		r = fail(err, len, -errno, "%s: stat", f->t.desc);
+		r = blb_fail(err, len, -errno, "%s: stat", f->t.desc);
 		goto out;
 	}
 	if (S_ISBLK(st.st_mode)) {
 		uint64_t dev = 0;
 
 		if (ioctl(f->fd, BLKGETSIZE64, &dev) < 0) {
-			r = fail(err, len, -errno, "%s: device size", f->t.desc);
+			r = blb_fail(err, len, -errno, "%s: device size", f->t.desc);
 			goto out;
 		}
 		f->size = want && want < dev ? want : dev;
@@ -707,23 +704,23 @@ static int file_open(struct blb_target **out, const char *spec,
 			/* preallocate, so that writes measure the device, not allocation */
 			r = fs_room(f->fd, &room, &avail);
 			if (r == 0 && want - f->size > room)
-				r = fail(err, len, 0,
+				r = blb_fail(err, len, 0,
 					 "not enough free space for %s: %llu MiB free, %llu MiB asked (%llu MiB kept in reserve)",
 					 f->t.desc,
 					 (unsigned long long)(avail >> 20),
 					 (unsigned long long)((want - f->size) >> 20),
 					 (unsigned long long)((avail - room) >> 20));
 			else if (r < 0)
-				r = fail(err, len, r, "%s: statvfs", f->t.desc);
+				r = blb_fail(err, len, r, "%s: statvfs", f->t.desc);
 			else if ((r = -posix_fallocate(f->fd, 0, (off_t)want)) < 0)
-				r = fail(err, len, r, "%s: preallocating %llu bytes",
+				r = blb_fail(err, len, r, "%s: preallocating %llu bytes",
 					 f->t.desc, (unsigned long long)want);
 			if (r < 0)
 				goto out;
 			f->size = want;
 		}
 	} else {
-		r = fail(err, len, 0, "%s is neither a file nor a block device",
+		r = blb_fail(err, len, 0, "%s is neither a file nor a block device",
 			 f->t.desc);
 		goto out;
 	}
@@ -732,7 +729,7 @@ static int file_open(struct blb_target **out, const char *spec,
 
 		r = bl_fd_dio_align(f->fd, &mem, &off);
 		if (r < 0) {
-			r = fail(err, len, r, "%s: O_DIRECT alignment", f->t.desc);
+			r = blb_fail(err, len, r, "%s: O_DIRECT alignment", f->t.desc);
 			goto out;
 		}
 		f->t.mem_align = mem ? mem : 1;
@@ -740,13 +737,13 @@ static int file_open(struct blb_target **out, const char *spec,
 		if (f->t.off_align > f->meta_block)
 			f->meta_block = f->t.off_align;
 		if (f->meta_block > RAW_RESERVED) {
-			r = fail(err, len, 0, "%s: O_DIRECT alignment %zu is too large",
+			r = blb_fail(err, len, 0, "%s: O_DIRECT alignment %zu is too large",
 				 f->t.desc, f->t.off_align);
 			goto out;
 		}
 	}
 	if (f->size < RAW_RESERVED + 4096) {
-		r = fail(err, len, 0, "%s is too small (%llu bytes; at least %u)",
+		r = blb_fail(err, len, 0, "%s is too small (%llu bytes; at least %u)",
 			 f->t.desc, (unsigned long long)f->size,
 			 RAW_RESERVED + 4096);
 		goto out;
@@ -755,7 +752,7 @@ static int file_open(struct blb_target **out, const char *spec,
 	f->shared = u != NULL;
 	f->u = u ? u : make_ring(o);
 	if (!f->u) {
-		r = fail(err, len, -ENOMEM, "%s: io_uring", f->t.desc);
+		r = blb_fail(err, len, -ENOMEM, "%s: io_uring", f->t.desc);
 		goto out;
 	}
 	*out = &f->t;
@@ -1297,11 +1294,11 @@ static int tcp_open(struct blb_target **out, const char *spec,
 
 	(void)create;
 	if (split_hostport(spec, host, sizeof(host), port, sizeof(port)) < 0)
-		return fail(err, len, 0, "cannot open target tcp:%s: not HOST:PORT",
+		return blb_fail(err, len, 0, "cannot open target tcp:%s: not HOST:PORT",
 			    spec);
 	tt = calloc(1, sizeof(*tt));
 	if (!tt)
-		return fail(err, len, -ENOMEM, "tcp:%s", spec);
+		return blb_fail(err, len, -ENOMEM, "tcp:%s", spec);
 	tt->t.ops = &tcp_ops;
 	tt->free_head = NO_SLOT;
 	tt->flags = o->direct ? TCP_DIRECT : 0;
@@ -1310,7 +1307,7 @@ static int tcp_open(struct blb_target **out, const char *spec,
 	snprintf(tt->t.desc, sizeof(tt->t.desc), "%s", tt->addr);
 	r = tcp_connect(host, port, &fd);
 	if (r < 0) {
-		r = fail(err, len, r, "cannot connect to %s", tt->addr);
+		r = blb_fail(err, len, r, "cannot connect to %s", tt->addr);
 		free(tt);
 		return r;
 	}
@@ -1323,7 +1320,7 @@ static int tcp_open(struct blb_target **out, const char *spec,
 	co.align_data = true;	/* large read replies straight into raws */
 	tt->c = tt->u ? bl_msgr_conn_new(tt->u, fd, &co) : NULL;
 	if (!tt->c) {
-		r = fail(err, len, -ENOMEM, "%s: connection", tt->addr);
+		r = blb_fail(err, len, -ENOMEM, "%s: connection", tt->addr);
 		close(fd);
 		bl_uring_destroy(tt->u);
 		free(tt);
@@ -1340,10 +1337,10 @@ static int tcp_open(struct blb_target **out, const char *spec,
 		    bl_list_length(&dl) < sizeof(desc)) {
 			bl_list_copy_out(&dl, 0, bl_list_length(&dl), desc);
 			desc[bl_list_length(&dl)] = 0;
-			r = fail(err, len, 0, "cannot open target %s: server: %s",
+			r = blb_fail(err, len, 0, "cannot open target %s: server: %s",
 				 tt->addr, desc);
 		} else {
-			r = fail(err, len, r, "cannot open target %s", tt->addr);
+			r = blb_fail(err, len, r, "cannot open target %s", tt->addr);
 		}
 		goto out;
 	}
@@ -1355,7 +1352,7 @@ static int tcp_open(struct blb_target **out, const char *spec,
 	r |= bl_decode_bytes(&it, &dl);
 	if (r || bl_list_length(&dl) >= sizeof(desc) || !mem || !off ||
 	    (mem & (mem - 1)) || (off & (off - 1)) || off > (1u << 20)) {
-		r = fail(err, len, -EBADMSG, "cannot open target %s: its hello",
+		r = blb_fail(err, len, -EBADMSG, "cannot open target %s: its hello",
 			 tt->addr);
 		goto out;
 	}
@@ -1371,7 +1368,7 @@ static int tcp_open(struct blb_target **out, const char *spec,
 		tt->pad = mem;
 	snprintf(tt->t.desc, sizeof(tt->t.desc), "%s (%s)", tt->addr, desc);
 	if (o->op_size + 4096 + tt->pad > maxp) {
-		r = fail(err, len, 0, "%s takes ops of at most %llu bytes",
+		r = blb_fail(err, len, 0, "%s takes ops of at most %llu bytes",
 			 tt->t.desc, (unsigned long long)(maxp - 4096 - tt->pad));
 		goto out;
 	}
@@ -1845,7 +1842,7 @@ static int open_local(struct blb_target **out, const char *spec,
 
 	if (!spec) {
 		if (blb_default_dir(dflt, sizeof(dflt)) < 0)
-			return fail(err, errlen, -ENAMETOOLONG,
+			return blb_fail(err, errlen, -ENAMETOOLONG,
 				    "the default directory");
 		return dir_open(out, dflt, true, o, create, u, err, errlen);
 	}
@@ -1853,7 +1850,7 @@ static int open_local(struct blb_target **out, const char *spec,
 		return dir_open(out, spec + 4, false, o, create, u, err, errlen);
 	if (!strncmp(spec, "file:", 5) && spec[5])
 		return file_open(out, spec + 5, o, create, u, err, errlen);
-	return fail(err, errlen, 0, "cannot open target %s: not dir:PATH or file:PATH[:SIZE]",
+	return blb_fail(err, errlen, 0, "cannot open target %s: not dir:PATH or file:PATH[:SIZE]",
 		    spec);
 }
 
@@ -1874,7 +1871,7 @@ int blb_target_open(struct blb_target **out, const char *spec,
 #ifdef BL_HAVE_CEPH
 		return blb_rados_open(out, spec + 6, o, err, errlen);
 #else
-		return fail(err, errlen, -ENOTSUP,
+		return blb_fail(err, errlen, -ENOTSUP,
 			    "cannot open target %s: blbench was built without the Ceph bridge",
 			    spec);
 #endif

@@ -133,6 +133,23 @@ static inline void bl__count_copy(size_t n)
 	bl__stat_add(&t->copy_ops, 1);
 }
 
+/*
+ * Empties a list that has no append buffer and no heap chunk, once the
+ * references its slices held have been moved elsewhere or dropped: the
+ * messenger's fast paths hand a lone slice over without the general
+ * splice.
+ */
+static inline void bl__list_forget(struct bl_list *l)
+{
+	l->_tail = &l->_inl;
+	l->_len = 0;
+	l->_nseg = 0;
+	l->_abuf_next = 0;
+	l->_ext = NULL;
+	l->_inl.start = 0;
+	l->_inl.count = 0;
+}
+
 /* ---- pools (pool.c) ------------------------------------------------------ */
 
 struct bl_pool {

@@ -360,6 +360,33 @@ bool bl_list_is_empty(const struct bl_list *l)
  * last segment when it ends at the frontier, else pushes a new segment
  * (one atomic increment, maybe one chunk allocation).
  */
+/* Copies 1..16 bytes with at most two overlapping loads and stores. */
+static inline __attribute__((always_inline)) void
+copy_small(char *dst, const void *data, size_t len)
+{
+	const char *src = data;
+
+	if (len >= 8) {
+		uint64_t x, y;
+
+		memcpy(&x, src, 8);
+		memcpy(&y, src + len - 8, 8);
+		memcpy(dst, &x, 8);
+		memcpy(dst + len - 8, &y, 8);
+	} else if (len >= 4) {
+		uint32_t x, y;
+
+		memcpy(&x, src, 4);
+		memcpy(&y, src + len - 4, 4);
+		memcpy(dst, &x, 4);
+		memcpy(dst + len - 4, &y, 4);
+	} else {
+		dst[0] = src[0];
+		dst[len / 2] = src[len / 2];
+		dst[len - 1] = src[len - 1];
+	}
+}
+
 /* Inlined by force: it is the whole of a small append. */
 static inline __attribute__((always_inline)) int
 abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len)
@@ -390,23 +417,10 @@ abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len)
 	}
 	/* small appends dominate: keep them out of a library call */
 	if (data) {
-		if (len <= 16 && len >= 8) {
-			uint64_t x, y;
-
-			memcpy(&x, data, 8);
-			memcpy(&y, (const char *)data + len - 8, 8);
-			memcpy(dst, &x, 8);
-			memcpy(dst + len - 8, &y, 8);
-		} else if (len < 8 && len >= 4) {
-			uint32_t x, y;
-
-			memcpy(&x, data, 4);
-			memcpy(&y, (const char *)data + len - 4, 4);
-			memcpy(dst, &x, 4);
-			memcpy(dst + len - 4, &y, 4);
-		} else {
+		if (len - 1 < 16)
+			copy_small(dst, data, len);
+		else
 			memcpy(dst, data, len);
-		}
 	} else {
 		memset(dst, 0, len);
 	}
@@ -522,27 +536,7 @@ int bl_list_append(struct bl_list *l, const void *data, size_t len)
 	bl__stat_adds(&t->pool[ab->pool].unused, -(int64_t)len);
 	bl__stat_add(&t->copied_bytes, len);
 	bl__stat_add(&t->copy_ops, 1);
-	if (len >= 8) {
-		uint64_t x, y;
-
-		memcpy(&x, data, 8);
-		memcpy(&y, (const char *)data + len - 8, 8);
-		memcpy(dst, &x, 8);
-		memcpy(dst + len - 8, &y, 8);
-	} else if (len >= 4) {
-		uint32_t x, y;
-
-		memcpy(&x, data, 4);
-		memcpy(&y, (const char *)data + len - 4, 4);
-		memcpy(dst, &x, 4);
-		memcpy(dst + len - 4, &y, 4);
-	} else {
-		const char *src = data;
-
-		dst[0] = src[0];
-		dst[len / 2] = src[len / 2];
-		dst[len - 1] = src[len - 1];
-	}
+	copy_small(dst, data, len);
 	return 0;
 }
 

@@ -145,13 +145,7 @@ void bl_msgr_frame_release(struct bl_msgr_frame *f)
 	if (l->_nseg == 1 && l->_inl.count == 1 && !l->_inl.next &&
 	    !l->_abuf) {
 		bl__raw_put(l->_inl_seg[l->_inl.start].raw);
-		l->_tail = &l->_inl;
-		l->_len = 0;
-		l->_nseg = 0;
-		l->_abuf_next = 0;
-		l->_ext = NULL;
-		l->_inl.start = 0;
-		l->_inl.count = 0;
+		bl__list_forget(l);
 		return;
 	}
 	bl_list_clear(l);
@@ -483,13 +477,7 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 			bl_list_init(&f->payload);
 			bl__raw_put(raw);
 		}
-		in->_tail = &in->_inl;
-		in->_len = 0;
-		in->_nseg = 0;
-		in->_abuf_next = 0;
-		in->_ext = NULL;
-		in->_inl.start = 0;
-		in->_inl.count = 0;
+		bl__list_forget(in);
 		return 1;
 	}
 	if (bl__unlikely(s->len <= total))
