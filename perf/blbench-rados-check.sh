@@ -64,6 +64,26 @@ blb() {
 field() {
 	awk -F: -v k="$1" '$1 ~ "^" k { gsub(/ /, "", $2); v = $2 } END { print v }' "$work/out"
 }
+# osd_ops OBJECT: the op list the primary OSD of OBJECT recorded for it
+# ("set-alloc-hint object_size N write_size M,write 0~L"), from the OSD's
+# own op history; empty when there is none.  An op is filed there only
+# after its reply went out, so this asks for up to 10 s.
+osd_ops() {
+	_osd=$(ceph osd map "$pool" "$1" -f json 2>/dev/null |
+		sed -n 's/.*"acting_primary": *\([0-9]*\).*/\1/p')
+	[ -n "$_osd" ] || return 0
+	# the history keeps only the 20 slowest recent ops unless told more
+	ceph tell "osd.$_osd" config set osd_op_history_size 10000 >/dev/null 2>&1
+	_i=0
+	while [ $_i -lt 50 ]; do
+		_ops=$(ceph tell "osd.$_osd" dump_historic_ops 2>/dev/null |
+			sed -n "s/.*:::$1:head \[\([^]]*\)\].*/\1/p" | head -n 1)
+		[ -n "$_ops" ] && break
+		sleep 0.2
+		_i=$((_i + 1))
+	done
+	echo "$_ops"
+}
 positive() {	# positive NUMBER: a number greater than zero
 	awk -v x="${1:-}" 'BEGIN { exit !(x ~ /^[0-9.e+-]+$/ && x + 0 > 0) }'
 }
@@ -85,6 +105,9 @@ check "pool holds one object per write ($nobj objects, $writes writes)" \
 	test "${nobj:-0}" -eq "${writes:-x}"
 check "pool holds ${prefix}_object0" grep -qx "${prefix}_object0" "$work/ls"
 check "pool holds the metadata object $run" grep -qx "$run" "$work/ls"
+ops=$(osd_ops "${prefix}_object0")
+check "write: the OSD got rados bench's allocation hint with the write ($ops)" \
+	test "$ops" = "set-alloc-hint object_size 1048576 write_size 1048576,write 0~1048576"
 
 # ---- seq and rand, verified ---------------------------------------------------------
 if blb 1 seq; then ok "seq exits 0"; else not_ok "seq exits 0"; show; fi
@@ -136,6 +159,13 @@ else
 fi
 check "seq after cleanup says there is nothing to read" \
 	grep -q "Must write data before running a read benchmark" "$work/err"
+
+# ---- --no-hints ----------------------------------------------------------------
+if blb 1 write --no-hints; then ok "write --no-hints exits 0"; else not_ok "write --no-hints exits 0"; show; fi
+prefix=$(awk '/^Object prefix:/ { print $3 }' "$work/out")
+ops=$(osd_ops "${prefix}_object0")
+check "write --no-hints: the OSD got the write alone ($ops)" \
+	test "$ops" = "write 0~1048576"
 
 echo "1..$n"
 if [ "$failed" -ne 0 ]; then

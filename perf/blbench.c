@@ -85,6 +85,7 @@ static const char usage_text[] =
 	"      --max-objects N      write at most N objects\n"
 	"      --no-cleanup         keep what write made, for seq and rand\n"
 	"      --no-verify          seq, rand: do not check what was read\n"
+	"      --no-hints           rados: write without allocation hints\n"
 	"      --run-name NAME      metadata object (benchmark_last_metadata)\n"
 	"      --prefix PREFIX      cleanup: also remove objects named PREFIX*\n"
 	"      --format plain|json  output (plain)\n"
@@ -120,6 +121,7 @@ enum {
 	OPT_TARGET,
 	OPT_NO_CLEANUP,
 	OPT_NO_VERIFY,
+	OPT_NO_HINTS,
 	OPT_RUN_NAME,
 	OPT_PREFIX,
 	OPT_MAX_OBJECTS,
@@ -142,6 +144,7 @@ static const struct option long_opts[] = {
 	{ "target", required_argument, NULL, OPT_TARGET },
 	{ "no-cleanup", no_argument, NULL, OPT_NO_CLEANUP },
 	{ "no-verify", no_argument, NULL, OPT_NO_VERIFY },
+	{ "no-hints", no_argument, NULL, OPT_NO_HINTS },
 	{ "run-name", required_argument, NULL, OPT_RUN_NAME },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
 	{ "max-objects", required_argument, NULL, OPT_MAX_OBJECTS },
@@ -220,6 +223,8 @@ static int check_rados(const struct blb_opts *o)
 	if (!o->target || strncmp(o->target, "rados:", 6)) {
 		if (o->conf)
 			return usage_error("-c is for --target rados:POOL");
+		if (!o->hints)
+			return usage_error("--no-hints is for --target rados:POOL");
 		return -1;
 	}
 	pool = o->target + 6;
@@ -254,6 +259,7 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 	o->op_size = 4u << 20;
 	o->cleanup = true;
 	o->verify = true;
+	o->hints = true;
 	o->run_name = BLB_META_DEFAULT;
 	o->listen = "127.0.0.1:6800";
 
@@ -333,6 +339,9 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 			break;
 		case OPT_NO_VERIFY:
 			o->verify = false;
+			break;
+		case OPT_NO_HINTS:
+			o->hints = false;
 			break;
 		case OPT_RUN_NAME:
 			if (!*optarg || strchr(optarg, '/') ||

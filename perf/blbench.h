@@ -54,6 +54,7 @@ struct blb_opts {
 	bool json;			/* --format json */
 	bool cleanup;			/* false with --no-cleanup */
 	bool verify;			/* false with --no-verify */
+	bool hints;			/* false with --no-hints (rados:) */
 	bool show_time;			/* --show-time */
 	const char *plot;		/* --plot FILE.svg */
 	const char *target;		/* --target SPEC; NULL: default directory */

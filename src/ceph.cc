@@ -305,17 +305,91 @@ int remove(librados::IoCtx &io, const std::string &oid) noexcept
 
 /* ---- the C API ------------------------------------------------------------ */
 
+namespace {
+
+// bl_rados_set_alloc_hint()'s three values; all 0 = no hint.
+struct alloc_hint {
+	uint64_t object_size = 0, write_size = 0;
+	uint32_t flags = 0;
+	bool on() const { return object_size || write_size || flags; }
+};
+
+static_assert(BL_RADOS_HINT_SEQUENTIAL_WRITE ==
+		      LIBRADOS_ALLOC_HINT_FLAG_SEQUENTIAL_WRITE &&
+	      BL_RADOS_HINT_RANDOM_WRITE == LIBRADOS_ALLOC_HINT_FLAG_RANDOM_WRITE &&
+	      BL_RADOS_HINT_SEQUENTIAL_READ ==
+		      LIBRADOS_ALLOC_HINT_FLAG_SEQUENTIAL_READ &&
+	      BL_RADOS_HINT_RANDOM_READ == LIBRADOS_ALLOC_HINT_FLAG_RANDOM_READ &&
+	      BL_RADOS_HINT_APPEND_ONLY == LIBRADOS_ALLOC_HINT_FLAG_APPEND_ONLY &&
+	      BL_RADOS_HINT_IMMUTABLE == LIBRADOS_ALLOC_HINT_FLAG_IMMUTABLE &&
+	      BL_RADOS_HINT_SHORTLIVED == LIBRADOS_ALLOC_HINT_FLAG_SHORTLIVED &&
+	      BL_RADOS_HINT_LONGLIVED == LIBRADOS_ALLOC_HINT_FLAG_LONGLIVED &&
+	      BL_RADOS_HINT_COMPRESSIBLE ==
+		      LIBRADOS_ALLOC_HINT_FLAG_COMPRESSIBLE &&
+	      BL_RADOS_HINT_INCOMPRESSIBLE ==
+		      LIBRADOS_ALLOC_HINT_FLAG_INCOMPRESSIBLE,
+	      "BL_RADOS_HINT_* are librados' values, passed through as they are");
+
+} // namespace
+
 struct bl_rados {
 	// destroyed in reverse order: the IoCtx before the cluster handle
 	librados::Rados cluster;
 	librados::IoCtx io;
-	// aio operations whose completion callback has not returned yet
 	std::mutex mu;
+	// aio operations whose completion callback has not returned yet
 	std::condition_variable idle;
 	unsigned long inflight = 0;
+	alloc_hint hint;	// under mu: a write takes it whole
 };
 
 namespace {
+
+alloc_hint hint_of(struct bl_rados *r)
+{
+	std::lock_guard<std::mutex> g(r->mu);
+	return r->hint;
+}
+
+// The hint and the write as one compound OSD operation, as rados bench
+// sends them.  ObjectWriteOperation shares @bl's buffers (no byte copy),
+// and librados moves the ops out of @op when it is submitted, so @op may
+// go as soon as operate()/aio_operate() returns.
+void hinted_write_op(librados::ObjectWriteOperation &op, const alloc_hint &h,
+		     ::ceph::bufferlist &bl, uint64_t off, bool full)
+{
+	op.set_alloc_hint2(h.object_size, h.write_size, h.flags);
+	if (full)
+		op.write_full(bl);
+	else
+		op.write(off, bl);
+}
+
+// The synchronous writes of the C API: with no hint, the plain C++ calls.
+int sync_write(struct bl_rados *r, const char *oid, const struct bl_list *l,
+	       uint64_t off, bool full)
+{
+	try {
+		alloc_hint h = hint_of(r);
+
+		if (!h.on())
+			return full ? bl::ceph::write_full(r->io, oid, l)
+				    : bl::ceph::write(r->io, oid, l, off);
+		::ceph::bufferlist bl;
+		bl::ceph::list_ref hold;
+		librados::ObjectWriteOperation op;
+		int e = bl::ceph::to_ceph(l, &bl, &hold);
+
+		if (e < 0)
+			return e;
+		hinted_write_op(op, h, bl, off, full);
+		return r->io.operate(oid, &op);
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+}
 
 // One aio operation, from submission until its callback has run.
 struct aio_op {
@@ -421,7 +495,14 @@ int aio_write_common(struct bl_rados *r, const char *oid,
 		delete op;
 		return e;
 	}
+	alloc_hint h = hint_of(r);
 	return aio_submit(op, [&](aio_op *o) {
+		if (h.on()) {
+			librados::ObjectWriteOperation wop;
+
+			hinted_write_op(wop, h, o->bl, off, full);
+			return r->io.aio_operate(name, o->c, &wop);
+		}
 		return full ? r->io.aio_write_full(name, o->c, o->bl)
 			    : r->io.aio_write(name, o->c, o->bl,
 					      o->bl.length(), off);
@@ -487,11 +568,7 @@ int bl_rados_write(struct bl_rados *r, const char *oid,
 {
 	if (!r || !oid)
 		return -EINVAL;
-	try {
-		return bl::ceph::write(r->io, oid, l, off);
-	} catch (...) {	// std::string
-		return -ENOMEM;
-	}
+	return sync_write(r, oid, l, off, false);
 }
 
 int bl_rados_write_full(struct bl_rados *r, const char *oid,
@@ -499,11 +576,7 @@ int bl_rados_write_full(struct bl_rados *r, const char *oid,
 {
 	if (!r || !oid)
 		return -EINVAL;
-	try {
-		return bl::ceph::write_full(r->io, oid, l);
-	} catch (...) {
-		return -ENOMEM;
-	}
+	return sync_write(r, oid, l, 0, true);
 }
 
 ssize_t bl_rados_read(struct bl_rados *r, const char *oid, uint64_t off,
@@ -601,6 +674,18 @@ int bl_rados_aio_remove(struct bl_rados *r, const char *oid, bl_rados_cb cb,
 	return aio_submit(op, [&](aio_op *o) {
 		return r->io.aio_remove(name, o->c);
 	});
+}
+
+int bl_rados_set_alloc_hint(struct bl_rados *r, uint64_t object_size,
+			    uint64_t write_size, uint32_t flags)
+{
+	if (!r || (flags & ~uint32_t(BL_RADOS_HINT_ALL)))
+		return -EINVAL;
+	std::lock_guard<std::mutex> g(r->mu);
+	r->hint.object_size = object_size;
+	r->hint.write_size = write_size;
+	r->hint.flags = flags;
+	return 0;
 }
 
 uint64_t bl_rados_copied_bytes(void)

@@ -472,6 +472,8 @@ START_TEST(test_rados_target_options_are_checked_before_connecting)
 		{ "--conf", "", "--target", "rados:p", "10", "write", NULL },
 		/* -c means nothing to the other targets */
 		{ "-c", "/etc/ceph/ceph.conf", "10", "write", NULL },
+		/* nor does --no-hints */
+		{ "--no-hints", "10", "write", NULL },
 		{ "-p", "a", "--target", "rados:b", "10", "seq", NULL },
 		{ "serve", "--target", "rados:p", NULL },
 	};
@@ -493,6 +495,10 @@ START_TEST(test_rados_target_options_are_checked_before_connecting)
 	/* the same pool twice is fine: it gets as far as the build or the conf */
 	RUN(&r, "-p", "p", "-c", "/nonexistent/blbench/ceph.conf", "--target",
 	    "rados:p", "1", "write");
+	ck_assert_ptr_null(strstr(r.err, "usage: blbench"));
+	res_free(&r);
+	RUN(&r, "--no-hints", "-c", "/nonexistent/blbench/ceph.conf",
+	    "--target", "rados:p", "1", "write");
 	ck_assert_ptr_null(strstr(r.err, "usage: blbench"));
 	res_free(&r);
 }

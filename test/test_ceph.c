@@ -8,11 +8,14 @@
  * write survives the caller dropping its list at once; errors (missing
  * pool, object, ranges past the end) and close waiting for aio; and a
  * memcpy/memmove interposed for the whole process (librados' threads
- * included) sees no payload copied by a write or a read.
+ * included) sees no payload copied by a write or a read; the allocation
+ * hint reaches the OSD with every kind of write (the OSD's own op history
+ * shows it) until it is turned off.
  *
  * Needs CEPH_CONF and BL_CEPH_POOL (`make check-ceph` starts a throw-away
  * cluster and sets both); without them it exits 77 (skipped) at once.
  */
+#define _GNU_SOURCE	/* memmem */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -21,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <rados/librados.h>
 #include <bufferlist/ceph.h>
 #include "testutil.h"
 #include "ceph_int.h"
@@ -507,7 +511,6 @@ END_TEST
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define BL_COUNT_MEMCPY 1
 #include <dlfcn.h>
-#include <rados/librados.h>
 
 typedef void *(*copy_fn)(void *, const void *, size_t);
 static copy_fn real_memcpy, real_memmove;
@@ -633,6 +636,128 @@ START_TEST(test_the_client_process_copies_no_payload_for_writes_and_reads)
 END_TEST
 #endif
 
+/* ---- allocation hints ------------------------------------------------------ */
+
+/*
+ * What the OSD received is read back from the OSD itself: its op tracker
+ * keeps the description of every recent op ("...:OID:head [set-alloc-hint
+ * object_size N write_size M,write 0~L] ..."), dumped by the tell command
+ * dump_historic_ops.  The history keeps the slowest osd_op_history_size
+ * ops (20 by default), so the test raises that first.
+ */
+static rados_t osd_admin(void)
+{
+	static const char *cmd[] = {
+		"{\"prefix\": \"config set\", \"var\": \"osd_op_history_size\", \"val\": [\"10000\"]}"
+	};
+	char *outs = NULL, *outbuf = NULL;
+	size_t outslen = 0, outlen = 0;
+	rados_t c;
+
+	ck_assert_int_eq(rados_create(&c, NULL), 0);
+	ck_assert_int_eq(rados_conf_read_file(c, getenv("CEPH_CONF")), 0);
+	ck_assert_int_eq(rados_connect(c), 0);
+	ck_assert_int_eq(rados_osd_command(c, 0, cmd, 1, "", 0, &outbuf,
+					   &outlen, &outs, &outslen), 0);
+	rados_buffer_free(outbuf);
+	rados_buffer_free(outs);
+	return c;
+}
+
+/*
+ * The op list the OSD recorded for object @o, e.g. "set-alloc-hint
+ * object_size 8 write_size 4,write 0~4"; fails when there is none.  The
+ * OSD files an op in its history only after it sent the reply, so a
+ * client can ask before it is there: up to 10 s of asking.
+ */
+static void osd_ops_of(rados_t c, const char *o, char *ops, size_t n)
+{
+	static const char *cmd[] = { "{\"prefix\": \"dump_historic_ops\"}" };
+	char *outs = NULL, *outbuf = NULL, *p = NULL, *end, key[128];
+	size_t outslen = 0, outlen = 0;
+
+	snprintf(key, sizeof(key), ":%s:head [", o);
+	for (int tries = 0; tries < 100 && !p; tries++) {
+		if (tries) {
+			rados_buffer_free(outbuf);
+			rados_buffer_free(outs);
+			usleep(100 * 1000);
+		}
+		ck_assert_int_eq(rados_osd_command(c, 0, cmd, 1, "", 0,
+						   &outbuf, &outlen, &outs,
+						   &outslen), 0);
+		p = memmem(outbuf, outlen, key, strlen(key));
+	}
+	ck_assert_msg(p != NULL, "the OSD recorded no op on %s", o);
+	p += strlen(key);
+	end = memchr(p, ']', outlen - (size_t)(p - outbuf));
+	ck_assert_ptr_nonnull(end);
+	ck_assert_uint_lt((size_t)(end - p), n);
+	memcpy(ops, p, (size_t)(end - p));
+	ops[end - p] = '\0';
+	rados_buffer_free(outbuf);
+	rados_buffer_free(outs);
+}
+
+START_TEST(test_alloc_hint_goes_with_every_kind_of_write_until_turned_off)
+{
+	static const char *what[] = { "hint_write", "hint_write_full",
+				      "hint_aio_write", "hint_aio_write_full",
+				      "hint_bad_flags", "hint_off" };
+	static const char *want[] = {
+		"set-alloc-hint object_size 8388608 write_size 1048576,write 0~300001",
+		"set-alloc-hint object_size 8388608 write_size 1048576,writefull 0~300001",
+		"set-alloc-hint object_size 8388608 write_size 1048576,write 0~300001",
+		"set-alloc-hint object_size 8388608 write_size 1048576,writefull 0~300001",
+		"set-alloc-hint object_size 8388608 write_size 1048576,write 0~300001",
+		"write 0~300001",
+	};
+	enum { N = sizeof(what) / sizeof(what[0]) };
+	struct waiter w = WAITER_INIT;
+	const char *names[N];
+	struct bl_list l;
+	unsigned char *bytes;
+	char ops[512];
+	rados_t c = osd_admin();
+
+	bl_list_init(&l);
+	bytes = make_list(&l, 300001, 70000);	/* 5+ segments */
+	for (int i = 0; i < N; i++)
+		names[i] = oid(what[i]);
+	ck_assert_int_eq(bl_rados_set_alloc_hint(R, 8 * MIB, 1 * MIB,
+						 BL_RADOS_HINT_SEQUENTIAL_WRITE |
+						 BL_RADOS_HINT_IMMUTABLE), 0);
+	bl_stats_reset();
+	ck_assert_int_eq(bl_rados_write(R, names[0], &l, 0), 0);
+	ck_assert_int_eq(bl_rados_write_full(R, names[1], &l), 0);
+	ck_assert_int_eq(bl_rados_aio_write(R, names[2], &l, 0, on_done, &w), 0);
+	ck_assert_int_eq(wait_for(&w, 1), 0);
+	ck_assert_int_eq(bl_rados_aio_write_full(R, names[3], &l, on_done, &w),
+			 0);
+	ck_assert_int_eq(wait_for(&w, 2), 0);
+	/* a refused hint leaves the one in force as it was */
+	ck_assert_int_eq(bl_rados_set_alloc_hint(R, 1, 1, BL_RADOS_HINT_ALL + 1),
+			 -EINVAL);
+	ck_assert_int_eq(bl_rados_write(R, names[4], &l, 0), 0);
+	ck_assert_int_eq(bl_rados_set_alloc_hint(R, 0, 0, 0), 0);
+	ck_assert_int_eq(bl_rados_write(R, names[5], &l, 0), 0);
+	/* the hinted path shares the bytes as the plain one does */
+	ck_assert_uint_eq(stats().copied_bytes, 0);
+	ck_assert_uint_eq(bl_rados_copied_bytes(), 0);
+
+	for (int i = 0; i < N; i++) {
+		osd_ops_of(c, names[i], ops, sizeof(ops));
+		ck_assert_str_eq(ops, want[i]);
+		assert_object(names[i], bytes, 300001);
+		ck_assert_int_eq(bl_rados_remove(R, names[i]), 0);
+	}
+	ck_assert_int_eq(bl_rados_set_alloc_hint(NULL, 0, 0, 0), -EINVAL);
+	rados_shutdown(c);
+	bl_list_clear(&l);
+	free(bytes);
+}
+END_TEST
+
 /* ---- errors -------------------------------------------------------------- */
 
 START_TEST(test_missing_pool_fails_open_with_enoent)
@@ -704,6 +829,12 @@ int main(void)
 	tcase_add_test(tc, test_aio_write_survives_the_caller_clearing_its_list_at_once);
 	tcase_add_test(tc, test_aio_write_full_and_aio_read_round_trip);
 	tcase_add_test(tc, test_close_waits_for_aio_in_flight);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("alloc_hint");
+	tcase_set_timeout(tc, 300);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_alloc_hint_goes_with_every_kind_of_write_until_turned_off);
 	suite_add_tcase(s, tc);
 
 #ifdef BL_COUNT_MEMCPY
