@@ -379,6 +379,19 @@ int bl__list_append2(struct bl_list *l, const void *a, size_t alen,
 		     const void *b, size_t blen);
 
 /*
+ * bl__list_append_frame() - appends @pre, then @mid (its slices shared, or
+ * with @copy_mid its bytes copied), then @post, as one operation: every
+ * allocation is made before anything changes, so on failure (-ENOMEM) @l,
+ * its append buffer included, is exactly as it was.  @pre and @post are
+ * copied into the append buffer (one new raw of their own when the whole
+ * copied part is LARGE_APPEND bytes or more and does not fit).  -EINVAL
+ * when @mid is @l.  The messenger's frame encoder.
+ */
+int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
+			  const struct bl_list *mid, bool copy_mid,
+			  const void *post, size_t postlen);
+
+/*
  * bl__list_reshape() - rebuilds @l's chain: a segment that @keep accepts is
  * shared as it is; otherwise a run starts there, grows while @more accepts
  * the next segment, and is copied into one new raw aligned to @align (in

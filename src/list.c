@@ -387,9 +387,13 @@ copy_small(char *dst, const void *data, size_t len)
 	}
 }
 
-/* Inlined by force: it is the whole of a small append. */
+/*
+ * Inlined by force: it is the whole of a small append.  @spare as for
+ * push_seg(): with room reserved in advance this cannot fail.
+ */
 static inline __attribute__((always_inline)) int
-abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len)
+abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len,
+	 struct bl__chunk_hdr **spare)
 {
 	struct bl_ptr *ls = l->_ext;
 	char *dst = ab->data + ab->used;
@@ -398,7 +402,7 @@ abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len)
 	if (!ls) {
 		ls = last_seg(l);
 		if (!ls || ls->raw != ab || ls->off + ls->len != ab->used) {
-			if (push_seg(l, ab, ab->used, 0, NULL))
+			if (push_seg(l, ab, ab->used, 0, spare))
 				return -ENOMEM;
 			bl__raw_get(ab);
 			ls = last_seg(l);
@@ -440,6 +444,36 @@ static inline void put2(char *dst, const void *a, size_t alen, const void *b,
 }
 
 /*
+ * A new append buffer with room for @len: the first is small (a lone small
+ * list pins little), each refill doubles up to BL_LIST_ABUF_MAX.
+ * Capacities are the pool cache's size classes, so no block carries
+ * slack.  Not yet @l's: abuf_install() makes it so.
+ */
+static struct bl_raw *abuf_new(const struct bl_list *l, size_t len,
+			       size_t *cap_out)
+{
+	size_t cap = l->_abuf_next ? l->_abuf_next : ABUF_MIN;
+
+	while (cap < len)
+		cap *= 2;
+	if (bl__size_class(cap) != BL__NOCLASS)
+		cap = bl__class_size(bl__size_class(cap));
+	*cap_out = cap;
+	return bl__raw_create_combined(l->_pool, cap, 0);
+}
+
+/* @ab (from abuf_new(), its reference moves in) replaces the old buffer. */
+static void abuf_install(struct bl_list *l, struct bl_raw *ab, size_t cap)
+{
+	l->_ext = NULL;	/* the hint belongs to the old buffer */
+	if (l->_abuf)
+		bl__raw_put(l->_abuf);
+	l->_abuf = ab;
+	l->_abuf_next = cap * 2 > BL_LIST_ABUF_MAX ? BL_LIST_ABUF_MAX
+						   : (unsigned)cap * 2;
+}
+
+/*
  * The append of @a (NULL: zeros) followed by @b that does not fit the
  * append buffer.  Both pieces land in one new raw, so the call succeeds or
  * fails as a whole (the codec's length + blob appends rely on that).
@@ -465,30 +499,16 @@ static int append_slow(struct bl_list *l, const void *a, size_t alen,
 			bl__count_copy(a ? len : blen);
 		return 0;
 	}
-	/*
-	 * A new append buffer: the first is small (a lone small list pins
-	 * little), each refill doubles up to BL_LIST_ABUF_MAX.  Capacities
-	 * are the pool cache's size classes, so no block carries slack.
-	 */
-	cap = l->_abuf_next ? l->_abuf_next : ABUF_MIN;
-	while (cap < len)
-		cap *= 2;
-	if (bl__size_class(cap) != BL__NOCLASS)
-		cap = bl__class_size(bl__size_class(cap));
-	ab = bl__raw_create_combined(l->_pool, cap, 0);
+	ab = abuf_new(l, len, &cap);
 	if (!ab)
 		return -ENOMEM;
-	if (abuf_put(l, ab, a, alen)) {
+	if (abuf_put(l, ab, a, alen, NULL)) {
 		bl__raw_put(ab);
 		return -ENOMEM;
 	}
 	if (blen)
-		abuf_put(l, ab, b, blen);	/* extends: cannot fail */
-	if (l->_abuf)
-		bl__raw_put(l->_abuf);
-	l->_abuf = ab;
-	l->_abuf_next = cap * 2 > BL_LIST_ABUF_MAX ? BL_LIST_ABUF_MAX
-						   : (unsigned)cap * 2;
+		abuf_put(l, ab, b, blen, NULL);	/* extends: cannot fail */
+	abuf_install(l, ab, cap);
 	return 0;
 }
 
@@ -501,7 +521,7 @@ static inline int append_bytes(struct bl_list *l, const void *data,
 	if (bl__unlikely(!len))
 		return 0;
 	if (bl__likely(ab && ab->len - ab->used >= len))
-		ret = abuf_put(l, ab, data, len);	/* counts the copy */
+		ret = abuf_put(l, ab, data, len, NULL);	/* counts the copy */
 	else
 		ret = append_slow(l, data, len, NULL, 0);
 	return ret;
@@ -547,9 +567,9 @@ int bl__list_append2(struct bl_list *l, const void *a, size_t alen,
 	int ret;
 
 	if (ab && ab->len - ab->used >= alen + blen) {
-		ret = abuf_put(l, ab, a, alen);
+		ret = abuf_put(l, ab, a, alen, NULL);
 		if (!ret && blen)
-			abuf_put(l, ab, b, blen);	/* extends: cannot fail */
+			abuf_put(l, ab, b, blen, NULL);	/* extends: cannot fail */
 	} else {
 		ret = append_slow(l, a, alen, b, blen);
 	}
@@ -646,6 +666,96 @@ int bl_list_append_list(struct bl_list *l, const struct bl_list *src)
 		}
 		bl__raw_get(s->raw);
 	}
+	return 0;
+}
+
+int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
+			  const struct bl_list *mid, bool copy_mid,
+			  const void *post, size_t postlen)
+{
+	size_t midlen = mid ? mid->_len : 0;
+	size_t bytes = prelen + postlen + (copy_mid ? midlen : 0), cap = 0;
+	/* slots it may push: at most one per piece */
+	size_t need = copy_mid || !midlen ? 2 : 2 + (size_t)mid->_nseg;
+	struct bl__chunk_hdr *spare = NULL, *t = l->_tail;
+	struct bl_raw *ab = l->_abuf, *own = NULL, *nab = NULL;
+
+	if (mid == l)
+		return -EINVAL;
+	/* every allocation first: past this block nothing can fail */
+	if (!ab || ab->len - ab->used < bytes) {
+		if (bytes >= LARGE_APPEND && (copy_mid || !midlen))
+			own = bl__raw_create_combined(l->_pool, bytes, bytes);
+		else
+			nab = abuf_new(l, bytes, &cap);
+		if (!own && !nab)
+			return -ENOMEM;
+	}
+	if (t->cap - t->count < need) {
+		size_t c = need + t->count;
+
+		spare = chunk_new(c > next_chunk_cap(t) ? (uint32_t)c
+							 : next_chunk_cap(t));
+		if (!spare) {
+			if (own)
+				bl__raw_put(own);
+			if (nab)
+				bl__raw_put(nab);
+			return -ENOMEM;
+		}
+	}
+
+	if (own) {
+		/* too big for an append buffer: one exact raw, as append_slow */
+		char *d = own->data;
+
+		push_seg(l, own, 0, bytes, &spare);
+		if (prelen)
+			memcpy(d, pre, prelen);
+		d += prelen;
+		if (copy_mid && midlen) {
+			bl_list_copy_out(mid, 0, midlen, d);
+			d += midlen;
+		}
+		if (postlen)
+			memcpy(d, post, postlen);
+		bl__count_copy(bytes);
+	} else {
+		if (nab)
+			abuf_install(l, nab, cap);
+		ab = l->_abuf;
+		if (prelen)
+			abuf_put(l, ab, pre, prelen, &spare);
+		if (copy_mid && midlen) {
+			struct bl_iter it;
+			const char *d;
+			size_t n;
+
+			/* each piece extends the segment the preamble began */
+			bl_iter_init(&it, mid, 0);
+			while ((n = bl_iter_get_ptr_and_advance(&it, midlen, &d)))
+				abuf_put(l, ab, d, n, &spare);
+		} else if (midlen) {
+			const struct bl__chunk_hdr *c;
+			const struct bl_ptr *s;
+			uint32_t i;
+			bool first = true;
+
+			for_each_seg(mid, c, s, i) {
+				if (first && try_extend(l, s)) {
+					first = false;
+					continue;
+				}
+				first = false;
+				push_seg(l, s->raw, s->off, s->len, &spare);
+				bl__raw_get(s->raw);
+			}
+		}
+		if (postlen)
+			abuf_put(l, ab, post, postlen, &spare);
+	}
+	if (spare)
+		chunk_free(spare);
 	return 0;
 }
 

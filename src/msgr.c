@@ -284,11 +284,9 @@ int bl_msgr_encode(struct bl_list *out, uint16_t type, uint64_t seq,
 		   const struct bl_list *payload, unsigned flags)
 {
 	size_t plen = payload ? bl_list_length(payload) : 0;
-	size_t mark = bl_list_length(out);
 	unsigned char pre[BL_MSGR_PREAMBLE], tr[BL_MSGR_TRAILER];
-	int ret;
 
-	if (flags & ~(0xffffu | BL_MSGR_ENC_COPY))
+	if ((flags & ~(0xffffu | BL_MSGR_ENC_COPY)) || payload == out)
 		return -EINVAL;
 	if (plen > BL_MSGR_PAYLOAD_LIMIT)
 		return -E2BIG;
@@ -312,31 +310,9 @@ int bl_msgr_encode(struct bl_list *out, uint16_t type, uint64_t seq,
 
 	if (!plen)
 		return bl__list_append2(out, pre, sizeof(pre), tr, sizeof(tr));
-	if (flags & BL_MSGR_ENC_COPY) {
-		struct bl_iter it;
-		const char *d;
-		size_t n;
-
-		ret = bl_list_append(out, pre, sizeof(pre));
-		bl_iter_init(&it, payload, 0);
-		while (!ret && (n = bl_iter_get_ptr_and_advance(&it, plen, &d)))
-			ret = bl_list_append(out, d, n);
-	} else {
-		ret = bl_list_append(out, pre, sizeof(pre));
-		if (!ret)
-			ret = bl_list_append_list(out, payload);
-	}
-	if (!ret)
-		ret = bl_list_append(out, tr, sizeof(tr));
-	if (ret) {
-		/*
-		 * Take back what went in.  Removing a tail range never needs
-		 * a new slot (no segment is cut in two with a piece kept on
-		 * both sides), so this cannot fail.
-		 */
-		bl_list_splice(out, mark, bl_list_length(out) - mark, NULL);
-	}
-	return ret;
+	/* all or nothing, allocations first: a failure leaves @out as it was */
+	return bl__list_append_frame(out, pre, sizeof(pre), payload,
+				     flags & BL_MSGR_ENC_COPY, tr, sizeof(tr));
 }
 
 /* crc32c of [off, off + n) of @l, straight over the bytes (no cache). */
