@@ -72,8 +72,6 @@ osd_ops() {
 	_osd=$(ceph osd map "$pool" "$1" -f json 2>/dev/null |
 		sed -n 's/.*"acting_primary": *\([0-9]*\).*/\1/p')
 	[ -n "$_osd" ] || return 0
-	# the history keeps only the 20 slowest recent ops unless told more
-	ceph tell "osd.$_osd" config set osd_op_history_size 10000 >/dev/null 2>&1
 	_i=0
 	while [ $_i -lt 50 ]; do
 		_ops=$(ceph tell "osd.$_osd" dump_historic_ops 2>/dev/null |
@@ -89,6 +87,12 @@ positive() {	# positive NUMBER: a number greater than zero
 }
 
 echo "# blbench $bin against pool $pool (CEPH_CONF=$CEPH_CONF)"
+
+# An OSD's op history keeps only its 20 slowest recent ops unless told more;
+# osd_ops() below reads it, so raise that before anything is written.
+for o in $(ceph osd ls 2>/dev/null); do
+	ceph tell "osd.$o" config set osd_op_history_size 10000 >/dev/null 2>&1
+done
 
 # ---- write --no-cleanup ---------------------------------------------------------
 if blb 1 write --no-cleanup; then ok "write exits 0"; else not_ok "write exits 0"; show; fi
