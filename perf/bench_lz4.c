@@ -179,7 +179,19 @@ static const struct bl_lz4_opts opts_cc = { 0, 4, false, true, false };
 struct run {
 	uint64_t ns;
 	size_t out;
+	size_t in;	/* bytes compressed, when not the whole mix */
 };
+
+/*
+ * Small messages: SMALL_N messages of SMALL_LEN bytes from the start of
+ * the mix, each compressed as a frame of its own, as a messenger that
+ * compresses every payload does.  Per call, liblz4's own functions set up
+ * a fresh 16 KiB state (LZ4_compress_default through its extState,
+ * LZ4F_compressFrame on its stack); ours reuses the thread's.
+ */
+#define SMALL_LEN 256
+#define SMALL_N 65536
+static struct bl_list small[SMALL_N];	/* one 256-byte slice each */
 
 static struct run c_block(void)
 {
@@ -190,7 +202,7 @@ static struct run c_block(void)
 	t = now_ns() - t;
 	if (n <= 0)
 		die("LZ4_compress_default", n);
-	return (struct run){ t, (size_t)n };
+	return (struct run){ t, (size_t)n, 0 };
 }
 
 static struct run c_lz4f_with(bool cc)
@@ -207,7 +219,7 @@ static struct run c_lz4f_with(bool cc)
 	t = now_ns() - t;
 	if (LZ4F_isError(n))
 		die("LZ4F_compressFrame", 0);
-	return (struct run){ t, n };
+	return (struct run){ t, n, 0 };
 }
 
 static struct run c_lz4f(void)
@@ -234,7 +246,7 @@ static struct run c_ours(const struct bl_list *in,
 	if (n <= 0)
 		die("bl_lz4_compress", (long)n);
 	bl_list_clear(&out);
-	return (struct run){ t, (size_t)n };
+	return (struct run){ t, (size_t)n, 0 };
 }
 
 static struct run c_ours4k(void)
@@ -257,6 +269,65 @@ static struct run c_ours_cc4k(void)
 	return c_ours(&seg4k, &opts_cc);
 }
 
+static struct run c_block_small(void)
+{
+	size_t out = 0;
+	uint64_t t = now_ns();
+
+	for (size_t i = 0; i < SMALL_N; i++) {
+		int n = LZ4_compress_default((const char *)flat + i * SMALL_LEN,
+					     dst, SMALL_LEN, (int)dst_cap);
+
+		if (n <= 0)
+			die("LZ4_compress_default", n);
+		out += (size_t)n;
+	}
+	t = now_ns() - t;
+	return (struct run){ t, out, (size_t)SMALL_N * SMALL_LEN };
+}
+
+static struct run c_lz4f_small(void)
+{
+	LZ4F_preferences_t prefs;
+	size_t out = 0;
+	uint64_t t;
+
+	memset(&prefs, 0, sizeof(prefs));
+	t = now_ns();
+	for (size_t i = 0; i < SMALL_N; i++) {
+		size_t n = LZ4F_compressFrame(dst, dst_cap,
+					      flat + i * SMALL_LEN, SMALL_LEN,
+					      &prefs);
+
+		if (LZ4F_isError(n))
+			die("LZ4F_compressFrame", 0);
+		out += n;
+	}
+	t = now_ns() - t;
+	return (struct run){ t, out, (size_t)SMALL_N * SMALL_LEN };
+}
+
+static struct run c_ours_small(void)
+{
+	struct bl_list o;
+	size_t out = 0;
+	uint64_t t;
+
+	bl_list_init(&o);
+	t = now_ns();
+	for (size_t i = 0; i < SMALL_N; i++) {
+		ssize_t n = bl_lz4_compress(&small[i], &o, NULL);
+
+		if (n <= 0)
+			die("bl_lz4_compress", (long)n);
+		out += (size_t)n;
+		/* a sender hands each frame on and drops it */
+		bl_list_clear(&o);
+	}
+	t = now_ns() - t;
+	return (struct run){ t, out, (size_t)SMALL_N * SMALL_LEN };
+}
+
 static struct run d_block(void)
 {
 	uint64_t t = now_ns();
@@ -265,7 +336,7 @@ static struct run d_block(void)
 	t = now_ns() - t;
 	if (n != (int)len || memcmp(dst, flat, 4096))
 		die("LZ4_decompress_safe", n);
-	return (struct run){ t, (size_t)blk_len };
+	return (struct run){ t, (size_t)blk_len, 0 };
 }
 
 static struct run d_lz4f_of(const unsigned char *f, size_t flen)
@@ -279,7 +350,7 @@ static struct run d_lz4f_of(const unsigned char *f, size_t flen)
 	t = now_ns() - t;
 	if (r != 0 || out != len || in != flen)
 		die("LZ4F_decompress", (long)r);
-	return (struct run){ t, flen };
+	return (struct run){ t, flen, 0 };
 }
 
 static struct run d_lz4f(void)
@@ -305,7 +376,7 @@ static struct run d_ours(const struct bl_list *in)
 	if (n != (ssize_t)len)
 		die("bl_lz4_decompress", (long)n);
 	bl_list_clear(&out);
-	return (struct run){ t, bl_list_length(in) };
+	return (struct run){ t, bl_list_length(in), 0 };
 }
 
 static struct run d_ours4k(void)
@@ -356,7 +427,7 @@ static struct run d_stream4k(void)
 		die("bl_lz4_decoder_end", (long)total);
 	bl_lz4_decoder_free(d);
 	bl_list_clear(&piece);
-	return (struct run){ spent, flen };
+	return (struct run){ spent, flen, 0 };
 }
 
 struct workload {
@@ -366,7 +437,7 @@ struct workload {
 	int base;	/* index of the baseline row, -1 for a baseline */
 	int base2;	/* the frame-level baseline, -1 if none */
 	double mbs[64];
-	size_t out;
+	size_t out, in;
 };
 
 #define W(n, w, f, b, b2) { .name = n, .what = w, .fn = f, .base = b, .base2 = b2 }
@@ -385,6 +456,9 @@ static struct workload wl[] = {
 	W("d_stream_4k", "decoder_feed, 64 KiB feeds of 4 KiB", d_stream4k, 7, 8),
 	W("d_lz4f_cc", "LZ4F_decompress +content checksum", d_lz4f_cc, -1, -1),
 	W("d_ours_cc_1m", "bl_lz4_decompress +checksum, 1 MiB", d_ours_cc1m, 7, 12),
+	W("c_block_256", "LZ4_compress_default, 256 B messages", c_block_small, -1, -1),
+	W("c_lz4f_256", "LZ4F_compressFrame, 256 B messages", c_lz4f_small, -1, -1),
+	W("c_ours_256", "bl_lz4_compress, 256 B messages", c_ours_small, 14, 15),
 };
 #define NWL (sizeof(wl) / sizeof(wl[0]))
 
@@ -505,6 +579,14 @@ int main(int argc, char **argv)
 		free(f);
 	}
 	bl_list_clear(&tmp);
+	if (len < (size_t)SMALL_N * SMALL_LEN)
+		die("-m too small for the 256 B message workloads", (long)mib);
+	for (size_t i = 0; i < SMALL_N; i++) {
+		bl_list_init(&small[i]);
+		if (bl_list_substr_of(&small[i], &seg1m, i * SMALL_LEN,
+				      SMALL_LEN))
+			die("substr", 0);
+	}
 
 	printf("# bench_lz4: %zu MiB mix (3/4 JSON-ish text, 1/4 random, in 16-256 KiB regions), "
 	       "%d rounds, %s time, medians\n",
@@ -516,7 +598,8 @@ int main(int argc, char **argv)
 			struct workload *w = &wl[(k + (size_t)r * 3) % NWL];
 			struct run res = w->fn();
 
-			w->mbs[r] = (double)len / ((double)res.ns / 1e9) / 1e6;
+			w->in = res.in ? res.in : len;
+			w->mbs[r] = (double)w->in / ((double)res.ns / 1e9) / 1e6;
 			w->out = res.out;
 		}
 		fprintf(stderr, "round %d/%d done\n", r + 1, rounds);
@@ -537,7 +620,7 @@ int main(int argc, char **argv)
 				 100.0 * m / median(wl[w->base2].mbs, rounds));
 		printf("| %s | %.0f | %.0f..%.0f | %s | %s | %.4f |\n", w->what,
 		       m, vmin(w->mbs, rounds), vmax(w->mbs, rounds), vb, vf,
-		       (double)w->out / (double)len);
+		       (double)w->out / (double)w->in);
 	}
 
 	bl_list_clear(&seg4k);
@@ -545,6 +628,8 @@ int main(int argc, char **argv)
 	bl_list_clear(&ours4k);
 	bl_list_clear(&ours1m);
 	bl_list_clear(&ours_cc1m);
+	for (size_t i = 0; i < SMALL_N; i++)
+		bl_list_clear(&small[i]);
 	LZ4F_freeDecompressionContext(dctx);
 	free(flat);
 	free(dst);

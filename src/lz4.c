@@ -46,6 +46,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -258,10 +259,12 @@ struct cctx {
 	int level;		/* HC level, when hc */
 	int accel;		/* fast acceleration, when !hc */
 	bool hc, indep, cchk;	/* block checksums: not an option */
-	/* liblz4 state and the staging ring, from the allocator in force */
+	/* the staging ring (and a state that is not the thread's scratch)
+	 * come from the allocator in force */
 	const struct bl__allocator *al;
 	void *state;
 	size_t state_size;
+	bool scratch;		/* state is the thread's (scratch_take) */
 	char *ring;
 	size_t ring_cap;
 	size_t pos;		/* where the block being staged starts */
@@ -301,6 +304,91 @@ static int opts_parse(struct cctx *c, const struct bl_lz4_opts *o)
 	c->indep = o->block_independent;
 	c->cchk = o->content_checksum;
 	return id;
+}
+
+/*
+ * liblz4's compression state (16 KiB for the fast codec, 256 KiB for HC)
+ * stays with the thread between calls: setting a fresh one up (a 16 KiB
+ * memset) cost more than compressing a small message.  Like the
+ * per-thread statistics, it is internal scratch from malloc, not from the
+ * allocator in force: it is no buffer of the caller's and outlives every
+ * call.  It goes when the thread exits.  A call that cannot have it (its
+ * first malloc failed, or a compression already holds it) sets up a state
+ * of its own from the allocator in force, as every call used to.
+ */
+struct lz4_scratch {
+	LZ4_stream_t *fast;
+	LZ4_streamHC_t *hc;
+};
+
+static __thread struct lz4_scratch *tls_scratch;
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_ok;
+
+static void scratch_exit(void *arg)
+{
+	struct lz4_scratch *s = arg;
+
+	tls_scratch = NULL;
+	free(s->fast);
+	free(s->hc);
+	free(s);
+}
+
+static void scratch_init(void)
+{
+	scratch_ok = pthread_key_create(&scratch_key, scratch_exit) == 0;
+}
+
+/* The thread's state, ready for a new frame; NULL when it cannot be had. */
+static void *scratch_take(bool hc, int level)
+{
+	struct lz4_scratch *s = tls_scratch;
+	void *st;
+
+	if (bl__unlikely(!s)) {
+		pthread_once(&scratch_once, scratch_init);
+		if (!scratch_ok || !(s = calloc(1, sizeof(*s))))
+			return NULL;
+		if (pthread_setspecific(scratch_key, s)) {
+			free(s);
+			return NULL;
+		}
+		tls_scratch = s;
+	}
+	if (hc) {
+		st = s->hc;
+		s->hc = NULL;
+		if (!st && (st = malloc(sizeof(LZ4_streamHC_t))))
+			LZ4_initStreamHC(st, sizeof(LZ4_streamHC_t));
+		if (st)
+			LZ4_resetStreamHC_fast(st, level);
+	} else {
+		st = s->fast;
+		s->fast = NULL;
+		if (st)
+			LZ4_resetStream_fast(st);
+		else if ((st = malloc(sizeof(LZ4_stream_t))))
+			LZ4_initStream(st, sizeof(LZ4_stream_t));
+	}
+	return st;
+}
+
+/* Gives the state back for the thread's next call. */
+static void scratch_give(bool hc, void *st)
+{
+	struct lz4_scratch *s = tls_scratch;
+	void **slot;
+
+	if (s) {
+		slot = hc ? (void **)&s->hc : (void **)&s->fast;
+		if (!*slot) {
+			*slot = st;
+			return;
+		}
+	}
+	free(st);
 }
 
 static void *cc_alloc(struct cctx *c, size_t size)
@@ -576,14 +664,18 @@ ssize_t bl_lz4_compress(const struct bl_list *in, struct bl_list *out,
 	bl__xxh32_init(&c.xs, 0);
 
 	c.state_size = c.hc ? sizeof(LZ4_streamHC_t) : sizeof(LZ4_stream_t);
-	c.state = cc_alloc(&c, c.state_size);
-	if (!c.state)
-		return -ENOMEM;
-	if (c.hc) {
-		LZ4_initStreamHC(c.state, c.state_size);
-		LZ4_resetStreamHC_fast(c.state, c.level);
-	} else {
-		LZ4_initStream(c.state, c.state_size);
+	c.state = scratch_take(c.hc, c.level);
+	c.scratch = c.state != NULL;
+	if (!c.state) {
+		c.state = cc_alloc(&c, c.state_size);
+		if (!c.state)
+			return -ENOMEM;
+		if (c.hc) {
+			LZ4_initStreamHC(c.state, c.state_size);
+			LZ4_resetStreamHC_fast(c.state, c.level);
+		} else {
+			LZ4_initStream(c.state, c.state_size);
+		}
 	}
 
 	ret = cc_header(&c, id, opts && opts->content_size, len);
@@ -599,7 +691,10 @@ ssize_t bl_lz4_compress(const struct bl_list *in, struct bl_list *out,
 	if (c.raw)
 		bl__raw_put(c.raw);
 	cc_free(&c, c.ring, c.ring_cap);
-	cc_free(&c, c.state, c.state_size);
+	if (c.scratch)
+		scratch_give(c.hc, c.state);
+	else
+		cc_free(&c, c.state, c.state_size);
 	return ret;
 }
 
