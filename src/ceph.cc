@@ -243,6 +243,24 @@ int write_full(librados::IoCtx &io, const std::string &oid,
 	}
 }
 
+int append(librados::IoCtx &io, const std::string &oid,
+	   const struct bl_list *l) noexcept
+{
+	try {
+		::ceph::bufferlist bl;
+		list_ref hold;
+		int e = to_ceph(l, &bl, &hold);
+
+		if (e < 0)
+			return e;
+		return io.append(oid, bl, bl.length());
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+}
+
 ssize_t read(librados::IoCtx &io, const std::string &oid, uint64_t off,
 	     size_t len, struct bl_list *out) noexcept
 {
@@ -345,6 +363,9 @@ struct bl_rados {
 
 namespace {
 
+// What a write call does with its list.
+enum wkind { W_AT, W_FULL, W_APPEND };
+
 alloc_hint hint_of(struct bl_rados *r)
 {
 	std::lock_guard<std::mutex> g(r->mu);
@@ -356,25 +377,28 @@ alloc_hint hint_of(struct bl_rados *r)
 // and librados moves the ops out of @op when it is submitted, so @op may
 // go as soon as operate()/aio_operate() returns.
 void hinted_write_op(librados::ObjectWriteOperation &op, const alloc_hint &h,
-		     ::ceph::bufferlist &bl, uint64_t off, bool full)
+		     ::ceph::bufferlist &bl, uint64_t off, wkind k)
 {
 	op.set_alloc_hint2(h.object_size, h.write_size, h.flags);
-	if (full)
+	if (k == W_FULL)
 		op.write_full(bl);
+	else if (k == W_APPEND)
+		op.append(bl);
 	else
 		op.write(off, bl);
 }
 
 // The synchronous writes of the C API: with no hint, the plain C++ calls.
 int sync_write(struct bl_rados *r, const char *oid, const struct bl_list *l,
-	       uint64_t off, bool full)
+	       uint64_t off, wkind k)
 {
 	try {
 		alloc_hint h = hint_of(r);
 
 		if (!h.on())
-			return full ? bl::ceph::write_full(r->io, oid, l)
-				    : bl::ceph::write(r->io, oid, l, off);
+			return k == W_FULL ? bl::ceph::write_full(r->io, oid, l)
+			       : k == W_APPEND ? bl::ceph::append(r->io, oid, l)
+					       : bl::ceph::write(r->io, oid, l, off);
 		::ceph::bufferlist bl;
 		bl::ceph::list_ref hold;
 		librados::ObjectWriteOperation op;
@@ -382,7 +406,7 @@ int sync_write(struct bl_rados *r, const char *oid, const struct bl_list *l,
 
 		if (e < 0)
 			return e;
-		hinted_write_op(op, h, bl, off, full);
+		hinted_write_op(op, h, bl, off, k);
 		return r->io.operate(oid, &op);
 	} catch (const std::bad_alloc &) {
 		return -ENOMEM;
@@ -477,7 +501,7 @@ int aio_submit(aio_op *op, F submit)
 }
 
 int aio_write_common(struct bl_rados *r, const char *oid,
-		     const struct bl_list *l, uint64_t off, bool full,
+		     const struct bl_list *l, uint64_t off, wkind k,
 		     bl_rados_cb cb, void *arg)
 {
 	if (!r || !oid || !l)
@@ -500,12 +524,16 @@ int aio_write_common(struct bl_rados *r, const char *oid,
 		if (h.on()) {
 			librados::ObjectWriteOperation wop;
 
-			hinted_write_op(wop, h, o->bl, off, full);
+			hinted_write_op(wop, h, o->bl, off, k);
 			return r->io.aio_operate(name, o->c, &wop);
 		}
-		return full ? r->io.aio_write_full(name, o->c, o->bl)
-			    : r->io.aio_write(name, o->c, o->bl,
-					      o->bl.length(), off);
+		if (k == W_FULL)
+			return r->io.aio_write_full(name, o->c, o->bl);
+		if (k == W_APPEND)
+			return r->io.aio_append(name, o->c, o->bl,
+						o->bl.length());
+		return r->io.aio_write(name, o->c, o->bl, o->bl.length(),
+				       off);
 	});
 }
 
@@ -568,7 +596,7 @@ int bl_rados_write(struct bl_rados *r, const char *oid,
 {
 	if (!r || !oid)
 		return -EINVAL;
-	return sync_write(r, oid, l, off, false);
+	return sync_write(r, oid, l, off, W_AT);
 }
 
 int bl_rados_write_full(struct bl_rados *r, const char *oid,
@@ -576,7 +604,15 @@ int bl_rados_write_full(struct bl_rados *r, const char *oid,
 {
 	if (!r || !oid)
 		return -EINVAL;
-	return sync_write(r, oid, l, 0, true);
+	return sync_write(r, oid, l, 0, W_FULL);
+}
+
+int bl_rados_append(struct bl_rados *r, const char *oid,
+		    const struct bl_list *l)
+{
+	if (!r || !oid)
+		return -EINVAL;
+	return sync_write(r, oid, l, 0, W_APPEND);
 }
 
 ssize_t bl_rados_read(struct bl_rados *r, const char *oid, uint64_t off,
@@ -624,13 +660,19 @@ int bl_rados_aio_write(struct bl_rados *r, const char *oid,
 		       const struct bl_list *l, uint64_t off, bl_rados_cb cb,
 		       void *arg)
 {
-	return aio_write_common(r, oid, l, off, false, cb, arg);
+	return aio_write_common(r, oid, l, off, W_AT, cb, arg);
 }
 
 int bl_rados_aio_write_full(struct bl_rados *r, const char *oid,
 			    const struct bl_list *l, bl_rados_cb cb, void *arg)
 {
-	return aio_write_common(r, oid, l, 0, true, cb, arg);
+	return aio_write_common(r, oid, l, 0, W_FULL, cb, arg);
+}
+
+int bl_rados_aio_append(struct bl_rados *r, const char *oid,
+			const struct bl_list *l, bl_rados_cb cb, void *arg)
+{
+	return aio_write_common(r, oid, l, 0, W_APPEND, cb, arg);
 }
 
 int bl_rados_aio_read(struct bl_rados *r, const char *oid, uint64_t off,

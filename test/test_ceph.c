@@ -376,6 +376,50 @@ static unsigned char *make_poison_list(struct bl_list *l, size_t len,
 	return want;
 }
 
+START_TEST(test_append_and_aio_append_add_at_the_end_without_copies)
+{
+	const char *o = oid("append");
+	struct waiter w = WAITER_INIT;
+	struct bl_list a, b, c;
+	unsigned char *want = malloc(700001), *pa, *pb, *pc;
+
+	ck_assert_ptr_nonnull(want);
+	bl_list_init(&a);
+	bl_list_init(&b);
+	bl_list_init(&c);
+	pa = make_list(&a, 100000, 999);
+	pb = make_list(&b, 300001, 65537);
+	pc = make_list(&c, 300000, 4096);
+	memcpy(want, pa, 100000);
+	memcpy(want + 100000, pb, 300001);
+	memcpy(want + 400001, pc, 300000);
+	bl_stats_reset();
+	/* the first append creates the object */
+	ck_assert_int_eq(bl_rados_append(R, o, &a), 0);
+	ck_assert_int_eq(bl_rados_aio_append(R, o, &b, on_done, &w), 0);
+	bl_list_clear(&b);	/* the bridge holds its own references */
+	ck_assert_int_eq(wait_for(&w, 1), 0);
+	ck_assert_int_eq(bl_rados_append(R, o, &c), 0);
+	ck_assert_uint_eq(stats().copied_bytes, 0);
+	ck_assert_uint_eq(bl_rados_copied_bytes(), 0);
+	assert_object(o, want, 700001);
+	ck_assert_int_eq(bl_rados_remove(R, o), 0);
+	/* bad arguments change nothing and reach no server */
+	ck_assert_int_eq(bl_rados_append(NULL, o, &a), -EINVAL);
+	ck_assert_int_eq(bl_rados_append(R, NULL, &a), -EINVAL);
+	ck_assert_int_eq(bl_rados_append(R, o, NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_aio_append(R, o, NULL, on_done, &w), -EINVAL);
+	ck_assert_uint_eq(w.done, 1);
+	ck_assert_int_eq(bl_rados_stat(R, o, NULL, NULL), -ENOENT);
+	bl_list_clear(&a);
+	bl_list_clear(&c);
+	free(pa);
+	free(pb);
+	free(pc);
+	free(want);
+}
+END_TEST
+
 START_TEST(test_aio_write_survives_the_caller_clearing_its_list_at_once)
 {
 	const char *o = oid("aio_write");
@@ -703,12 +747,15 @@ START_TEST(test_alloc_hint_goes_with_every_kind_of_write_until_turned_off)
 {
 	static const char *what[] = { "hint_write", "hint_write_full",
 				      "hint_aio_write", "hint_aio_write_full",
+				      "hint_append", "hint_aio_append",
 				      "hint_bad_flags", "hint_off" };
 	static const char *want[] = {
 		"set-alloc-hint object_size 8388608 write_size 1048576,write 0~300001",
 		"set-alloc-hint object_size 8388608 write_size 1048576,writefull 0~300001",
 		"set-alloc-hint object_size 8388608 write_size 1048576,write 0~300001",
 		"set-alloc-hint object_size 8388608 write_size 1048576,writefull 0~300001",
+		"set-alloc-hint object_size 8388608 write_size 1048576,append 0~300001",
+		"set-alloc-hint object_size 8388608 write_size 1048576,append 0~300001",
 		"set-alloc-hint object_size 8388608 write_size 1048576,write 0~300001",
 		"write 0~300001",
 	};
@@ -735,12 +782,15 @@ START_TEST(test_alloc_hint_goes_with_every_kind_of_write_until_turned_off)
 	ck_assert_int_eq(bl_rados_aio_write_full(R, names[3], &l, on_done, &w),
 			 0);
 	ck_assert_int_eq(wait_for(&w, 2), 0);
+	ck_assert_int_eq(bl_rados_append(R, names[4], &l), 0);
+	ck_assert_int_eq(bl_rados_aio_append(R, names[5], &l, on_done, &w), 0);
+	ck_assert_int_eq(wait_for(&w, 3), 0);
 	/* a refused hint leaves the one in force as it was */
 	ck_assert_int_eq(bl_rados_set_alloc_hint(R, 1, 1, BL_RADOS_HINT_ALL + 1),
 			 -EINVAL);
-	ck_assert_int_eq(bl_rados_write(R, names[4], &l, 0), 0);
+	ck_assert_int_eq(bl_rados_write(R, names[6], &l, 0), 0);
 	ck_assert_int_eq(bl_rados_set_alloc_hint(R, 0, 0, 0), 0);
-	ck_assert_int_eq(bl_rados_write(R, names[5], &l, 0), 0);
+	ck_assert_int_eq(bl_rados_write(R, names[7], &l, 0), 0);
 	/* the hinted path shares the bytes as the plain one does */
 	ck_assert_uint_eq(stats().copied_bytes, 0);
 	ck_assert_uint_eq(bl_rados_copied_bytes(), 0);
@@ -827,6 +877,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_aio_write_survives_the_caller_clearing_its_list_at_once);
+	tcase_add_test(tc, test_append_and_aio_append_add_at_the_end_without_copies);
 	tcase_add_test(tc, test_aio_write_full_and_aio_read_round_trip);
 	tcase_add_test(tc, test_close_waits_for_aio_in_flight);
 	suite_add_tcase(s, tc);

@@ -76,6 +76,14 @@ BL_API int bl_rados_write_full(struct bl_rados *r, const char *oid,
 			       const struct bl_list *l);
 
 /**
+ * bl_rados_append() - append all of @l to the end of object @oid (created
+ * if missing).  Shares, as bl_rados_write().
+ * Return: 0 or a negative errno.
+ */
+BL_API int bl_rados_append(struct bl_rados *r, const char *oid,
+			   const struct bl_list *l);
+
+/**
  * bl_rados_read() - appends bytes [@off, @off + @len) of object @oid to
  * @out (fewer when the object ends first, none when @off is at or past
  * its end).  @len 0 reads nothing and asks no server.
@@ -119,7 +127,7 @@ BL_API int bl_rados_remove(struct bl_rados *r, const char *oid);
 
 /**
  * bl_rados_set_alloc_hint() - from now on every write through @r (sync
- * and aio, write and write_full) carries an allocation hint: the object
+ * and aio: write, write_full, append) carries an allocation hint: the object
  * is expected to grow to @object_size bytes in writes of @write_size
  * bytes, with @flags (BL_RADOS_HINT_*).  The hint goes in the same OSD
  * operation as the write (librados' set_alloc_hint2), so it costs no
@@ -159,6 +167,11 @@ BL_API int bl_rados_aio_write(struct bl_rados *r, const char *oid,
 BL_API int bl_rados_aio_write_full(struct bl_rados *r, const char *oid,
 				   const struct bl_list *l, bl_rados_cb cb,
 				   void *arg);
+
+/** bl_rados_aio_append() - bl_rados_append() in the background. */
+BL_API int bl_rados_aio_append(struct bl_rados *r, const char *oid,
+			       const struct bl_list *l, bl_rados_cb cb,
+			       void *arg);
 
 /**
  * bl_rados_aio_read() - bl_rados_read() in the background.  @out is

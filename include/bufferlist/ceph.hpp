@@ -90,6 +90,8 @@ BL_API int write(librados::IoCtx &io, const std::string &oid,
 		 const struct bl_list *l, uint64_t off) noexcept;
 BL_API int write_full(librados::IoCtx &io, const std::string &oid,
 		      const struct bl_list *l) noexcept;
+BL_API int append(librados::IoCtx &io, const std::string &oid,
+		  const struct bl_list *l) noexcept;
 BL_API ssize_t read(librados::IoCtx &io, const std::string &oid,
 		    uint64_t off, size_t len, struct bl_list *out) noexcept;
 BL_API int stat(librados::IoCtx &io, const std::string &oid, uint64_t *size,
