@@ -2,7 +2,7 @@
 /*
  * test_ceph.c - the Ceph bridge's C API against a running cluster: lists
  * of many odd-sized segments (1 byte to 8 MiB) written with write,
- * write_full and their aio forms, read back and compared; the copy
+ * write_full, append and their aio forms, read back and compared; the copy
  * counters prove the client side copied nothing; reads come back as
  * claimed raws over Ceph's buffers, released when the list goes; an aio
  * write survives the caller dropping its list at once; errors (missing
