@@ -64,10 +64,11 @@ blb() {
 field() {
 	awk -F: -v k="$1" '$1 ~ "^" k { gsub(/ /, "", $2); v = $2 } END { print v }' "$work/out"
 }
-# osd_ops OBJECT: the op list the primary OSD of OBJECT recorded for it
-# ("set-alloc-hint object_size N write_size M,write 0~L"), from the OSD's
-# own op history; empty when there is none.  An op is filed there only
-# after its reply went out, so this asks for up to 10 s.
+# osd_ops OBJECT: the op list of the newest write the primary OSD of OBJECT
+# recorded for it ("set-alloc-hint object_size N write_size M,write 0~L"),
+# from the OSD's own op history (the newest: a pid, and so a prefix, can come
+# back within the history's 10 minutes); empty when there is none.  An op
+# is filed there only after its reply went out, so this asks for up to 10 s.
 osd_ops() {
 	_osd=$(ceph osd map "$pool" "$1" -f json 2>/dev/null |
 		sed -n 's/.*"acting_primary": *\([0-9]*\).*/\1/p')
@@ -75,7 +76,7 @@ osd_ops() {
 	_i=0
 	while [ $_i -lt 50 ]; do
 		_ops=$(ceph tell "osd.$_osd" dump_historic_ops 2>/dev/null |
-			sed -n "s/.*:::$1:head \[\([^]]*\)\].*/\1/p" | head -n 1)
+			sed -n "s/.*:::$1:head \[\([^]]*write[^]]*\)\].*/\1/p" | tail -n 1)
 		[ -n "$_ops" ] && break
 		sleep 0.2
 		_i=$((_i + 1))
@@ -112,6 +113,9 @@ check "pool holds the metadata object $run" grep -qx "$run" "$work/ls"
 ops=$(osd_ops "${prefix}_object0")
 check "write: the OSD got rados bench's allocation hint with the write ($ops)" \
 	test "$ops" = "set-alloc-hint object_size 1048576 write_size 1048576,write 0~1048576"
+ops=$(osd_ops "$run")
+check "write: the metadata object went without a hint, as rados bench's ($ops)" \
+	sh -c 'case "$1" in writefull\ 0~[0-9]*) exit 0 ;; *) exit 1 ;; esac' sh "$ops"
 
 # ---- seq and rand, verified ---------------------------------------------------------
 if blb 1 seq; then ok "seq exits 0"; else not_ok "seq exits 0"; show; fi

@@ -65,7 +65,8 @@ volatile int blb_stop;
 #define HDR_MIN 64			/* header bytes without O_DIRECT */
 #define HDR_MAGIC "BLBENCH1"
 #define META_MAGIC 0x4d424c42u		/* "BLBM" */
-#define META_VERSION 1
+/* 2: pattern regions 1..V-1 are region 0 xor a word (make_pattern) */
+#define META_VERSION 2
 #define PATTERN_MAX (1ull << 30)	/* pattern memory, at most */
 #define FLAG_CRC 1u
 #define FLAG_LZ4 2u

@@ -519,8 +519,10 @@ int aio_write_common(struct bl_rados *r, const char *oid,
 		delete op;
 		return e;
 	}
-	alloc_hint h = hint_of(r);
 	return aio_submit(op, [&](aio_op *o) {
+		// in here an exception (the lock's) is caught and @op freed
+		alloc_hint h = hint_of(r);
+
 		if (h.on()) {
 			librados::ObjectWriteOperation wop;
 
@@ -723,10 +725,15 @@ int bl_rados_set_alloc_hint(struct bl_rados *r, uint64_t object_size,
 {
 	if (!r || (flags & ~uint32_t(BL_RADOS_HINT_ALL)))
 		return -EINVAL;
-	std::lock_guard<std::mutex> g(r->mu);
-	r->hint.object_size = object_size;
-	r->hint.write_size = write_size;
-	r->hint.flags = flags;
+	try {
+		std::lock_guard<std::mutex> g(r->mu);
+
+		r->hint.object_size = object_size;
+		r->hint.write_size = write_size;
+		r->hint.flags = flags;
+	} catch (...) {	// std::system_error from the lock
+		return -EIO;
+	}
 	return 0;
 }
 
