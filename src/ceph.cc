@@ -36,6 +36,10 @@
 #include <utility>
 #include <sys/uio.h>
 
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
+
 #include <bufferlist/ceph.hpp>
 #include <bufferlist/ptr.h>
 #include <bufferlist/raw.h>
@@ -325,6 +329,32 @@ int remove(librados::IoCtx &io, const std::string &oid) noexcept
 
 namespace {
 
+/*
+ * An aio op goes from the submitting thread to a librados thread through
+ * librados' own locks, which ThreadSanitizer cannot see (Debian's Ceph is
+ * not instrumented): without saying so, everything the callback does with
+ * the op would be reported as a race.  handoff() is the last thing the
+ * submitter does with an op, taken_over() the first thing the callback
+ * does; both are nothing outside TSan builds.
+ */
+inline void handoff(const void *op)
+{
+#if defined(__SANITIZE_THREAD__)
+	__tsan_release(const_cast<void *>(op));
+#else
+	(void)op;
+#endif
+}
+
+inline void taken_over(const void *op)
+{
+#if defined(__SANITIZE_THREAD__)
+	__tsan_acquire(const_cast<void *>(op));
+#else
+	(void)op;
+#endif
+}
+
 // bl_rados_set_alloc_hint()'s three values; all 0 = no hint.
 struct alloc_hint {
 	uint64_t object_size = 0, write_size = 0;
@@ -439,6 +469,8 @@ void op_done(struct bl_rados *r)
 void aio_done(librados::completion_t, void *arg) noexcept
 {
 	auto *op = static_cast<aio_op *>(arg);
+
+	taken_over(op);
 	struct bl_rados *r = op->r;
 	librados::AioCompletion *c = op->c;
 	bl_rados_cb cb = op->cb;
@@ -459,9 +491,10 @@ void aio_done(librados::completion_t, void *arg) noexcept
 	op_done(r);
 }
 
-// Queues @op with @submit(op); on failure @op is deleted here and the
-// callback never runs.  @submit makes nothing that can throw before its
-// librados call: an exception is taken to mean librados queued nothing.
+// Queues @op with @submit(op), which calls handoff(op) just before its
+// librados call and touches @op no more; on failure @op is deleted here
+// and the callback never runs.  Whatever in @submit can throw comes before
+// its librados call: an exception means librados queued nothing.
 template <typename F>
 int aio_submit(aio_op *op, F submit)
 {
@@ -522,20 +555,23 @@ int aio_write_common(struct bl_rados *r, const char *oid,
 	return aio_submit(op, [&](aio_op *o) {
 		// in here an exception (the lock's) is caught and @op freed
 		alloc_hint h = hint_of(r);
+		librados::AioCompletion *c = o->c;
+		::ceph::bufferlist &bl = o->bl;
+		unsigned len = bl.length();
 
 		if (h.on()) {
 			librados::ObjectWriteOperation wop;
 
-			hinted_write_op(wop, h, o->bl, off, k);
-			return r->io.aio_operate(name, o->c, &wop);
+			hinted_write_op(wop, h, bl, off, k);
+			handoff(o);
+			return r->io.aio_operate(name, c, &wop);
 		}
+		handoff(o);
 		if (k == W_FULL)
-			return r->io.aio_write_full(name, o->c, o->bl);
+			return r->io.aio_write_full(name, c, bl);
 		if (k == W_APPEND)
-			return r->io.aio_append(name, o->c, o->bl,
-						o->bl.length());
-		return r->io.aio_write(name, o->c, o->bl, o->bl.length(),
-				       off);
+			return r->io.aio_append(name, c, bl, len);
+		return r->io.aio_write(name, c, bl, len, off);
 	});
 }
 
@@ -698,7 +734,10 @@ int bl_rados_aio_read(struct bl_rados *r, const char *oid, uint64_t off,
 	}
 	op->out = out;
 	return aio_submit(op, [&](aio_op *o) {
-		return r->io.aio_read(name, o->c, &o->bl, len, off);
+		librados::AioCompletion *c = o->c;
+
+		handoff(o);
+		return r->io.aio_read(name, c, &o->bl, len, off);
 	});
 }
 
@@ -716,7 +755,10 @@ int bl_rados_aio_remove(struct bl_rados *r, const char *oid, bl_rados_cb cb,
 		return -ENOMEM;
 	}
 	return aio_submit(op, [&](aio_op *o) {
-		return r->io.aio_remove(name, o->c);
+		librados::AioCompletion *c = o->c;
+
+		handoff(o);
+		return r->io.aio_remove(name, c);
 	});
 }
 
