@@ -796,7 +796,8 @@ int bl_list_prepend_ptr(struct bl_list *l, const struct bl_ptr *p)
 
 /* ---- claim -------------------------------------------------------------- */
 
-int bl_list_claim_append(struct bl_list *l, struct bl_list *src)
+static __attribute__((noinline)) int
+claim_append_slow(struct bl_list *l, struct bl_list *src)
 {
 	struct bl__chunk_hdr *si = inl(src), *t = l->_tail, *dst;
 
@@ -832,6 +833,27 @@ int bl_list_claim_append(struct bl_list *l, struct bl_list *src)
 	l->_len += src->_len;
 	l->_nseg += src->_nseg;
 	/* src keeps its append buffer: further appends to it stay cheap. */
+	reset_moved(src);
+	return 0;
+}
+
+/*
+ * A source with no inline slice -- every list that outgrew its two inline
+ * slots lives wholly in heap chunks -- is a relink that calls nothing, so
+ * it runs without a stack frame (the general path's register saves cost
+ * as much as the relink); anything else goes the general way.
+ */
+int bl_list_claim_append(struct bl_list *l, struct bl_list *src)
+{
+	struct bl__chunk_hdr *si = inl(src);
+
+	if (bl__unlikely(l == src || si->count || !si->next))
+		return claim_append_slow(l, src);
+	l->_ext = NULL;
+	l->_tail->next = si->next;
+	l->_tail = src->_tail;
+	l->_len += src->_len;
+	l->_nseg += src->_nseg;
 	reset_moved(src);
 	return 0;
 }
