@@ -165,14 +165,21 @@ extern _Atomic bool bl__cache_on;
 #define BL__NOCLASS 0xff
 
 /* Size class whose capacity holds @len, or BL__NOCLASS when too big. */
+/* the classes of 1..1024 bytes, by 16-byte step (class sizes are
+ * multiples of 16): the sizes most raws have cost a load, not a bit scan
+ * and two branches */
+extern const uint8_t bl__class_by16[64];
+
 static inline unsigned bl__size_class(size_t len)
 {
 	unsigned k;
 
-	if (len > BL_POOL_CACHE_MAX)
-		return BL__NOCLASS;
 	if (len <= 32)
 		return 0;
+	if (len <= 1024)
+		return bl__class_by16[(len - 1) >> 4];
+	if (len > BL_POOL_CACHE_MAX)
+		return BL__NOCLASS;
 	/* classes 32, 48, 64, 96, 128, ...: two per power of two */
 	k = 64 - __builtin_clzll(len - 1);	/* 2^k >= len, k >= 6 */
 	if (len <= (3ull << (k - 2)))
@@ -180,13 +187,12 @@ static inline unsigned bl__size_class(size_t len)
 	return 2 * (k - 5);
 }
 
+/* odd classes are 3 * 2^(k-2), even ones 2^k: 32, 48, 64, 96, 128 ... */
+extern const uint32_t bl__class_bytes[BL__NCLASS];
+
 static inline size_t bl__class_size(unsigned cls)
 {
-	if (!cls)
-		return 32;
-	/* odd classes are 3 * 2^(k-2), even ones 2^k */
-	return cls & 1 ? 3ull << ((cls + 1) / 2 + 5 - 2)
-		       : 1ull << (cls / 2 + 5);
+	return bl__class_bytes[cls];
 }
 
 /* Slow halves of the cache: refill from the depot, spill to it. */

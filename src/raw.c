@@ -106,20 +106,6 @@ struct bl_raw *bl__raw_create_combined(struct bl_pool *p, size_t len,
  * register saves even when they are not taken); anything else returns
  * NULL and takes the general path, which checks everything again.
  */
-/* bl__class_size() as a table (a load instead of eight instructions) */
-#define CLASS_SIZE(c) ((c) == 0 ? 32u : ((c) & 1) ? 3u << (((c) + 1) / 2 + 3) \
-					     : 1u << ((c) / 2 + 5))
-static const uint32_t class_size_tab[BL__NCLASS] = {
-	CLASS_SIZE(0), CLASS_SIZE(1), CLASS_SIZE(2), CLASS_SIZE(3),
-	CLASS_SIZE(4), CLASS_SIZE(5), CLASS_SIZE(6), CLASS_SIZE(7),
-	CLASS_SIZE(8), CLASS_SIZE(9), CLASS_SIZE(10), CLASS_SIZE(11),
-	CLASS_SIZE(12), CLASS_SIZE(13), CLASS_SIZE(14), CLASS_SIZE(15),
-	CLASS_SIZE(16), CLASS_SIZE(17), CLASS_SIZE(18), CLASS_SIZE(19),
-	CLASS_SIZE(20), CLASS_SIZE(21), CLASS_SIZE(22),
-};
-_Static_assert(CLASS_SIZE(BL__NCLASS - 1) == BL_POOL_CACHE_MAX,
-	       "class table out of step with BL_POOL_CACHE_MAX");
-
 static inline __attribute__((always_inline)) struct bl_raw *
 create_cached(size_t len, size_t used)
 {
@@ -142,7 +128,7 @@ create_cached(size_t len, size_t used)
 	c->head = *(void **)base;
 	c->n--;
 	/* class sizes are multiples of 8: the header goes right after */
-	r = (struct bl_raw *)(base + class_size_tab[cls]);
+	r = (struct bl_raw *)(base + bl__class_size(cls));
 	raw_init(t, r, 0, &bl__default_allocator,
 		 BL__RAW_COMBINED, base, len, used);
 	r->cls = (uint8_t)cls;

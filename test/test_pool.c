@@ -192,6 +192,29 @@ START_TEST(pool_global_allocator_sees_every_raw_and_chunk)
 }
 END_TEST
 
+/* Every length's size class is the smallest class that holds it: the
+ * 16-byte-step table and the bit-scan formula both. */
+START_TEST(size_class_is_the_smallest_class_that_fits)
+{
+	for (size_t len = 0; len <= BL_POOL_CACHE_MAX + 64; len++) {
+		unsigned c = bl__size_class(len);
+
+		if (len > BL_POOL_CACHE_MAX) {
+			ck_assert_uint_eq(c, BL__NOCLASS);
+			continue;
+		}
+		ck_assert_msg(c < BL__NCLASS, "len %zu: class %u", len, c);
+		ck_assert_msg(bl__class_size(c) >= len,
+			      "len %zu: class %u holds %zu", len, c,
+			      bl__class_size(c));
+		ck_assert_msg(c == 0 || bl__class_size(c - 1) < len,
+			      "len %zu: class %u, but %u (%zu) holds it", len,
+			      c, c - 1, bl__class_size(c - 1));
+	}
+	ck_assert_uint_eq(bl__class_size(BL__NCLASS - 1), BL_POOL_CACHE_MAX);
+}
+END_TEST
+
 START_TEST(cache_recycles_small_raws)
 {
 	struct bl_pool_cache_stats cs0, cs1;
@@ -442,6 +465,7 @@ int main(void)
 	tcase_add_test(tc, pool_dump_prints_every_pool);
 	/* these run with the cache on, whatever BL_POOL_CACHE says */
 	tcase_add_checked_fixture(tcc, cache_on, cache_restore);
+	tcase_add_test(tcc, size_class_is_the_smallest_class_that_fits);
 	tcase_add_test(tcc, cache_recycles_small_raws);
 	tcase_add_test(tcc, cache_off_sends_raws_to_the_allocator);
 	tcase_add_test(tcc, cache_cross_thread_release_is_counted_and_reused);
