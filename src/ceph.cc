@@ -71,6 +71,26 @@ void drop_ceph_ptr(void *, size_t, void *opaque)
 	g_live_ptrs.fetch_sub(1, std::memory_order_relaxed);
 }
 
+/*
+ * The synchronous calls' frame: @l as a Ceph list sharing its bytes (held
+ * on our side until @f returns), exceptions mapped to -errno.
+ */
+template <typename F>
+int with_ceph_list(const struct bl_list *l, F f) noexcept
+{
+	try {
+		::ceph::bufferlist bl;
+		bl::ceph::list_ref hold;
+		int e = bl::ceph::to_ceph(l, &bl, &hold);
+
+		return e < 0 ? e : f(bl);
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+}
+
 } // namespace
 
 extern "C" long bl__ceph_live_ptrs(void)
@@ -214,55 +234,25 @@ int from_ceph(::ceph::bufferlist &&in, struct bl_list *out) noexcept
 int write(librados::IoCtx &io, const std::string &oid,
 	  const struct bl_list *l, uint64_t off) noexcept
 {
-	try {
-		::ceph::bufferlist bl;
-		list_ref hold;
-		int e = to_ceph(l, &bl, &hold);
-
-		if (e < 0)
-			return e;
+	return with_ceph_list(l, [&](::ceph::bufferlist &bl) {
 		return io.write(oid, bl, bl.length(), off);
-	} catch (const std::bad_alloc &) {
-		return -ENOMEM;
-	} catch (...) {
-		return -EIO;
-	}
+	});
 }
 
 int write_full(librados::IoCtx &io, const std::string &oid,
 	       const struct bl_list *l) noexcept
 {
-	try {
-		::ceph::bufferlist bl;
-		list_ref hold;
-		int e = to_ceph(l, &bl, &hold);
-
-		if (e < 0)
-			return e;
+	return with_ceph_list(l, [&](::ceph::bufferlist &bl) {
 		return io.write_full(oid, bl);
-	} catch (const std::bad_alloc &) {
-		return -ENOMEM;
-	} catch (...) {
-		return -EIO;
-	}
+	});
 }
 
 int append(librados::IoCtx &io, const std::string &oid,
 	   const struct bl_list *l) noexcept
 {
-	try {
-		::ceph::bufferlist bl;
-		list_ref hold;
-		int e = to_ceph(l, &bl, &hold);
-
-		if (e < 0)
-			return e;
+	return with_ceph_list(l, [&](::ceph::bufferlist &bl) {
 		return io.append(oid, bl, bl.length());
-	} catch (const std::bad_alloc &) {
-		return -ENOMEM;
-	} catch (...) {
-		return -EIO;
-	}
+	});
 }
 
 ssize_t read(librados::IoCtx &io, const std::string &oid, uint64_t off,
@@ -422,27 +412,23 @@ void hinted_write_op(librados::ObjectWriteOperation &op, const alloc_hint &h,
 int sync_write(struct bl_rados *r, const char *oid, const struct bl_list *l,
 	       uint64_t off, wkind k)
 {
+	alloc_hint h;
+
 	try {
-		alloc_hint h = hint_of(r);
-
-		if (!h.on())
-			return k == W_FULL ? bl::ceph::write_full(r->io, oid, l)
-			       : k == W_APPEND ? bl::ceph::append(r->io, oid, l)
-					       : bl::ceph::write(r->io, oid, l, off);
-		::ceph::bufferlist bl;
-		bl::ceph::list_ref hold;
-		librados::ObjectWriteOperation op;
-		int e = bl::ceph::to_ceph(l, &bl, &hold);
-
-		if (e < 0)
-			return e;
-		hinted_write_op(op, h, bl, off, k);
-		return r->io.operate(oid, &op);
-	} catch (const std::bad_alloc &) {
-		return -ENOMEM;
-	} catch (...) {
+		h = hint_of(r);
+	} catch (...) {	// std::system_error from the lock
 		return -EIO;
 	}
+	if (!h.on())
+		return k == W_FULL ? bl::ceph::write_full(r->io, oid, l)
+		       : k == W_APPEND ? bl::ceph::append(r->io, oid, l)
+				       : bl::ceph::write(r->io, oid, l, off);
+	return with_ceph_list(l, [&](::ceph::bufferlist &bl) {
+		librados::ObjectWriteOperation op;
+
+		hinted_write_op(op, h, bl, off, k);
+		return r->io.operate(oid, &op);
+	});
 }
 
 // One aio operation, from submission until its callback has run.

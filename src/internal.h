@@ -164,12 +164,12 @@ extern _Atomic bool bl__cache_on;
 
 #define BL__NOCLASS 0xff
 
-/* Size class whose capacity holds @len, or BL__NOCLASS when too big. */
 /* the classes of 1..1024 bytes, by 16-byte step (class sizes are
  * multiples of 16): the sizes most raws have cost a load, not a bit scan
  * and two branches */
 extern const uint8_t bl__class_by16[64];
 
+/* Size class whose capacity holds @len, or BL__NOCLASS when too big. */
 static inline unsigned bl__size_class(size_t len)
 {
 	unsigned k;

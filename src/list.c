@@ -631,13 +631,37 @@ int bl_list_append_ptr_move(struct bl_list *l, struct bl_ptr *p)
 	for (c = inl(l); c; c = c->next)				\
 		for (i = 0, s = slots(c) + c->start; i < c->count; i++, s++)
 
-int bl_list_append_list(struct bl_list *l, const struct bl_list *src)
+/*
+ * Pushes @src's slices onto @l, sharing them; the first extends @l's last
+ * segment when it continues it.  @spare as for push_seg(): with room for
+ * every slot reserved this cannot fail; otherwise -ENOMEM part way, with
+ * the references of what was pushed taken (a mark undoes it).
+ */
+static inline __attribute__((always_inline)) int
+push_shared(struct bl_list *l, const struct bl_list *src,
+	    struct bl__chunk_hdr **spare)
 {
 	const struct bl__chunk_hdr *c;
 	const struct bl_ptr *s;
-	struct mark m;
 	uint32_t i;
 	bool first = true;
+
+	for_each_seg(src, c, s, i) {
+		if (first && try_extend(l, s)) {
+			first = false;
+			continue;
+		}
+		first = false;
+		if (push_seg(l, s->raw, s->off, s->len, spare))
+			return -ENOMEM;
+		bl__raw_get(s->raw);
+	}
+	return 0;
+}
+
+int bl_list_append_list(struct bl_list *l, const struct bl_list *src)
+{
+	struct mark m;
 
 	if (!src->_len)
 		return 0;
@@ -654,17 +678,9 @@ int bl_list_append_list(struct bl_list *l, const struct bl_list *src)
 		return ret;
 	}
 	mark_take(l, &m);
-	for_each_seg(src, c, s, i) {
-		if (first && try_extend(l, s)) {
-			first = false;
-			continue;
-		}
-		first = false;
-		if (push_seg(l, s->raw, s->off, s->len, NULL)) {
-			mark_rollback(l, &m, true);
-			return -ENOMEM;
-		}
-		bl__raw_get(s->raw);
+	if (push_shared(l, src, NULL)) {
+		mark_rollback(l, &m, true);
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -736,20 +752,7 @@ int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
 			while ((n = bl_iter_get_ptr_and_advance(&it, midlen, &d)))
 				abuf_put(l, ab, d, n, &spare);
 		} else if (midlen) {
-			const struct bl__chunk_hdr *c;
-			const struct bl_ptr *s;
-			uint32_t i;
-			bool first = true;
-
-			for_each_seg(mid, c, s, i) {
-				if (first && try_extend(l, s)) {
-					first = false;
-					continue;
-				}
-				first = false;
-				push_seg(l, s->raw, s->off, s->len, &spare);
-				bl__raw_get(s->raw);
-			}
+			push_shared(l, mid, &spare);	/* room reserved */
 		}
 		if (postlen)
 			abuf_put(l, ab, post, postlen, &spare);
