@@ -341,6 +341,17 @@ static void scratch_init(void)
 	scratch_ok = pthread_key_create(&scratch_key, scratch_exit) == 0;
 }
 
+/* A fresh liblz4 state at @st, ready for a new frame. */
+static void state_init(void *st, bool hc, int level)
+{
+	if (hc) {
+		LZ4_initStreamHC(st, sizeof(LZ4_streamHC_t));
+		LZ4_resetStreamHC_fast(st, level);
+	} else {
+		LZ4_initStream(st, sizeof(LZ4_stream_t));
+	}
+}
+
 /* The thread's state, ready for a new frame; NULL when it cannot be had. */
 static void *scratch_take(bool hc, int level)
 {
@@ -357,20 +368,20 @@ static void *scratch_take(bool hc, int level)
 		}
 		tls_scratch = s;
 	}
-	if (hc) {
-		st = s->hc;
+	st = hc ? (void *)s->hc : (void *)s->fast;
+	if (hc)
 		s->hc = NULL;
-		if (!st && (st = malloc(sizeof(LZ4_streamHC_t))))
-			LZ4_initStreamHC(st, sizeof(LZ4_streamHC_t));
-		if (st)
-			LZ4_resetStreamHC_fast(st, level);
-	} else {
-		st = s->fast;
+	else
 		s->fast = NULL;
-		if (st)
+	if (st) {
+		/* a used state: reset, not cleared (liblz4's fast reset) */
+		if (hc)
+			LZ4_resetStreamHC_fast(st, level);
+		else
 			LZ4_resetStream_fast(st);
-		else if ((st = malloc(sizeof(LZ4_stream_t))))
-			LZ4_initStream(st, sizeof(LZ4_stream_t));
+	} else if ((st = malloc(hc ? sizeof(LZ4_streamHC_t)
+				   : sizeof(LZ4_stream_t)))) {
+		state_init(st, hc, level);
 	}
 	return st;
 }
@@ -670,12 +681,7 @@ ssize_t bl_lz4_compress(const struct bl_list *in, struct bl_list *out,
 		c.state = cc_alloc(&c, c.state_size);
 		if (!c.state)
 			return -ENOMEM;
-		if (c.hc) {
-			LZ4_initStreamHC(c.state, c.state_size);
-			LZ4_resetStreamHC_fast(c.state, c.level);
-		} else {
-			LZ4_initStream(c.state, c.state_size);
-		}
+		state_init(c.state, c.hc, c.level);
 	}
 
 	ret = cc_header(&c, id, opts && opts->content_size, len);
