@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * blbench.h - what the parts of blbench share (never installed).
- *
- * blbench is a rados-bench-like benchmark built on libbufferlist's public
- * API.  blbench.c parses the command line and runs the benchmark loops,
- * blbench_out.c prints what rados bench prints (plain and JSON) and draws
- * the --plot SVG, blbench_target.c stores objects: in a directory, in a raw
- * file or block device, or on a remote `blbench serve` over TCP;
- * blbench_rados.c in a Ceph pool (only when built with the Ceph bridge).
- *
+ * blbench.h - what the parts of blbench above the targets share (never
+ * installed): main and the options (blbench.c), the modes (blbench_mode.c),
+ * the op loop (blbench_run.c), the metadata object (blbench_meta.c), the
+ * output (blbench_out.c) and `blbench serve` (blbench_serve.c).  Targets
+ * never include it: what they share with these files is blbench_target.h.
  * Names: blb_ for what these files share; everything else is static.
  */
 #ifndef BLBENCH_H
@@ -20,51 +16,24 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include <bufferlist.h>
+#include "blbench_target.h"
 
 /* rados bench's names, kept so that scripts and habits carry over */
 #define BLB_META_DEFAULT "benchmark_last_metadata"
 #define BLB_PREFIX "benchmark_data"
 #define BLB_MB (1024.0 * 1024.0)	/* rados bench's MB is 2^20 bytes */
 
-#define BLB_NAME_MAX 256
-
 /* Exit statuses: 0 success, 1 failure at run time, 2 bad usage. */
 #define BLB_EXIT_FAIL 1
 #define BLB_EXIT_USAGE 2
 
-enum blb_mode {
-	BLB_WRITE = 1,
-	BLB_SEQ,
-	BLB_RAND,
-	BLB_CLEANUP,
-	BLB_SERVE,
-};
-
-/* The command line, parsed. */
-struct blb_opts {
-	enum blb_mode mode;
-	int seconds;			/* 0: no time limit (as rados bench) */
-	unsigned concurrent;		/* -t */
-	uint64_t op_size;		/* -b */
-	uint64_t object_size;		/* -O; 0 until parsed: then op_size */
-	uint64_t max_objects;		/* --max-objects; 0: no limit */
-	bool direct;			/* --direct: O_DIRECT */
-	bool crc;			/* --crc: crc32c per op, checked on read */
-	bool lz4;			/* --lz4: ops are stored compressed */
-	bool json;			/* --format json */
-	bool cleanup;			/* false with --no-cleanup */
-	bool verify;			/* false with --no-verify */
-	bool hints;			/* false with --no-hints (rados:) */
-	bool show_time;			/* --show-time */
-	const char *plot;		/* --plot FILE.svg */
-	const char *target;		/* --target SPEC; NULL: default directory */
-	const char *run_name;		/* metadata object name */
-	const char *prefix;		/* --prefix, for cleanup */
-	const char *pool;		/* -p: accepted, selects nothing */
-	const char *listen;		/* serve: HOST:PORT */
-	const char *conf;		/* -c: ceph.conf for rados: (NULL: $CEPH_CONF) */
-	char cmdline[1024];		/* for the plot's title */
-};
+/* What an op stores (blbench_run.c) and the metadata records. */
+#define BLB_HDR_MIN 64			/* header bytes without O_DIRECT */
+#define BLB_PATTERN_MAX (1ull << 30)	/* pattern memory, at most */
+#define BLB_FLAG_CRC 1u
+#define BLB_FLAG_LZ4 2u
+/* one io_uring transfer stays under 2 GiB */
+#define BLB_MAX_OP_SIZE (1ull << 30)
 
 /* ---- statistics and output (blbench_out.c) ------------------------------ */
 
@@ -78,7 +47,7 @@ struct blb_sample {
 
 /*
  * What rados bench's bench_data holds, with the same meanings.  The loop
- * in blbench.c updates the per-op fields; blb_stats_tick() does the
+ * in blbench_run.c updates the per-op fields; blb_stats_tick() does the
  * per-second ones.
  */
 struct blb_stats {
@@ -111,14 +80,6 @@ struct blb_out {
 	bool first[8];			/* no comma before the next member */
 };
 
-double blb_now(void);
-
-/*
- * blb_fail() - writes the message (and ": strerror(-r)" when r < 0) into
- * @err; returns r when negative, else -EINVAL.  For target set-up errors.
- */
-int blb_fail(char *err, size_t len, int r, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 void blb_stats_init(struct blb_stats *s, uint64_t op_size,
 		    uint64_t object_size, bool is_read);
 void blb_stats_free(struct blb_stats *s);
@@ -144,116 +105,78 @@ void blb_out_kv(struct blb_out *o, const char *key, const char *fmt, ...)
 int blb_plot_svg(const char *path, const struct blb_stats *s,
 		 const char *title, double time_run);
 
-/* ---- targets (blbench_target.c) ----------------------------------------- */
+/* ---- one run of write, seq, rand or cleanup ---------------------------- */
 
-struct blb_target;
-struct blb_op;
-
-/*
- * One operation in flight.  The benchmark owns it; a target fills the
- * scratch fields while the operation runs and calls blb_op_complete()
- * from its poll function when it is over.
- */
-struct blb_op {
-	struct blb_op *next;		/* completed queue */
-	void *bench;			/* the loop's context */
-	/* if set, blb_op_complete() calls it instead of queueing (serve) */
-	void (*done)(struct blb_op *op);
-	uint64_t index;			/* op number (rados bench's op index) */
-	uint64_t objno;
-	uint64_t off;			/* byte offset inside the object */
-	double t0;			/* when it was started */
-	double lat;			/* seconds, set on completion */
-	ssize_t res;
-	bool busy;
-	struct bl_list data;		/* read: the bytes received */
-	char name[BLB_NAME_MAX];
-	/* target scratch */
-	int fd;
-	uint64_t tag;
+/* A run: its options, its target, and the layout of what write stored. */
+struct blb_bench {
+	const struct blb_opts *o;
+	struct blb_target *t;
+	struct blb_stats st;
+	struct blb_out out;
+	enum blb_mode mode;
+	/* the layout of what write stored (from the metadata for reads) */
+	uint64_t op_size, object_size, opo, stride;
+	size_t hdr, body_len;
+	size_t unit, nvar;		/* pattern: nvar regions, unit apart */
+	size_t halign;			/* header raws' alignment */
+	uint32_t flags;
+	uint64_t seed;
+	int pid;
+	char prefix[BLB_NAME_MAX - 32];
+	uint64_t num_ops;		/* reads: ops the write made */
+	uint64_t max_ops;		/* write: stop after this many (0: none) */
+	uint64_t cap_ops;		/* write: the target's room */
+	struct bl_raw *pattern;
+	/* ops in flight and the queue of those that completed */
+	struct blb_op *ops;
+	unsigned nops;
+	struct blb_op *done_head, **done_tail;
+	uint64_t rng;
+	unsigned bad;			/* verification failures */
+	int failed;			/* first I/O error (-errno), 0 if none */
+	bool capped;			/* write stopped for want of room */
+	double end;
 };
 
+static inline size_t blb_align_up(size_t x, size_t a)
+{
+	return a > 1 ? (x + a - 1) / a * a : x;
+}
+
+/* ---- the op loop (blbench_run.c) ----------------------------------------- */
+
+/* @n ops for the loop, each completing into @b's queue.  0 or -ENOMEM. */
+int blb_ops_alloc(struct blb_bench *b, unsigned n);
 /*
- * Called by targets when an op is over, from their poll function (or from
- * closing the target): records the latency, takes @data (may be NULL) into
- * @op->data, and queues the op for the benchmark loop — or calls @op->done.
+ * After the target is closed: drops what it completed, frees the ops, the
+ * pattern and the statistics.
  */
-void blb_op_complete(struct blb_op *op, ssize_t res, struct bl_list *data);
+void blb_bench_free(struct blb_bench *b);
+/* The pattern's layout for @inflight ops in flight, then its memory. */
+void blb_plan_pattern(struct blb_bench *b, unsigned inflight);
+int blb_make_pattern(struct blb_bench *b);
+/* Object @objno's name: PREFIX_objectN. */
+void blb_op_name(const struct blb_bench *b, uint64_t objno, char *buf,
+		 size_t len);
+/* The loop all three modes share.  Seconds it ran. */
+double blb_run_loop(struct blb_bench *b);
 
-struct blb_target_ops {
-	const char *kind;
-	/* Starts writing @l (shared) at @op->off of @op's object. 0 or -errno. */
-	int (*write)(struct blb_target *t, struct blb_op *op,
-		     const struct bl_list *l);
-	/* Starts reading @len bytes at @op->off of @op's object. */
-	int (*read)(struct blb_target *t, struct blb_op *op, size_t len);
-	/* Runs completions for up to @timeout_ms (-1: until one).  Count or -errno. */
-	int (*poll)(struct blb_target *t, int timeout_ms);
-	int (*remove)(struct blb_target *t, const char *name, uint64_t objno);
-	int (*meta_put)(struct blb_target *t, const char *run,
-			const struct bl_list *m);
-	int (*meta_get)(struct blb_target *t, const char *run,
-			struct bl_list *out);	/* -ENOENT when there is none */
-	int (*meta_del)(struct blb_target *t, const char *run);
-	/* Calls @fn for every object whose name starts with @prefix. */
-	int (*list)(struct blb_target *t, const char *prefix,
-		    int (*fn)(void *arg, const char *name), void *arg);
-	void (*close)(struct blb_target *t);
-};
+/* ---- the metadata object (blbench_meta.c) -------------------------------- */
 
-struct blb_target {
-	const struct blb_target_ops *ops;
-	char desc[4096 + 16];		/* "dir:/var/tmp/blbench-ann" */
-	bool direct;
-	size_t mem_align;		/* payload memory alignment (>= 1) */
-	size_t off_align;		/* offsets and lengths (>= 1) */
-	/*
-	 * Room: bytes the run may store (free space less a reserve, or a raw
-	 * device's object area).  UINT64_MAX: unknown (remote).
-	 */
-	uint64_t room;
-	bool slots;			/* raw: objects are fixed slots */
-	uint64_t obj_span;		/* raw: bytes per object slot (set by the bench) */
-};
+int blb_meta_encode(const struct blb_bench *b, uint32_t num_ops,
+		    struct bl_list *m);
+/* Reads the metadata of the last write into @b; prints why not. */
+int blb_meta_load(struct blb_bench *b);
 
-/*
- * blb_target_open() - @spec is NULL (the default directory), "dir:PATH",
- * "file:PATH[:SIZE]", "tcp:HOST:PORT" or "rados:POOL".  @create: the run
- * will write (make the directory or file).  On failure returns -errno and
- * leaves a one-line reason in @err.
- */
-int blb_target_open(struct blb_target **out, const char *spec,
-		    const struct blb_opts *o, bool create, char *err,
-		    size_t errlen);
-/*
- * blb_target_open_ring() - a local target (dir: or file:) whose I/O goes
- * through @u (borrowed; it must outlive the target), for a server whose
- * connections run on the same ring.  Completions then only ever run from
- * the owner's bl_uring_run().
- */
-int blb_target_open_ring(struct blb_target **out, const char *spec,
-			 const struct blb_opts *o, bool create,
-			 struct bl_uring *u, char *err, size_t errlen);
-void blb_target_close(struct blb_target *t);
+/* ---- the modes (blbench_mode.c): each returns the exit status ------------ */
 
-/*
- * blb_rados_open() - the rados:POOL target (blbench_rados.c, built with
- * BL_HAVE_CEPH only): connects with @o->conf (NULL: $CEPH_CONF, then
- * Ceph's default places).  -errno and a one-line reason in @err.
- */
-int blb_rados_open(struct blb_target **out, const char *pool,
-		   const struct blb_opts *o, char *err, size_t errlen);
+int blb_mode_write(struct blb_bench *b);
+int blb_mode_read(struct blb_bench *b);		/* seq and rand */
+int blb_mode_cleanup(struct blb_bench *b);
 
-/* The default directory: $BLBENCH_DIR, else /var/tmp/blbench-$USER. */
-int blb_default_dir(char *buf, size_t len);
+/* ---- `blbench serve` (blbench_serve.c) ----------------------------------- */
 
-/* `blbench serve`: runs until SIGINT/SIGTERM.  Exit status. */
+/* Runs until SIGINT/SIGTERM.  Exit status. */
 int blb_serve(const struct blb_opts *o);
-
-/* Parses "SIZE" with K/M/G/T suffixes (powers of 1024).  0 or -EINVAL. */
-int blb_parse_size(const char *s, uint64_t *out);
-
-/* Set by SIGINT / SIGTERM: stop starting new operations. */
-extern volatile int blb_stop;
 
 #endif /* BLBENCH_H */

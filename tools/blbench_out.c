@@ -1,23 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * blbench_out.c - what blbench prints: rados bench's per-second table and
- * summary (plain), the same keys through a small JSON writer (--format
- * json), and the --plot SVG.
- *
- * The plain layout copies rados bench (Ceph's src/common/obj_bencher.cc)
- * column for column: the header "  sec Cur ops   started  finished  avg
- * MB/s  cur MB/s last lat(s)  avg lat(s)" repeated every 20 rows after a
- * "min lat / max lat / avg lat" line, C++ iostream's default formatting of
- * doubles (six significant digits, which is printf's %g), and the summary
- * labels with their spacing (write and read summaries differ, as there).
- * The JSON copies Ceph's JSONFormatter: one object, every value a quoted
- * string (dump_format quotes), per-second rows in a "datas" array.
- *
- * Two deliberate differences, both where rados bench prints a placeholder:
- * a run too short for a whole second reports its overall bandwidth as Max
- * and Min bandwidth (rados bench prints DBL_MAX / 0; it already does the
- * same for IOPS), and "stddev_iops" of a write is printed with %f (rados
- * bench passes a double to %d, which prints garbage).
+ * blbench_out.c - what blbench prints: the running statistics, rados
+ * bench's per-second table and summary (plain), the same keys through a
+ * small JSON writer (--format json), and the --plot SVG.  It calls only
+ * libc and libbufferlist.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -33,13 +19,22 @@
 #include <time.h>
 #include "blbench.h"
 
-double blb_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+/*
+ * The plain layout copies rados bench column for column: the header
+ * "  sec Cur ops   started  finished  avg MB/s  cur MB/s last lat(s)  avg
+ * lat(s)" repeated every 20 rows after a "min lat / max lat / avg lat"
+ * line, C++ iostream's default formatting of doubles (six significant
+ * digits, which is printf's %g), and the summary labels with their
+ * spacing (write and read summaries differ, as there).  The JSON copies
+ * Ceph's JSONFormatter: one object, every value a quoted string
+ * (dump_format quotes), per-second rows in a "datas" array.
+ *
+ * Two deliberate differences, both where rados bench prints a placeholder:
+ * a run too short for a whole second reports its overall bandwidth as Max
+ * and Min bandwidth (rados bench prints DBL_MAX / 0; it already does the
+ * same for IOPS), and "stddev_iops" of a write is printed with %f (rados
+ * bench passes a double to %d, which prints garbage).
+ */
 
 /* ---- statistics ------------------------------------------------------------ */
 

@@ -2,8 +2,23 @@
 /*
  * blbench_rados.c - the rados:POOL target: objects in a Ceph pool, through
  * libbufferlist_ceph (include/bufferlist/ceph.h), built only when the
- * bridge is (BL_HAVE_CEPH).
- *
+ * bridge is (BL_HAVE_CEPH).  It reaches the rest of blbench only through
+ * blbench_target.h: ops go back to their owner by blb_op_complete() from
+ * poll, on the benchmark's thread.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <bufferlist/ceph.h>
+#include "blbench_target.h"
+
+/*
  * Names are rados bench's: objects benchmark_data_<host>_<pid>_object<N>,
  * the metadata object benchmark_last_metadata (or --run-name) in the same
  * pool, so a later seq or rand in another process finds what write
@@ -27,17 +42,6 @@
  * completion only queues and the loop does the rest.  The mutex also
  * orders the bridge's writes into a read's list before the loop reads it.
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
-
-#include <errno.h>
-#include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <bufferlist/ceph.h>
-#include "blbench.h"
 
 #define META_READ_MAX (1u << 20)	/* blbench's metadata is ~200 bytes */
 

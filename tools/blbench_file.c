@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * blbench_file.c - the file:PATH[:SIZE] target: a raw file or block device
+ * whose first MiB holds the metadata block, objects following in fixed
+ * slots at offsets aligned for O_DIRECT; SIZE creates (and preallocates) a
+ * file that does not exist yet.  Its room is the device's object area.
+ * I/O runs through one struct bl_uring (blbench_ring.c) and completions
+ * only hand ops to their owners.  It reaches the rest of blbench only
+ * through blbench_target.h.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <linux/fs.h>
+#include "blbench_target.h"
+
+#define RAW_RESERVED (1u << 20)	/* metadata block, then the object slots */
+#define RAW_META_MAGIC "BLBRAW01"
+#define RAW_META_BLOCK 4096u
+
+struct file_target {
+	struct blb_target t;
+	int fd;
+	uint64_t size;
+	struct bl_uring *u;
+	bool shared;			/* u is borrowed */
+	size_t meta_block;		/* RAW_META_BLOCK, or the alignment */
+};
+
+/* A completion: the op goes back to its owner. */
+static void op_done(void *arg, ssize_t res, struct bl_list *data)
+{
+	blb_op_complete(arg, res, data);
+}
+
+/* Where op @op's bytes go, or -ENOSPC past the device's end. */
+static int slot_off(const struct file_target *f, const struct blb_op *op,
+		    size_t len, off_t *pos)
+{
+	uint64_t span = f->t.obj_span, base;
+
+	/* written so that nothing overflows: off, len and objno may come
+	 * from a network peer (serve) */
+	if (!span || op->off > span || len > span - op->off ||
+	    op->objno >= (f->size - RAW_RESERVED) / span)
+		return -ENOSPC;
+	base = RAW_RESERVED + op->objno * span + op->off;
+	if (base + len > f->size)
+		return -ENOSPC;
+	*pos = (off_t)base;
+	return 0;
+}
+
+static int file_write(struct blb_target *t, struct blb_op *op,
+		      const struct bl_list *l)
+{
+	struct file_target *f = (struct file_target *)t;
+	off_t pos;
+	int r = slot_off(f, op, bl_list_length(l), &pos);
+
+	if (r < 0)
+		return r;
+	return blb_ring_write(f->u, f->shared, f->fd, pos, l, op_done, op);
+}
+
+static int file_read(struct blb_target *t, struct blb_op *op, size_t len)
+{
+	struct file_target *f = (struct file_target *)t;
+	off_t pos;
+	int r = slot_off(f, op, len, &pos);
+
+	if (r < 0)
+		return r;
+	return blb_ring_read(f->u, f->shared, f->fd, pos, len, t->mem_align,
+			     op_done, op);
+}
+
+static int file_poll(struct blb_target *t, int timeout_ms)
+{
+	return blb_ring_poll(((struct file_target *)t)->u, timeout_ms);
+}
+
+/* Slots are not removed: dropping the metadata forgets them. */
+static int file_remove(struct blb_target *t, const char *name, uint64_t objno)
+{
+	(void)t;
+	(void)name;
+	(void)objno;
+	return 0;
+}
+
+/*
+ * The metadata block: "BLBRAW01", u32 name length, u32 metadata length,
+ * the run name, the metadata, and a crc32c of the block in its last four
+ * bytes.  One run at a time lives on a raw target.
+ */
+static int meta_block_io(struct file_target *f, unsigned char **buf, bool rd)
+{
+	void *p;
+	ssize_t n;
+
+	if (posix_memalign(&p, f->meta_block, f->meta_block))
+		return -ENOMEM;
+	*buf = p;
+	if (!rd)
+		return 0;
+	n = pread(f->fd, p, f->meta_block, 0);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n < f->meta_block)
+		memset((char *)p + n, 0, f->meta_block - (size_t)n);
+	return 0;
+}
+
+static int meta_block_write(struct file_target *f, unsigned char *buf)
+{
+	ssize_t n = pwrite(f->fd, buf, f->meta_block, 0);
+
+	if (n < 0)
+		return -errno;
+	if ((size_t)n != f->meta_block)
+		return -EIO;
+	return fdatasync(f->fd) < 0 ? -errno : 0;
+}
+
+/* The run stored in @buf: its name and metadata, or -ENOENT. */
+static int meta_block_parse(const struct file_target *f,
+			    const unsigned char *buf, const char **name,
+			    size_t *nlen, const unsigned char **meta,
+			    size_t *mlen)
+{
+	size_t end = f->meta_block - 4;
+
+	if (memcmp(buf, RAW_META_MAGIC, 8) ||
+	    blb_get_le32(buf + end) != bl_crc32c(0xFFFFFFFF, buf, end))
+		return -ENOENT;
+	*nlen = blb_get_le32(buf + 8);
+	*mlen = blb_get_le32(buf + 12);
+	if (*nlen > end || *mlen > end || 16 + *nlen + *mlen > end)
+		return -ENOENT;
+	*name = (const char *)buf + 16;
+	*meta = buf + 16 + *nlen;
+	return 0;
+}
+
+static int file_meta_put(struct blb_target *t, const char *run,
+			 const struct bl_list *m)
+{
+	struct file_target *f = (struct file_target *)t;
+	size_t nlen = strlen(run), mlen = bl_list_length(m);
+	size_t end = f->meta_block - 4;
+	unsigned char *buf;
+	int r;
+
+	if (16 + nlen + mlen > end)
+		return -E2BIG;
+	r = meta_block_io(f, &buf, false);
+	if (r < 0)
+		return r;
+	memset(buf, 0, f->meta_block);
+	memcpy(buf, RAW_META_MAGIC, 8);
+	blb_put_le32(buf + 8, (uint32_t)nlen);
+	blb_put_le32(buf + 12, (uint32_t)mlen);
+	memcpy(buf + 16, run, nlen);
+	bl_list_copy_out(m, 0, mlen, buf + 16 + nlen);
+	blb_put_le32(buf + end, bl_crc32c(0xFFFFFFFF, buf, end));
+	r = meta_block_write(f, buf);
+	free(buf);
+	return r;
+}
+
+static int file_meta_get(struct blb_target *t, const char *run,
+			 struct bl_list *out)
+{
+	struct file_target *f = (struct file_target *)t;
+	const unsigned char *meta;
+	const char *name;
+	size_t nlen, mlen;
+	unsigned char *buf;
+	int r;
+
+	r = meta_block_io(f, &buf, true);
+	if (r == 0)
+		r = meta_block_parse(f, buf, &name, &nlen, &meta, &mlen);
+	if (r == 0 && (nlen != strlen(run) || memcmp(name, run, nlen)))
+		r = -ENOENT;
+	if (r == 0)
+		r = bl_list_append(out, meta, mlen);
+	free(buf);
+	return r;
+}
+
+static int file_meta_del(struct blb_target *t, const char *run)
+{
+	struct file_target *f = (struct file_target *)t;
+	const unsigned char *meta;
+	const char *name;
+	size_t nlen, mlen;
+	unsigned char *buf;
+	int r;
+
+	r = meta_block_io(f, &buf, true);
+	if (r == 0)
+		r = meta_block_parse(f, buf, &name, &nlen, &meta, &mlen);
+	if (r == 0 && (nlen != strlen(run) || memcmp(name, run, nlen)))
+		r = -ENOENT;
+	if (r == 0) {
+		memset(buf, 0, f->meta_block);
+		r = meta_block_write(f, buf);
+	}
+	free(buf);
+	return r;
+}
+
+static void file_close(struct blb_target *t)
+{
+	struct file_target *f = (struct file_target *)t;
+
+	if (!f->shared)
+		bl_uring_destroy(f->u);
+	close(f->fd);
+	free(f);
+}
+
+static const struct blb_target_ops file_ops = {
+	.kind = "file",
+	.write = file_write,
+	.read = file_read,
+	.poll = file_poll,
+	.remove = file_remove,
+	.meta_put = file_meta_put,
+	.meta_get = file_meta_get,
+	.meta_del = file_meta_del,
+	.list = NULL,
+	.close = file_close,
+};
+
+/* "PATH[:SIZE]": SIZE is what follows the last ':' if it reads as a size. */
+static void split_size(const char *spec, char *path, size_t len,
+		       uint64_t *size)
+{
+	const char *colon = strrchr(spec, ':');
+
+	*size = 0;
+	if (colon && colon != spec && blb_parse_size(colon + 1, size) == 0) {
+		snprintf(path, len, "%.*s", (int)(colon - spec), spec);
+		return;
+	}
+	*size = 0;
+	snprintf(path, len, "%s", spec);
+}
+
+int blb_file_open(struct blb_target **out, const char *spec,
+		  const struct blb_opts *o, bool create, struct bl_uring *u,
+		  char *err, size_t len)
+{
+	int flags = O_RDWR | O_CLOEXEC | (o->direct ? O_DIRECT : 0);
+	char path[PATH_MAX];
+	struct file_target *f;
+	uint64_t want, room, avail;
+	struct stat st;
+	bool made = false;
+	int r;
+
+	split_size(spec, path, sizeof(path), &want);
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return blb_fail(err, len, -ENOMEM, "file:%s", path);
+	f->t.ops = &file_ops;
+	f->t.direct = o->direct;
+	f->t.slots = true;
+	f->t.mem_align = f->t.off_align = 1;
+	f->meta_block = RAW_META_BLOCK;
+	snprintf(f->t.desc, sizeof(f->t.desc), "file:%s", path);
+
+	f->fd = open(path, flags);
+	if (f->fd < 0 && errno == ENOENT && create && want) {
+		f->fd = open(path, flags | O_CREAT | O_EXCL, 0644);
+		made = f->fd >= 0;
+	}
+	if (f->fd < 0) {
+		r = -errno;
+		if (r == -ENOENT && create && !want)
+			r = blb_fail(err, len, 0,
+				 "%s does not exist; give its size to make it: file:%s:SIZE",
+				 f->t.desc, path);
+		else if (r == -EINVAL && o->direct)
+			r = blb_fail(err, len, r, "%s does not take O_DIRECT",
+				 f->t.desc);
+		else
+			r = blb_fail(err, len, r, "cannot open target %s",
+				 f->t.desc);
+		goto out;
+	}
+	if (fstat(f->fd, &st) < 0) {
+		r = blb_fail(err, len, -errno, "%s: stat", f->t.desc);
+		goto out;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		uint64_t dev = 0;
+
+		if (ioctl(f->fd, BLKGETSIZE64, &dev) < 0) {
+			r = blb_fail(err, len, -errno, "%s: device size", f->t.desc);
+			goto out;
+		}
+		f->size = want && want < dev ? want : dev;
+	} else if (S_ISREG(st.st_mode)) {
+		f->size = (uint64_t)st.st_size;
+		if (want && want < f->size)
+			f->size = want;
+		if (want > f->size && create) {
+			/* preallocate, so that writes measure the device, not allocation */
+			r = blb_fs_room(f->fd, &room, &avail);
+			if (r == 0 && want - f->size > room)
+				r = blb_fail(err, len, 0,
+					 "not enough free space for %s: %llu MiB free, %llu MiB asked (%llu MiB kept in reserve)",
+					 f->t.desc,
+					 (unsigned long long)(avail >> 20),
+					 (unsigned long long)((want - f->size) >> 20),
+					 (unsigned long long)((avail - room) >> 20));
+			else if (r < 0)
+				r = blb_fail(err, len, r, "%s: statvfs", f->t.desc);
+			else if ((r = -posix_fallocate(f->fd, 0, (off_t)want)) < 0)
+				r = blb_fail(err, len, r, "%s: preallocating %llu bytes",
+					 f->t.desc, (unsigned long long)want);
+			if (r < 0)
+				goto out;
+			f->size = want;
+		}
+	} else {
+		r = blb_fail(err, len, 0, "%s is neither a file nor a block device",
+			 f->t.desc);
+		goto out;
+	}
+	if (o->direct) {
+		size_t mem, off;
+
+		r = bl_fd_dio_align(f->fd, &mem, &off);
+		if (r < 0) {
+			r = blb_fail(err, len, r, "%s: O_DIRECT alignment", f->t.desc);
+			goto out;
+		}
+		f->t.mem_align = mem ? mem : 1;
+		f->t.off_align = off ? off : 1;
+		if (f->t.off_align > f->meta_block)
+			f->meta_block = f->t.off_align;
+		if (f->meta_block > RAW_RESERVED) {
+			r = blb_fail(err, len, 0, "%s: O_DIRECT alignment %zu is too large",
+				 f->t.desc, f->t.off_align);
+			goto out;
+		}
+	}
+	if (f->size < RAW_RESERVED + 4096) {
+		r = blb_fail(err, len, 0, "%s is too small (%llu bytes; at least %u)",
+			 f->t.desc, (unsigned long long)f->size,
+			 RAW_RESERVED + 4096);
+		goto out;
+	}
+	f->t.room = f->size - RAW_RESERVED;
+	f->shared = u != NULL;
+	f->u = u ? u : blb_make_ring(o);
+	if (!f->u) {
+		r = blb_fail(err, len, -ENOMEM, "%s: io_uring", f->t.desc);
+		goto out;
+	}
+	*out = &f->t;
+	return 0;
+out:
+	if (f->fd >= 0) {
+		close(f->fd);
+		if (made)
+			unlink(path);
+	}
+	free(f);
+	return r;
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * blbench_meta.c - the metadata object a write leaves behind so that a
+ * later seq, rand or cleanup in another process finds the run: rados
+ * bench's fields (object size u64, ops written i32, pid i32, op size u64,
+ * little-endian) followed by blbench's own (magic, version, prefix, flags,
+ * header size, pattern region size and count, stride, seed) and a crc32c.
+ * Encoding, and decoding with every field checked, as a target stores and
+ * returns it through its meta_put and meta_get ops.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <string.h>
+#include "blbench.h"
+
+#define META_MAGIC 0x4d424c42u		/* "BLBM" */
+/* 2: pattern regions 1..V-1 are region 0 xor a word (blb_make_pattern) */
+#define META_VERSION 2
+
+int blb_meta_encode(const struct blb_bench *b, uint32_t num_ops,
+		    struct bl_list *m)
+{
+	int r = 0;
+	uint32_t crc;
+
+	r |= bl_encode_u64(m, b->object_size);		/* rados bench's four */
+	r |= bl_encode_u32(m, num_ops);
+	r |= bl_encode_u32(m, (uint32_t)b->pid);
+	r |= bl_encode_u64(m, b->op_size);
+	r |= bl_encode_u32(m, META_MAGIC);		/* then blbench's */
+	r |= bl_encode_u32(m, META_VERSION);
+	r |= bl_encode_bytes(m, b->prefix, strlen(b->prefix));
+	r |= bl_encode_u32(m, b->flags);
+	r |= bl_encode_u32(m, (uint32_t)b->hdr);
+	r |= bl_encode_u64(m, b->unit);
+	r |= bl_encode_u32(m, (uint32_t)b->nvar);
+	r |= bl_encode_u64(m, b->stride);
+	r |= bl_encode_u64(m, b->seed);
+	if (r)
+		return -ENOMEM;
+	crc = bl_list_crc32c(m, 0xFFFFFFFF);
+	return bl_encode_u32(m, crc);
+}
+
+static int meta_decode(struct blb_bench *b, const struct bl_list *m)
+{
+	struct bl_list pfx, head;
+	uint32_t num_ops, pid, magic, ver, hdr, nvar, crc;
+	uint64_t unit;
+	struct bl_iter it;
+	size_t len = bl_list_length(m);
+	int r = 0;
+
+	if (len < 4)
+		return -EBADMSG;
+	bl_list_init(&head);
+	if (bl_list_substr_of(&head, m, 0, len - 4) < 0)
+		return -ENOMEM;
+	crc = bl_list_crc32c(&head, 0xFFFFFFFF);
+	bl_list_clear(&head);
+	bl_list_init(&pfx);
+	bl_iter_init(&it, m, 0);
+	r |= bl_decode_u64(&it, &b->object_size);
+	r |= bl_decode_u32(&it, &num_ops);
+	r |= bl_decode_u32(&it, &pid);
+	r |= bl_decode_u64(&it, &b->op_size);
+	r |= bl_decode_u32(&it, &magic);
+	r |= bl_decode_u32(&it, &ver);
+	if (r || magic != META_MAGIC || ver != META_VERSION)
+		return -EBADMSG;
+	r |= bl_decode_bytes(&it, &pfx);
+	r |= bl_decode_u32(&it, &b->flags);
+	r |= bl_decode_u32(&it, &hdr);
+	r |= bl_decode_u64(&it, &unit);
+	r |= bl_decode_u32(&it, &nvar);
+	r |= bl_decode_u64(&it, &b->stride);
+	r |= bl_decode_u64(&it, &b->seed);
+	if (!r) {
+		uint32_t want;
+
+		r = bl_decode_u32(&it, &want);
+		if (!r && want != crc)
+			r = -EBADMSG;
+	}
+	if (!r && (bl_list_length(&pfx) >= sizeof(b->prefix) ||
+		   b->op_size < BLB_HDR_MIN || b->op_size > BLB_MAX_OP_SIZE ||
+		   b->object_size < b->op_size || hdr < BLB_HDR_MIN ||
+		   hdr > b->op_size || b->stride < b->op_size ||
+		   unit < b->op_size - hdr || unit % 64 || nvar == 0 ||
+		   unit > 2 * BLB_MAX_OP_SIZE ||
+		   (nvar - 1) * unit + b->op_size >
+			   BLB_PATTERN_MAX + BLB_MAX_OP_SIZE ||
+		   b->stride > 2 * BLB_MAX_OP_SIZE))
+		r = -EBADMSG;
+	if (!r) {
+		bl_list_copy_out(&pfx, 0, bl_list_length(&pfx), b->prefix);
+		b->prefix[bl_list_length(&pfx)] = 0;
+		b->num_ops = num_ops;
+		b->pid = (int)pid;
+		b->hdr = hdr;
+		b->unit = unit;
+		b->nvar = nvar;
+	}
+	bl_list_clear(&pfx);
+	return r ? -EBADMSG : 0;
+}
+
+/* Reads the metadata of the last write; prints why not. */
+int blb_meta_load(struct blb_bench *b)
+{
+	struct bl_list m;
+	int r;
+
+	bl_list_init(&m);
+	r = b->t->ops->meta_get(b->t, b->o->run_name, &m);
+	if (r == 0)
+		r = meta_decode(b, &m);
+	bl_list_clear(&m);
+	if (r == -ENOENT)
+		return r;
+	if (r < 0)
+		fprintf(stderr, "blbench: %s in %s: %s\n", b->o->run_name,
+			b->t->desc,
+			r == -EBADMSG ? "not blbench's metadata, or damaged"
+				      : strerror(-r));
+	return r;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * blbench_proto.h - the wire protocol between the tcp:HOST:PORT target
+ * (blbench_tcp.c) and `blbench serve` (blbench_serve.c): message types,
+ * limits, and the two parsers both ends need (blbench_proto.c).  Only
+ * those two files include it.
+ */
+#ifndef BLBENCH_PROTO_H
+#define BLBENCH_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <bufferlist.h>
+
+
+/*
+ * The remote target speaks framed messages (bufferlist/msgr.h) over one TCP
+ * connection.  Every request carries a tag the reply echoes, so -t
+ * operations are in flight at once; the server answers each when its disk
+ * is done.  All integers little-endian (bl_encode_*):
+ *
+ *   request  = tag u64, flags u32 (TCP_DIRECT), then by type:
+ *     HELLO     -                     -> room u64, slots u32, mem_align u32,
+ *                                        off_align u32, max_payload u64,
+ *                                        desc bytes  (or, res < 0: reason bytes)
+ *     WRITE     data_off u32, objno u64, off u64, span u64, name bytes,
+ *               zeros up to data_off, then the op's bytes
+ *     READ      objno u64, off u64, span u64, len u64, name bytes
+ *                                     -> the bytes read
+ *     REMOVE    objno u64, name bytes
+ *     META_PUT  run bytes, metadata bytes
+ *     META_GET  run bytes             -> the metadata
+ *     META_DEL  run bytes
+ *     LIST      prefix bytes          -> count u32, count x name bytes
+ *   reply    = tag u64, res i64 (bytes or -errno), then what the type returns
+ *
+ * The zero-copy path end to end: a WRITE's payload is the request header
+ * followed by the op's own segments, shared (the pattern slice and its
+ * header raw; bl_msgr_send uses SENDMSG_ZC for large frames).  The client
+ * pads the header to the server's O_DIRECT alignment, and the server's
+ * connections receive large payloads into 4096-aligned raws (align_data),
+ * so the data after the header lands aligned and goes to bl_uring_write()
+ * on an O_DIRECT file without being copied again.
+ *
+ * A server treats its peers as untrusted: names are plain file names, a
+ * frame that does not parse or a request that does not decode closes that
+ * connection only (the messenger logs why), and other clients go on.
+ */
+enum {
+	T_HELLO = 1,
+	T_WRITE,
+	T_READ,
+	T_REMOVE,
+	T_META_PUT,
+	T_META_GET,
+	T_META_DEL,
+	T_LIST,
+	T_REPLY = 100,
+};
+
+#define TCP_DIRECT 1u
+#define TCP_MAX_PAYLOAD ((size_t)(1u << 30) + (1u << 20))	/* -b up to 1G */
+
+/* "HOST:PORT" or "[V6]:PORT" into its parts.  0 or -EINVAL. */
+int blb_split_hostport(const char *s, char *host, size_t hlen, char *port,
+		       size_t plen);
+/*
+ * A plain object or run name (what a server will make a file of) from @l
+ * into @out, NUL-terminated; false for anything else.
+ */
+bool blb_plain_name(const struct bl_list *l, char *out, size_t len);
+
+#endif /* BLBENCH_PROTO_H */

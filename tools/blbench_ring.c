@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * blbench_ring.c - what the io_uring targets (dir:, file: and the tcp:
+ * client) share: the ring they make, submission that makes room once when
+ * the ring is full, polling, and the file system's room for a run.  It
+ * knows no target's state and calls nothing of blbench's but the
+ * utilities.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include "blbench_target.h"
+
+#define RESERVE_MAX (1ull << 30)
+
+/*
+ * Free space less a reserve of 5% of the file system (at most
+ * RESERVE_MAX), so that a run never fills it.
+ */
+int blb_fs_room(int fd, uint64_t *room, uint64_t *avail)
+{
+	struct statvfs sv;
+	uint64_t size, reserve;
+
+	if (fstatvfs(fd, &sv) < 0)
+		return -errno;
+	size = (uint64_t)sv.f_blocks * sv.f_frsize;
+	*avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	reserve = size / 20;
+	if (reserve > RESERVE_MAX)
+		reserve = RESERVE_MAX;
+	*room = *avail > reserve ? *avail - reserve : 0;
+	return 0;
+}
+
+struct bl_uring *blb_make_ring(const struct blb_opts *o)
+{
+	struct bl_uring_params p;
+	unsigned entries = o->concurrent * 2;
+
+	memset(&p, 0, sizeof(p));
+	if (entries < 64)
+		entries = 64;
+	if (entries > 32768)
+		entries = 32768;
+	p.entries = entries;
+	return bl_uring_create(&p);
+}
+
+int blb_ring_write(struct bl_uring *u, bool shared, int fd, off_t off,
+		   const struct bl_list *l, bl_uring_cb cb, void *arg)
+{
+	int r = bl_uring_write(u, fd, off, l, cb, arg);
+
+	/* a shared ring's callbacks belong to its owner's loop: no run here */
+	if (r == -EBUSY && !shared) {
+		bl_uring_run(u, 1, -1);
+		r = bl_uring_write(u, fd, off, l, cb, arg);
+	}
+	return r;
+}
+
+int blb_ring_read(struct bl_uring *u, bool shared, int fd, off_t off,
+		  size_t len, size_t align, bl_uring_cb cb, void *arg)
+{
+	int r = bl_uring_read(u, fd, off, len, align, cb, arg);
+
+	if (r == -EBUSY && !shared) {
+		bl_uring_run(u, 1, -1);
+		r = bl_uring_read(u, fd, off, len, align, cb, arg);
+	}
+	return r;
+}
+
+int blb_ring_poll(struct bl_uring *u, int timeout_ms)
+{
+	int r = bl_uring_run(u, 1, timeout_ms);
+
+	return r == -ETIME ? 0 : r;
+}

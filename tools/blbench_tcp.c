@@ -1,0 +1,547 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * blbench_tcp.c - the tcp:HOST:PORT target: the client of a remote
+ * `blbench serve`, over one messenger connection (bufferlist/msgr.h) on a
+ * ring of its own, speaking the protocol of blbench_proto.h with up to -t
+ * requests in flight, each matched to its reply by a tag.  Replies only
+ * hand ops to their owners (blb_op_complete), from poll.  It reaches the
+ * rest of blbench only through blbench_target.h.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <bufferlist/msgr.h>
+#include "blbench_target.h"
+#include "blbench_proto.h"
+
+#define TCP_SYNC_TIMEOUT 30.0	/* seconds for metadata and hello */
+
+struct tcp_sync {
+	bool done;
+	int64_t res;
+	struct bl_list data;
+};
+
+struct tcp_slot {
+	uint32_t gen;
+	bool used;
+	struct blb_op *op;		/* an async op, or ... */
+	struct tcp_sync *sync;		/* ... a call someone waits for */
+	unsigned next_free;
+};
+
+struct tcp_target {
+	struct blb_target t;
+	struct bl_uring *u;
+	struct bl_msgr_conn *c;		/* NULL once closed */
+	bool closing;
+	uint32_t flags;
+	size_t pad;			/* WRITE data offsets: server's alignment */
+	uint64_t max_payload;
+	struct tcp_slot *slots;
+	unsigned nslots, free_head;
+	char addr[BLB_NAME_MAX];
+};
+
+#define NO_SLOT UINT32_MAX
+
+static int slot_alloc(struct tcp_target *tt, uint64_t *tag)
+{
+	struct tcp_slot *s;
+	unsigned i;
+
+	if (tt->free_head == NO_SLOT) {
+		unsigned n = tt->nslots ? tt->nslots * 2 : 64;
+		struct tcp_slot *ns = realloc(tt->slots, n * sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		memset(ns + tt->nslots, 0, (n - tt->nslots) * sizeof(*ns));
+		for (i = tt->nslots; i < n; i++)
+			ns[i].next_free = i + 1 < n ? i + 1 : NO_SLOT;
+		tt->free_head = tt->nslots;
+		tt->slots = ns;
+		tt->nslots = n;
+	}
+	i = tt->free_head;
+	s = &tt->slots[i];
+	tt->free_head = s->next_free;
+	s->used = true;
+	s->gen++;
+	s->op = NULL;
+	s->sync = NULL;
+	*tag = (uint64_t)s->gen << 32 | i;
+	return (int)i;
+}
+
+static void slot_free(struct tcp_target *tt, unsigned i)
+{
+	tt->slots[i].used = false;
+	tt->slots[i].op = NULL;
+	tt->slots[i].sync = NULL;
+	tt->slots[i].next_free = tt->free_head;
+	tt->free_head = i;
+}
+
+/* The slot a reply's tag names, or NULL for a tag we never sent. */
+static struct tcp_slot *slot_find(struct tcp_target *tt, uint64_t tag,
+				  unsigned *idx)
+{
+	unsigned i = (unsigned)(tag & 0xffffffffu);
+
+	if (i >= tt->nslots || !tt->slots[i].used ||
+	    tt->slots[i].gen != (uint32_t)(tag >> 32))
+		return NULL;
+	*idx = i;
+	return &tt->slots[i];
+}
+
+static void slot_finish(struct tcp_target *tt, unsigned i, int64_t res,
+			struct bl_list *data)
+{
+	struct tcp_slot *s = &tt->slots[i];
+	struct blb_op *op = s->op;
+	struct tcp_sync *sync = s->sync;
+
+	slot_free(tt, i);
+	if (op) {
+		blb_op_complete(op, (ssize_t)res, res >= 0 ? data : NULL);
+	} else if (sync) {
+		sync->res = res;
+		if (res >= 0 && data)
+			bl_list_claim_append(&sync->data, data);
+		sync->done = true;
+	}
+}
+
+static void tcp_on_frame(void *arg, struct bl_msgr_conn *c,
+			 struct bl_msgr_frame *f)
+{
+	struct tcp_target *tt = arg;
+	struct bl_iter it;
+	uint64_t tag, res;
+	unsigned idx;
+
+	if (f->type != T_REPLY || bl_iter_init(&it, &f->payload, 0) < 0 ||
+	    bl_decode_u64(&it, &tag) < 0 || bl_decode_u64(&it, &res) < 0 ||
+	    !slot_find(tt, tag, &idx)) {
+		bl_msgr_conn_close(c, -EBADMSG, "a reply that answers nothing");
+		return;
+	}
+	/* what follows the 16-byte reply header is the data, shared */
+	bl_list_splice(&f->payload, 0, 16, NULL);
+	slot_finish(tt, idx, (int64_t)res, &f->payload);
+}
+
+static void tcp_on_close(void *arg, struct bl_msgr_conn *c, int err,
+			 const char *reason)
+{
+	struct tcp_target *tt = arg;
+	unsigned i;
+
+	(void)c;
+	tt->c = NULL;
+	if (err && !tt->closing)
+		fprintf(stderr, "blbench: %s: connection closed: %s\n",
+			tt->t.desc, reason);
+	/* whatever was waiting for a reply will not get one */
+	for (i = 0; i < tt->nslots; i++)
+		if (tt->slots[i].used)
+			slot_finish(tt, i, err ? err : -ECONNRESET, NULL);
+}
+
+/* Request header into @l: tag and flags.  Slot index, or -errno. */
+static int tcp_begin(struct tcp_target *tt, struct bl_list *l)
+{
+	uint64_t tag;
+	int i;
+
+	if (!tt->c)
+		return -ENOTCONN;
+	i = slot_alloc(tt, &tag);
+	if (i < 0)
+		return i;
+	if (bl_encode_u64(l, tag) || bl_encode_u32(l, tt->flags)) {
+		slot_free(tt, (unsigned)i);
+		return -ENOMEM;
+	}
+	return i;
+}
+
+static int tcp_send(struct tcp_target *tt, int slot, uint16_t type,
+		    struct bl_list *l)
+{
+	int r = bl_msgr_send(tt->c, type, l, NULL, NULL);
+
+	bl_list_clear(l);
+	if (r < 0)
+		slot_free(tt, (unsigned)slot);
+	return r;
+}
+
+/* A request whose reply the caller waits for; the reply's data into @out. */
+static int tcp_call(struct tcp_target *tt, uint16_t type,
+		    const struct bl_list *body, struct bl_list *out)
+{
+	struct tcp_sync sync = { .done = false };
+	double deadline = blb_now() + TCP_SYNC_TIMEOUT;
+	struct bl_list l;
+	int i, r;
+
+	bl_list_init(&l);
+	bl_list_init(&sync.data);
+	i = tcp_begin(tt, &l);
+	if (i < 0)
+		return i;
+	if (body && bl_list_append_list(&l, body) < 0) {
+		bl_list_clear(&l);
+		slot_free(tt, (unsigned)i);
+		return -ENOMEM;
+	}
+	tt->slots[i].sync = &sync;
+	r = tcp_send(tt, i, type, &l);
+	if (r < 0)
+		return r;
+	while (!sync.done) {
+		r = bl_uring_run(tt->u, 1, 1000);
+		if (r < 0 && r != -ETIME && r != -EINTR)
+			break;
+		if (blb_now() > deadline) {
+			r = -ETIMEDOUT;
+			break;
+		}
+	}
+	if (!sync.done) {
+		/* forget the slot: a late reply then answers nothing we wait for */
+		unsigned idx;
+
+		for (idx = 0; idx < tt->nslots; idx++)
+			if (tt->slots[idx].sync == &sync)
+				slot_free(tt, idx);
+		bl_list_clear(&sync.data);
+		return r < 0 ? r : -EIO;
+	}
+	if (out)
+		bl_list_claim_append(out, &sync.data);
+	bl_list_clear(&sync.data);
+	return sync.res < 0 ? (int)sync.res : 0;
+}
+
+static int tcp_write(struct blb_target *t, struct blb_op *op,
+		     const struct bl_list *data)
+{
+	struct tcp_target *tt = (struct tcp_target *)t;
+	size_t nlen = strlen(op->name), hlen, data_off;
+	struct bl_list l;
+	int i, r;
+
+	bl_list_init(&l);
+	i = tcp_begin(tt, &l);
+	if (i < 0)
+		return i;
+	/* tag, flags, data_off, objno, off, span, name: 48 + name bytes */
+	hlen = 12 + 4 + 24 + 4 + nlen;
+	data_off = (hlen + tt->pad - 1) / tt->pad * tt->pad;
+	r = bl_encode_u32(&l, (uint32_t)data_off);
+	r |= bl_encode_u64(&l, op->objno);
+	r |= bl_encode_u64(&l, op->off);
+	r |= bl_encode_u64(&l, t->obj_span);
+	r |= bl_encode_bytes(&l, op->name, nlen);
+	r |= bl_list_append_zero(&l, data_off - hlen);
+	r |= bl_list_append_list(&l, data);	/* shared, not copied */
+	if (r) {
+		bl_list_clear(&l);
+		slot_free(tt, (unsigned)i);
+		return -ENOMEM;
+	}
+	tt->slots[i].op = op;
+	return tcp_send(tt, i, T_WRITE, &l);
+}
+
+static int tcp_read(struct blb_target *t, struct blb_op *op, size_t len)
+{
+	struct tcp_target *tt = (struct tcp_target *)t;
+	struct bl_list l;
+	int i, r;
+
+	bl_list_init(&l);
+	i = tcp_begin(tt, &l);
+	if (i < 0)
+		return i;
+	r = bl_encode_u64(&l, op->objno);
+	r |= bl_encode_u64(&l, op->off);
+	r |= bl_encode_u64(&l, t->obj_span);
+	r |= bl_encode_u64(&l, len);
+	r |= bl_encode_bytes(&l, op->name, strlen(op->name));
+	if (r) {
+		bl_list_clear(&l);
+		slot_free(tt, (unsigned)i);
+		return -ENOMEM;
+	}
+	tt->slots[i].op = op;
+	return tcp_send(tt, i, T_READ, &l);
+}
+
+static int tcp_poll(struct blb_target *t, int timeout_ms)
+{
+	struct tcp_target *tt = (struct tcp_target *)t;
+
+	return blb_ring_poll(tt->u, timeout_ms);
+}
+
+static int tcp_remove(struct blb_target *t, const char *name, uint64_t objno)
+{
+	struct bl_list b;
+	int r;
+
+	bl_list_init(&b);
+	r = bl_encode_u64(&b, objno) | bl_encode_bytes(&b, name, strlen(name));
+	if (r == 0)
+		r = tcp_call((struct tcp_target *)t, T_REMOVE, &b, NULL);
+	bl_list_clear(&b);
+	return r;
+}
+
+static int tcp_meta_put(struct blb_target *t, const char *run,
+			const struct bl_list *m)
+{
+	struct bl_list b;
+	int r;
+
+	bl_list_init(&b);
+	r = bl_encode_bytes(&b, run, strlen(run)) | bl_encode_list(&b, m);
+	if (r == 0)
+		r = tcp_call((struct tcp_target *)t, T_META_PUT, &b, NULL);
+	bl_list_clear(&b);
+	return r;
+}
+
+static int tcp_run_call(struct blb_target *t, uint16_t type, const char *s,
+			struct bl_list *out)
+{
+	struct bl_list b;
+	int r;
+
+	bl_list_init(&b);
+	r = bl_encode_bytes(&b, s, strlen(s));
+	if (r == 0)
+		r = tcp_call((struct tcp_target *)t, type, &b, out);
+	bl_list_clear(&b);
+	return r;
+}
+
+static int tcp_meta_get(struct blb_target *t, const char *run,
+			struct bl_list *out)
+{
+	return tcp_run_call(t, T_META_GET, run, out);
+}
+
+static int tcp_meta_del(struct blb_target *t, const char *run)
+{
+	return tcp_run_call(t, T_META_DEL, run, NULL);
+}
+
+static int tcp_list(struct blb_target *t, const char *prefix,
+		    int (*fn)(void *arg, const char *name), void *arg)
+{
+	char name[BLB_NAME_MAX];
+	struct bl_list out, nl;
+	struct bl_iter it;
+	uint32_t count;
+	int r;
+
+	bl_list_init(&out);
+	bl_list_init(&nl);
+	r = tcp_run_call(t, T_LIST, prefix, &out);
+	if (r == 0) {
+		bl_iter_init(&it, &out, 0);
+		r = bl_decode_u32(&it, &count);
+	}
+	while (r == 0 && count--) {
+		bl_list_clear(&nl);
+		r = bl_decode_bytes(&it, &nl);
+		if (r == 0 && !blb_plain_name(&nl, name, sizeof(name)))
+			r = -EBADMSG;
+		if (r == 0)
+			r = fn(arg, name);
+	}
+	bl_list_clear(&nl);
+	bl_list_clear(&out);
+	return r;
+}
+
+static void tcp_close(struct blb_target *t)
+{
+	struct tcp_target *tt = (struct tcp_target *)t;
+	double deadline = blb_now() + 10;
+
+	tt->closing = true;
+	if (tt->c)
+		bl_msgr_conn_close(tt->c, 0, NULL);
+	while (tt->c && blb_now() < deadline)
+		bl_uring_run(tt->u, 1, 100);
+	bl_uring_destroy(tt->u);
+	free(tt->slots);
+	free(tt);
+}
+
+static const struct blb_target_ops tcp_ops = {
+	.kind = "tcp",
+	.write = tcp_write,
+	.read = tcp_read,
+	.poll = tcp_poll,
+	.remove = tcp_remove,
+	.meta_put = tcp_meta_put,
+	.meta_get = tcp_meta_get,
+	.meta_del = tcp_meta_del,
+	.list = tcp_list,
+	.close = tcp_close,
+};
+
+static int tcp_connect(const char *host, const char *port, int *fdp)
+{
+	struct addrinfo hints, *res, *ai;
+	int fd = -1, r, one = 1;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	r = getaddrinfo(host, port, &hints, &res);
+	if (r)
+		return r == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	r = -ECONNREFUSED;
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+			    ai->ai_protocol);
+		if (fd < 0) {
+			r = -errno;
+			continue;
+		}
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		r = -errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		return r;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	*fdp = fd;
+	return 0;
+}
+
+int blb_tcp_open(struct blb_target **out, const char *spec,
+		 const struct blb_opts *o, bool create, char *err,
+		 size_t len)
+{
+	struct bl_msgr_conn_opts co;
+	char host[BLB_NAME_MAX], port[32], desc[BLB_NAME_MAX];
+	struct tcp_target *tt;
+	struct bl_list reply, dl;
+	uint64_t room, maxp;
+	uint32_t slots, mem, off;
+	struct bl_iter it;
+	int fd = -1, r;
+
+	(void)create;
+	if (blb_split_hostport(spec, host, sizeof(host), port,
+			       sizeof(port)) < 0)
+		return blb_fail(err, len, 0, "cannot open target tcp:%s: not HOST:PORT",
+			    spec);
+	tt = calloc(1, sizeof(*tt));
+	if (!tt)
+		return blb_fail(err, len, -ENOMEM, "tcp:%s", spec);
+	tt->t.ops = &tcp_ops;
+	tt->free_head = NO_SLOT;
+	tt->flags = o->direct ? TCP_DIRECT : 0;
+	tt->t.direct = o->direct;
+	snprintf(tt->addr, sizeof(tt->addr), "tcp:%s", spec);
+	snprintf(tt->t.desc, sizeof(tt->t.desc), "%s", tt->addr);
+	r = tcp_connect(host, port, &fd);
+	if (r < 0) {
+		r = blb_fail(err, len, r, "cannot connect to %s", tt->addr);
+		free(tt);
+		return r;
+	}
+	tt->u = blb_make_ring(o);
+	memset(&co, 0, sizeof(co));
+	co.on_frame = tcp_on_frame;
+	co.on_close = tcp_on_close;
+	co.arg = tt;
+	co.max_payload = TCP_MAX_PAYLOAD;
+	co.align_data = true;	/* large read replies straight into raws */
+	tt->c = tt->u ? bl_msgr_conn_new(tt->u, fd, &co) : NULL;
+	if (!tt->c) {
+		r = blb_fail(err, len, -ENOMEM, "%s: connection", tt->addr);
+		close(fd);
+		bl_uring_destroy(tt->u);
+		free(tt);
+		return r;
+	}
+
+	bl_list_init(&reply);
+	bl_list_init(&dl);
+	r = tcp_call(tt, T_HELLO, NULL, &reply);
+	bl_iter_init(&it, &reply, 0);
+	if (r < 0) {
+		/* the server said why, or the connection did */
+		if (bl_decode_bytes(&it, &dl) == 0 &&
+		    bl_list_length(&dl) < sizeof(desc)) {
+			bl_list_copy_out(&dl, 0, bl_list_length(&dl), desc);
+			desc[bl_list_length(&dl)] = 0;
+			r = blb_fail(err, len, 0, "cannot open target %s: server: %s",
+				 tt->addr, desc);
+		} else {
+			r = blb_fail(err, len, r, "cannot open target %s", tt->addr);
+		}
+		goto out;
+	}
+	r = bl_decode_u64(&it, &room);
+	r |= bl_decode_u32(&it, &slots);
+	r |= bl_decode_u32(&it, &mem);
+	r |= bl_decode_u32(&it, &off);
+	r |= bl_decode_u64(&it, &maxp);
+	r |= bl_decode_bytes(&it, &dl);
+	if (r || bl_list_length(&dl) >= sizeof(desc) || !mem || !off ||
+	    (mem & (mem - 1)) || (off & (off - 1)) || off > (1u << 20)) {
+		r = blb_fail(err, len, -EBADMSG, "cannot open target %s: its hello",
+			 tt->addr);
+		goto out;
+	}
+	bl_list_copy_out(&dl, 0, bl_list_length(&dl), desc);
+	desc[bl_list_length(&dl)] = 0;
+	tt->t.room = room;
+	tt->t.slots = slots != 0;
+	tt->t.mem_align = mem;
+	tt->t.off_align = off;
+	tt->max_payload = maxp;
+	tt->pad = off > 64 ? off : 64;
+	if (mem > tt->pad)
+		tt->pad = mem;
+	snprintf(tt->t.desc, sizeof(tt->t.desc), "%s (%s)", tt->addr, desc);
+	if (o->op_size + 4096 + tt->pad > maxp) {
+		r = blb_fail(err, len, 0, "%s takes ops of at most %llu bytes",
+			 tt->t.desc, (unsigned long long)(maxp - 4096 - tt->pad));
+		goto out;
+	}
+	bl_list_clear(&reply);
+	bl_list_clear(&dl);
+	*out = &tt->t;
+	return 0;
+out:
+	bl_list_clear(&reply);
+	bl_list_clear(&dl);
+	tcp_close(&tt->t);
+	return r;
+}
