@@ -36,16 +36,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-
-/*
- * Linux has accepted 1024 iovecs per call (UIO_MAXIOV) for as long as
- * writev exists; 16 KiB of stack is the price of never allocating.
- */
-#if defined(IOV_MAX) && IOV_MAX < 1024
-#define BL__IO_IOV_MAX IOV_MAX
-#else
-#define BL__IO_IOV_MAX 1024
-#endif
+#include "io_int.h"
 
 /* Largest raw a read allocates when it does not know the size. */
 #define BL__IO_CHUNK_MAX ((size_t)1 << 20)
@@ -58,7 +49,7 @@
 static int write_all(const struct bl_list *l, int fd, bool positional,
 		     off_t off, size_t *done)
 {
-	struct iovec iov[BL__IO_IOV_MAX];
+	struct iovec iov[BL__IOV_MAX];
 	size_t total = bl_list_length(l), pos = 0;
 	int cnt = 0, i = 0, ret = 0;
 
@@ -77,7 +68,7 @@ static int write_all(const struct bl_list *l, int fd, bool positional,
 		ssize_t n;
 
 		if (i == cnt) {
-			cnt = bl_list_to_iovec(l, pos, iov, BL__IO_IOV_MAX);
+			cnt = bl_list_to_iovec(l, pos, iov, BL__IOV_MAX);
 			/* pos < length, so the list owes us an entry */
 			if (bl__unlikely(cnt <= 0)) {
 				BL_ASSERT(cnt > 0);

@@ -65,6 +65,7 @@
 #include <unistd.h>
 #include <linux/fs.h>
 #include <liburing.h>
+#include "io_int.h"
 #include "uring_int.h"
 
 #if defined(__has_include)
@@ -92,8 +93,6 @@
 #define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
 #endif
 
-/* One SQE takes at most 1024 iovecs: 1025 is -EINVAL / -EMSGSIZE (FACTS). */
-#define URING_IOV_MAX 1024u
 #define URING_ENTRIES 256u
 
 /*
@@ -614,8 +613,8 @@ static void op_prep(struct bl_uring *u, struct uop *op,
 	unsigned n = op->niov - op->iov_at;
 	__u64 off = op->off < 0 ? (__u64)-1 : (__u64)op->off + op->done;
 
-	if (n > URING_IOV_MAX)
-		n = URING_IOV_MAX;
+	if (n > BL__IOV_MAX)
+		n = BL__IOV_MAX;
 	switch (op->kind) {
 	case OP_WRITE:
 		if (op->bufidx >= 0) {
@@ -1246,8 +1245,8 @@ static ssize_t blk_syscall(struct bl_uring *u, struct uop *op)
 	off_t off = op->off < 0 ? -1 : op->off + (off_t)op->done;
 	ssize_t r = -1;
 
-	if (n > (int)URING_IOV_MAX)
-		n = (int)URING_IOV_MAX;
+	if (n > BL__IOV_MAX)
+		n = BL__IOV_MAX;
 	u->cnt.sqes++;
 	switch (op->kind) {
 	case OP_WRITE:
@@ -2275,7 +2274,7 @@ int bl_list_prepare_dio(struct bl_list *l, int fd)
 	if (bl_list_length(l) % off)
 		return -EINVAL;
 	return bl_list_rebuild_aligned_size_and_memory(l, off, mem,
-						       URING_IOV_MAX);
+						       BL__IOV_MAX);
 }
 
 /* ---- for tests and benchmarks (uring_int.h) --------------------------- */
