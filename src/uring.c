@@ -2232,51 +2232,6 @@ void bl_uring_regpool_destroy(struct bl_uring_regpool *p)
 	rp_unref(p);
 }
 
-/* ---- O_DIRECT --------------------------------------------------------- */
-
-#ifndef STATX_DIOALIGN
-#define STATX_DIOALIGN 0x00002000U
-#endif
-
-int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align)
-{
-	struct statx stx;
-	struct stat st;
-	int ss;
-
-	memset(&stx, 0, sizeof(stx));
-	if (!statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) &&
-	    (stx.stx_mask & STATX_DIOALIGN)) {
-		/* reported as zero: this file cannot do direct I/O at all */
-		if (!stx.stx_dio_offset_align || !stx.stx_dio_mem_align)
-			return -EOPNOTSUPP;
-		*mem_align = stx.stx_dio_mem_align;
-		*off_align = stx.stx_dio_offset_align;
-		return 0;
-	}
-	if (fstat(fd, &st))
-		return -errno;
-	if (S_ISBLK(st.st_mode) && !ioctl(fd, BLKSSZGET, &ss) && ss > 0) {
-		*mem_align = *off_align = (size_t)ss;
-		return 0;
-	}
-	*mem_align = *off_align = 4096;
-	return 0;
-}
-
-int bl_list_prepare_dio(struct bl_list *l, int fd)
-{
-	size_t mem, off;
-	int ret = bl_fd_dio_align(fd, &mem, &off);
-
-	if (ret)
-		return ret;
-	if (bl_list_length(l) % off)
-		return -EINVAL;
-	return bl_list_rebuild_aligned_size_and_memory(l, off, mem,
-						       BL__IOV_MAX);
-}
-
 /* ---- for tests and benchmarks (uring_int.h) --------------------------- */
 
 void bl__uring_counters(const struct bl_uring *u,

@@ -7,6 +7,10 @@
  * the write path (the iovec array lives on the stack).  @done, where
  * given, receives the bytes that reached the descriptor, also on failure,
  * so a caller never loses track of what was written.
+ *
+ * It also holds what O_DIRECT needs from a list, whichever way it is then
+ * written (here or through bl_uring): the descriptor's alignment, and a
+ * list reshaped to meet it.
  */
 #ifndef BUFFERLIST_IO_H
 #define BUFFERLIST_IO_H
@@ -56,6 +60,25 @@ BL_API ssize_t bl_list_read_file(struct bl_list *l, const char *path);
  */
 BL_API int bl_list_write_file(const struct bl_list *l, const char *path,
 			      mode_t mode);
+
+/* ---- O_DIRECT --------------------------------------------------------- */
+
+/**
+ * bl_fd_dio_align() - the memory and offset/length alignment O_DIRECT needs
+ * on @fd: statx(STATX_DIOALIGN) where the kernel reports it, else the
+ * device's logical block size, else 4096.  Return: 0 or -errno
+ * (-EOPNOTSUPP when the kernel reports that @fd cannot do direct I/O).
+ */
+BL_API int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align);
+
+/**
+ * bl_list_prepare_dio() - makes @l writable with O_DIRECT on @fd: copies
+ * only the misaligned runs (bl_list_rebuild_aligned_size_and_memory) and
+ * keeps the list within IOV_MAX segments.  The length of @l must already
+ * be a multiple of the offset alignment (-EINVAL otherwise).
+ * Return: 1 if it copied, 0 if not, or -errno.
+ */
+BL_API int bl_list_prepare_dio(struct bl_list *l, int fd);
 
 BL_END_DECLS
 

@@ -37,6 +37,7 @@
 #include <sys/types.h>
 #include <bufferlist/common.h>
 #include <bufferlist/list.h>
+#include <bufferlist/io.h>	/* bl_fd_dio_align, bl_list_prepare_dio */
 
 BL_BEGIN_DECLS
 
@@ -266,25 +267,6 @@ BL_API int bl_uring_handle_cqe(struct bl_uring *u, struct io_uring_cqe *cqe);
 
 /** bl_uring_inflight() - operations submitted and not yet completed. */
 BL_API unsigned bl_uring_inflight(const struct bl_uring *u);
-
-/* ---- O_DIRECT --------------------------------------------------------- */
-
-/**
- * bl_fd_dio_align() - the memory and offset/length alignment O_DIRECT needs
- * on @fd: statx(STATX_DIOALIGN) where the kernel reports it, else the
- * device's logical block size, else 4096.  Return: 0 or -errno
- * (-EOPNOTSUPP when the kernel reports that @fd cannot do direct I/O).
- */
-BL_API int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align);
-
-/**
- * bl_list_prepare_dio() - makes @l writable with O_DIRECT on @fd: copies
- * only the misaligned runs (bl_list_rebuild_aligned_size_and_memory) and
- * keeps the list within IOV_MAX segments.  The length of @l must already
- * be a multiple of the offset alignment (-EINVAL otherwise).
- * Return: 1 if it copied, 0 if not, or -errno.
- */
-BL_API int bl_list_prepare_dio(struct bl_list *l, int fd);
 
 BL_END_DECLS
 
