@@ -270,91 +270,27 @@ void bl_uring_bufring_destroy(struct bl_uring_bufring *br)
 		bl__uring_br_unref(br);
 }
 
-/* A position in a list, for walking runs of segments. */
-struct seg_pos {
-	const struct bl__chunk_hdr *c;
-	uint32_t i;		/* index within c's used slots */
-};
-
-static const struct bl_ptr *seg_at(const struct seg_pos *p)
+/*
+ * bl_list_detach_pooled() is the list's own reshape (bl__list_reshape):
+ * ring slices are the segments it does not keep, and a run of them grows
+ * while the next one is a ring slice too, so neighbours share one raw.
+ */
+static bool detach_keep(const struct bl_ptr *s, bool last, void *ctx)
 {
-	return bl__chunk(p->c)->seg + p->c->start + p->i;
+	return !raw_is_pooled(s->raw);
 }
 
-static void seg_next(struct seg_pos *p)
+static bool detach_more(size_t run_len, const struct bl_ptr *next, bool last,
+			void *ctx)
 {
-	if (++p->i < p->c->count)
-		return;
-	p->i = 0;
-	for (p->c = p->c->next; p->c && !p->c->count; p->c = p->c->next)
-		;
-}
-
-static void seg_first(const struct bl_list *l, struct seg_pos *p)
-{
-	p->i = 0;
-	for (p->c = &l->_inl; p->c && !p->c->count; p->c = p->c->next)
-		;
+	return raw_is_pooled(next->raw);
 }
 
 ssize_t bl_list_detach_pooled(struct bl_list *l)
 {
-	struct seg_pos p;
-	struct bl_list out;
-	size_t copied = 0;
-	bool any = false;
+	static const struct bl__reshape rs = {
+		detach_keep, detach_more, BL_CACHELINE, NULL
+	};
 
-	for (seg_first(l, &p); p.c; seg_next(&p))
-		if (raw_is_pooled(seg_at(&p)->raw)) {
-			any = true;
-			break;
-		}
-	if (!any)
-		return 0;
-	bl_list_init(&out);
-	bl_list_set_pool(&out, l->_pool);
-	for (seg_first(l, &p); p.c;) {
-		const struct bl_ptr *s = seg_at(&p);
-		struct seg_pos run = p;
-		size_t total = 0;
-		struct bl_ptr np;
-		char *dst;
-
-		if (!raw_is_pooled(s->raw)) {
-			if (bl_list_append_ptr(&out, s))
-				goto fail;
-			seg_next(&p);
-			continue;
-		}
-		while (p.c && raw_is_pooled(seg_at(&p)->raw)) {
-			total += seg_at(&p)->len;
-			seg_next(&p);
-		}
-		/* neighbouring ring segments share one new raw */
-		np.raw = bl_raw_create(total);
-		if (!np.raw)
-			goto fail;
-		np.off = 0;
-		np.len = total;
-		dst = np.raw->data;
-		for (; run.c != p.c || run.i != p.i; seg_next(&run)) {
-			const struct bl_ptr *r = seg_at(&run);
-
-			memcpy(dst, r->raw->data + r->off, r->len);
-			dst += r->len;
-		}
-		bl__count_copy(total);
-		copied += total;
-		if (bl_list_append_ptr_move(&out, &np)) {
-			bl_raw_put(np.raw);
-			goto fail;
-		}
-	}
-	bl_list_clear(l);
-	bl_list_claim_append(l, &out);	/* into an empty list: cannot fail */
-	bl_list_clear(&out);
-	return (ssize_t)copied;
-fail:
-	bl_list_clear(&out);
-	return -ENOMEM;
+	return bl__list_reshape(l, &rs);
 }
