@@ -182,7 +182,7 @@ void bl_uring_destroy(struct bl_uring *u)
 	bl__free(u->al, u, sizeof(*u), _Alignof(struct bl_uring));
 }
 
-int bl_uring_backend(const struct bl_uring *u)
+enum bl_uring_backend bl_uring_backend(const struct bl_uring *u)
 {
 	return u->ring ? BL_URING_IO_URING : BL_URING_BLOCKING;
 }
