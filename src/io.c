@@ -24,6 +24,9 @@
  *    bl_list_read_file() reads a regular file into one raw of its size.
  *  - A write or read at a negative offset is -EINVAL; a write whose end
  *    would overflow off_t is -EOVERFLOW, both before any system call.
+ *
+ * The O_DIRECT helpers at the end only ask the kernel for the alignment
+ * and hand the list to the list layer's rebuild; they do no I/O.
  */
 #include "config.h"
 
@@ -31,21 +34,15 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <linux/fs.h>
 
 #include "internal.h"
-
-/*
- * Linux has accepted 1024 iovecs per call (UIO_MAXIOV) for as long as
- * writev exists; 16 KiB of stack is the price of never allocating.
- */
-#if defined(IOV_MAX) && IOV_MAX < 1024
-#define BL__IO_IOV_MAX IOV_MAX
-#else
-#define BL__IO_IOV_MAX 1024
-#endif
+#include "io_int.h"
 
 /* Largest raw a read allocates when it does not know the size. */
 #define BL__IO_CHUNK_MAX ((size_t)1 << 20)
@@ -58,7 +55,7 @@
 static int write_all(const struct bl_list *l, int fd, bool positional,
 		     off_t off, size_t *done)
 {
-	struct iovec iov[BL__IO_IOV_MAX];
+	struct iovec iov[BL__IOV_MAX];
 	size_t total = bl_list_length(l), pos = 0;
 	int cnt = 0, i = 0, ret = 0;
 
@@ -77,7 +74,7 @@ static int write_all(const struct bl_list *l, int fd, bool positional,
 		ssize_t n;
 
 		if (i == cnt) {
-			cnt = bl_list_to_iovec(l, pos, iov, BL__IO_IOV_MAX);
+			cnt = bl_list_to_iovec(l, pos, iov, BL__IOV_MAX);
 			/* pos < length, so the list owes us an entry */
 			if (bl__unlikely(cnt <= 0)) {
 				BL_ASSERT(cnt > 0);
@@ -304,4 +301,49 @@ int bl_list_write_file(const struct bl_list *l, const char *path,
 	if (close(fd) < 0 && !ret)
 		ret = -errno;
 	return ret;
+}
+
+/* ---- O_DIRECT --------------------------------------------------------- */
+
+#ifndef STATX_DIOALIGN
+#define STATX_DIOALIGN 0x00002000U
+#endif
+
+int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align)
+{
+	struct statx stx;
+	struct stat st;
+	int ss;
+
+	memset(&stx, 0, sizeof(stx));
+	if (!statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) &&
+	    (stx.stx_mask & STATX_DIOALIGN)) {
+		/* reported as zero: this file cannot do direct I/O at all */
+		if (!stx.stx_dio_offset_align || !stx.stx_dio_mem_align)
+			return -EOPNOTSUPP;
+		*mem_align = stx.stx_dio_mem_align;
+		*off_align = stx.stx_dio_offset_align;
+		return 0;
+	}
+	if (fstat(fd, &st))
+		return -errno;
+	if (S_ISBLK(st.st_mode) && !ioctl(fd, BLKSSZGET, &ss) && ss > 0) {
+		*mem_align = *off_align = (size_t)ss;
+		return 0;
+	}
+	*mem_align = *off_align = 4096;
+	return 0;
+}
+
+int bl_list_prepare_dio(struct bl_list *l, int fd)
+{
+	size_t mem, off;
+	int ret = bl_fd_dio_align(fd, &mem, &off);
+
+	if (ret)
+		return ret;
+	if (bl_list_length(l) % off)
+		return -EINVAL;
+	return bl_list_rebuild_aligned_size_and_memory(l, off, mem,
+						       BL__IOV_MAX);
 }

@@ -7,6 +7,10 @@
  * the write path (the iovec array lives on the stack).  @done, where
  * given, receives the bytes that reached the descriptor, also on failure,
  * so a caller never loses track of what was written.
+ *
+ * It also holds what O_DIRECT needs from a list, whichever way it is then
+ * written (here or through bl_uring): the descriptor's alignment, and a
+ * list reshaped to meet it.
  */
 #ifndef BUFFERLIST_IO_H
 #define BUFFERLIST_IO_H
@@ -20,14 +24,17 @@ BL_BEGIN_DECLS
 
 /**
  * bl_list_write_fd() - writes all of @l (borrowed) to @fd with writev.
- * Return: 0 or -errno (-EAGAIN on a non-blocking fd that would block).
+ * Return: 0 or -errno (-EAGAIN on a non-blocking fd that would block,
+ * -EIO when the descriptor takes no more bytes).
  */
 BL_API int bl_list_write_fd(const struct bl_list *l, int fd, size_t *done);
 
 /**
  * bl_list_pwrite() - as bl_list_write_fd() at file offset @off (pwritev).
- * -EINVAL for a negative offset, -EOVERFLOW when the end would not fit an
- * off_t (both before any I/O).  An empty list makes no system call.
+ * An empty list makes no system call.
+ * Return: 0 or -errno: as bl_list_write_fd(), and -EINVAL for a negative
+ * offset, -EOVERFLOW when the end would not fit an off_t (both before any
+ * I/O).
  */
 BL_API int bl_list_pwrite(const struct bl_list *l, int fd, off_t off,
 			  size_t *done);
@@ -43,19 +50,47 @@ BL_API int bl_list_pwrite(const struct bl_list *l, int fd, off_t off,
  */
 BL_API ssize_t bl_list_read_fd(struct bl_list *l, int fd, size_t len);
 
-/** bl_list_pread() - as bl_list_read_fd() from file offset @off. */
+/**
+ * bl_list_pread() - as bl_list_read_fd() from file offset @off.
+ * Return: as bl_list_read_fd(), and -EINVAL for a negative offset.
+ */
 BL_API ssize_t bl_list_pread(struct bl_list *l, int fd, size_t len,
 			     off_t off);
 
-/** bl_list_read_file() - appends the whole file at @path.  Bytes or -errno. */
+/**
+ * bl_list_read_file() - appends the whole file at @path.
+ * Return: bytes read, or -errno (from open, fstat or read; -ENOMEM) with
+ * @l unchanged.
+ */
 BL_API ssize_t bl_list_read_file(struct bl_list *l, const char *path);
 
 /**
  * bl_list_write_file() - writes @l to @path (created with @mode, truncated),
- * fsync'd.  0 or -errno.
+ * fsync'd.
+ * Return: 0, or -errno from open, writev, fsync or close.
  */
 BL_API int bl_list_write_file(const struct bl_list *l, const char *path,
 			      mode_t mode);
+
+/* ---- O_DIRECT --------------------------------------------------------- */
+
+/**
+ * bl_fd_dio_align() - the memory and offset/length alignment O_DIRECT needs
+ * on @fd: statx(STATX_DIOALIGN) where the kernel reports it, else the
+ * device's logical block size, else 4096.  Return: 0 or -errno
+ * (-EOPNOTSUPP when the kernel reports that @fd cannot do direct I/O).
+ */
+BL_API int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align);
+
+/**
+ * bl_list_prepare_dio() - makes @l writable with O_DIRECT on @fd: copies
+ * only the misaligned runs (bl_list_rebuild_aligned_size_and_memory) and
+ * keeps the list within IOV_MAX segments.  The length of @l must already
+ * be a multiple of the offset alignment (-EINVAL otherwise).
+ * Return: 1 if it copied, 0 if not, or -errno: those of bl_fd_dio_align(),
+ * -EINVAL, or -ENOMEM with @l unchanged.
+ */
+BL_API int bl_list_prepare_dio(struct bl_list *l, int fd);
 
 BL_END_DECLS
 

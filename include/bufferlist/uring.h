@@ -37,6 +37,7 @@
 #include <sys/types.h>
 #include <bufferlist/common.h>
 #include <bufferlist/list.h>
+#include <bufferlist/io.h>	/* bl_fd_dio_align, bl_list_prepare_dio */
 
 BL_BEGIN_DECLS
 
@@ -79,7 +80,7 @@ BL_API struct bl_uring *bl_uring_create(const struct bl_uring_params *p);
  * (borrowed: it must outlive the bl_uring).  The application reaps its own
  * completions and passes each to bl_uring_handle_cqe(); user_data values
  * of the application's own requests must have bit 0 clear.
- * Return: new, or NULL.
+ * Return: new, or NULL (@ring is NULL, or memory ran out).
  */
 BL_API struct bl_uring *bl_uring_attach(struct io_uring *ring,
 					const struct bl_uring_params *p);
@@ -89,16 +90,26 @@ BL_API struct bl_uring *bl_uring_attach(struct io_uring *ring,
  * let go of every buffer (including zero-copy notifications), calls the
  * pending callbacks with -ECANCELED (or their real result if they finished
  * first), drops every reference and frees @u.  NULL is a no-op.
+ * Return: nothing; it cannot fail.
  */
 BL_API void bl_uring_destroy(struct bl_uring *u);
 
-/** bl_uring_backend() - BL_URING_IO_URING or BL_URING_BLOCKING. */
-BL_API int bl_uring_backend(const struct bl_uring *u);
+/**
+ * bl_uring_backend() - which back end @u runs on.
+ * Return: BL_URING_IO_URING or BL_URING_BLOCKING.
+ */
+BL_API enum bl_uring_backend bl_uring_backend(const struct bl_uring *u);
 
-/** bl_uring_backend_reason() - why the blocking back end is in use (borrowed), or "". */
+/**
+ * bl_uring_backend_reason() - why the blocking back end is in use.
+ * Return: a message (borrowed, valid while @u lives), or "" on io_uring.
+ */
 BL_API const char *bl_uring_backend_reason(const struct bl_uring *u);
 
-/** bl_uring_ring() - the ring (borrowed), or NULL on the blocking back end. */
+/**
+ * bl_uring_ring() - the ring @u submits to.
+ * Return: the ring (borrowed), or NULL on the blocking back end.
+ */
 BL_API struct io_uring *bl_uring_ring(struct bl_uring *u);
 
 /**
@@ -119,7 +130,8 @@ typedef void (*bl_uring_cb)(void *arg, ssize_t res, struct bl_list *data);
  * than IOV_MAX segments go out as several requests.  A single slice of a
  * registered raw uses WRITE_FIXED.
  * Return: 0 (the callback will run), or -ENOMEM / -EBUSY (queue full even
- * after submitting) with nothing submitted.
+ * after submitting) / -ECANCELED (bl_uring_destroy() is running) with
+ * nothing submitted.
  */
 BL_API int bl_uring_write(struct bl_uring *u, int fd, off_t off,
 			  const struct bl_list *l, bl_uring_cb cb, void *arg);
@@ -127,10 +139,11 @@ BL_API int bl_uring_write(struct bl_uring *u, int fd, off_t off,
 /**
  * bl_uring_read() - reads @len bytes at @off into new raws whose data is
  * aligned to @align (0: 64; pass the O_DIRECT memory alignment for such
- * files).  The callback gets the list; short only at end of file.
- * Return: 0, -ENOMEM, -EBUSY, or -EINVAL (@align not a power of two).
- * A read that fits a free buffer of the ring's registered pool reads into
- * it with READ_FIXED.
+ * files).  The callback gets the list; short only at end of file.  A read
+ * that fits a free buffer of the ring's registered pool reads into it
+ * with READ_FIXED.
+ * Return: 0, -ENOMEM, -EBUSY, -ECANCELED (as bl_uring_write()), or
+ * -EINVAL (@align not a power of two).
  */
 BL_API int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
 			 size_t align, bl_uring_cb cb, void *arg);
@@ -140,7 +153,7 @@ BL_API int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
  * SENDMSG_ZC at or above the zero-copy threshold; the raws stay referenced
  * until the kernel's notification; the callback may run before that).
  * @flags: MSG_* for sendmsg; MSG_NOSIGNAL is always added.
- * Return: 0, -ENOMEM or -EBUSY.
+ * Return: 0, -ENOMEM, -EBUSY or -ECANCELED (as bl_uring_write()).
  */
 BL_API int bl_uring_send(struct bl_uring *u, int fd, const struct bl_list *l,
 			 int flags, bl_uring_cb cb, void *arg);
@@ -148,7 +161,7 @@ BL_API int bl_uring_send(struct bl_uring *u, int fd, const struct bl_list *l,
 /**
  * bl_uring_recv() - receives up to @len bytes (one recv; fewer is normal)
  * into a new raw.  res 0 means the peer closed.
- * Return: 0, -ENOMEM or -EBUSY.
+ * Return: 0, -ENOMEM, -EBUSY or -ECANCELED (as bl_uring_write()).
  */
 BL_API int bl_uring_recv(struct bl_uring *u, int fd, size_t len,
 			 bl_uring_cb cb, void *arg);
@@ -162,7 +175,9 @@ struct bl_uring_bufring;
  * @buf_size bytes registered as buffer group @bgid.  A received chunk
  * becomes a slice of its buffer's raw; the buffer goes back to the ring
  * when the last reference to it is dropped, from whatever thread.
- * Return: new, or NULL (memory, or the kernel refused; errno is not set).
+ * Return: new, or NULL (errno is not set): @u is NULL or being destroyed,
+ * @nbufs is not a power of two or above 32768, @buf_size is 0 or above
+ * 4 GiB - 1, memory ran out, or the kernel refused the registration.
  */
 BL_API struct bl_uring_bufring *
 bl_uring_bufring_create(struct bl_uring *u, unsigned nbufs, size_t buf_size,
@@ -172,13 +187,15 @@ bl_uring_bufring_create(struct bl_uring *u, unsigned nbufs, size_t buf_size,
  * bl_uring_bufring_available() - buffers the kernel can fill right now
  * (counting those released on other threads, which the ring's thread puts
  * back before it next arms or reaps).
+ * Return: that count, at most nbufs.
  */
 BL_API unsigned bl_uring_bufring_available(const struct bl_uring_bufring *br);
 
 /**
  * bl_uring_bufring_destroy() - unregisters the ring; buffers still held
  * by slices stay valid until released.  Call after the receives using it
- * have finished or been cancelled.
+ * have finished or been cancelled.  NULL is a no-op.
+ * Return: nothing; it cannot fail.
  */
 BL_API void bl_uring_bufring_destroy(struct bl_uring_bufring *br);
 
@@ -196,7 +213,8 @@ typedef void (*bl_uring_recv_cb)(void *arg, ssize_t res,
  * bl_uring_recv_pooled() - receives into @br's buffers: one completion
  * (single shot) or one per arriving chunk until error, EOF or cancel
  * (@multishot, where the kernel supports it; else re-armed by the library).
- * Return: 0, -ENOMEM, -EBUSY, or -EINVAL (@br belongs to another ring).
+ * Return: 0, -ENOMEM, -EBUSY, -ECANCELED (as bl_uring_write()), or
+ * -EINVAL (@br is NULL or belongs to another ring).
  */
 BL_API int bl_uring_recv_pooled(struct bl_uring *u, int fd,
 				struct bl_uring_bufring *br, bool multishot,
@@ -219,27 +237,41 @@ struct bl_uring_regpool;
  * aligned) registered with io_uring_register_buffers; raws taken from it
  * know their buffer index, and single-slice reads and writes of them use
  * READ_FIXED / WRITE_FIXED.  One per ring (the kernel keeps one table).
- * Return: new, or NULL (also when @u has one already).
+ * Return: new, or NULL (errno is not set): @u has one already or is being
+ * destroyed, @nbufs is 0 or above 16384, @buf_size is 0 or above 1 GiB,
+ * memory ran out, or the kernel refused the registration.
  */
 BL_API struct bl_uring_regpool *
 bl_uring_regpool_create(struct bl_uring *u, unsigned nbufs, size_t buf_size);
 
 /**
  * bl_uring_regpool_get() - a free buffer as a new raw (one reference) of
- * buf_size bytes; it returns to the pool when released.  NULL when all are
- * in use.
+ * buf_size bytes; it returns to the pool when released.
+ * Return: the raw, or NULL when all are in use (or memory ran out).
  */
 BL_API struct bl_raw *bl_uring_regpool_get(struct bl_uring_regpool *p);
 
-/** bl_uring_regpool_destroy() - unregisters; raws still out stay valid. */
+/**
+ * bl_uring_regpool_destroy() - unregisters; raws still out stay valid.
+ * NULL is a no-op.
+ * Return: nothing; it cannot fail.
+ */
 BL_API void bl_uring_regpool_destroy(struct bl_uring_regpool *p);
 
-/** bl_raw_buf_index() - registered buffer index of @r, or -1. */
+/**
+ * bl_raw_buf_index() - where @r sits in the kernel's registered table.
+ * Return: the buffer index, or -1 (@r is NULL, not a registered pool's
+ * buffer, or its pool was unregistered).
+ */
 BL_API int bl_raw_buf_index(const struct bl_raw *r);
 
 /* ---- driving ------------------------------------------------------------ */
 
-/** bl_uring_submit() - submits what is queued.  Count or -errno. */
+/**
+ * bl_uring_submit() - submits what is queued.
+ * Return: SQEs submitted (0 on the blocking back end), or -errno from
+ * io_uring_enter(2) (-EBUSY, -EAGAIN, -EINTR, ...).
+ */
 BL_API int bl_uring_submit(struct bl_uring *u);
 
 /**
@@ -251,8 +283,10 @@ BL_API int bl_uring_submit(struct bl_uring *u);
  * for their notifications (then it waits for those).  On an attached ring
  * it handles only the library's CQEs and leaves the application's in the
  * queue, in order.
- * Return: operations completed, or -errno (-ETIME is not an error: it
- * returns the count; -EDEADLK when called from one of @u's callbacks).
+ * Return: operations completed, or -errno: -EDEADLK when called from one
+ * of @u's callbacks (or while it is destroyed), else an error of
+ * io_uring_enter(2) or, on the blocking back end, of poll(2) (-EINTR and
+ * -ETIME are not errors: it returns the count).
  */
 BL_API int bl_uring_run(struct bl_uring *u, unsigned min_complete,
 			int timeout_ms);
@@ -264,27 +298,11 @@ BL_API int bl_uring_run(struct bl_uring *u, unsigned min_complete,
  */
 BL_API int bl_uring_handle_cqe(struct bl_uring *u, struct io_uring_cqe *cqe);
 
-/** bl_uring_inflight() - operations submitted and not yet completed. */
+/**
+ * bl_uring_inflight() - operations submitted and not yet completed.
+ * Return: that count (retiring zero-copy sends excluded).
+ */
 BL_API unsigned bl_uring_inflight(const struct bl_uring *u);
-
-/* ---- O_DIRECT --------------------------------------------------------- */
-
-/**
- * bl_fd_dio_align() - the memory and offset/length alignment O_DIRECT needs
- * on @fd: statx(STATX_DIOALIGN) where the kernel reports it, else the
- * device's logical block size, else 4096.  Return: 0 or -errno
- * (-EOPNOTSUPP when the kernel reports that @fd cannot do direct I/O).
- */
-BL_API int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align);
-
-/**
- * bl_list_prepare_dio() - makes @l writable with O_DIRECT on @fd: copies
- * only the misaligned runs (bl_list_rebuild_aligned_size_and_memory) and
- * keeps the list within IOV_MAX segments.  The length of @l must already
- * be a multiple of the offset alignment (-EINVAL otherwise).
- * Return: 1 if it copied, 0 if not, or -errno.
- */
-BL_API int bl_list_prepare_dio(struct bl_list *l, int fd);
 
 BL_END_DECLS
 

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uring_blocking.c - the back end for where io_uring cannot be used.
+ *
+ * It runs the same ops as io_uring does, with system calls: regular files
+ * are read and written to completion in the submit call; sockets use
+ * MSG_DONTWAIT and other descriptors are polled first, and an op that
+ * would block waits in bl_uring_run() (poll), so a single-threaded
+ * request/response loop does not deadlock on it.  Every callback runs
+ * from bl_uring_run().
+ */
+#include "uring_priv.h"	/* first: config.h sets _GNU_SOURCE */
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+static void waitq_push(struct bl_uring *u, struct uop *op)
+{
+	op->qnext = u->waitq;
+	op->queued = 1;
+	u->waitq = op;
+}
+
+static bool fd_ready(const struct uop *op)
+{
+	struct pollfd p = { .fd = op->fd, .events = bl__uring_op_events(op) };
+
+	return poll(&p, 1, 0) != 0;	/* errors: let the I/O call say */
+}
+
+static ssize_t blk_syscall(struct bl_uring *u, struct uop *op)
+{
+	struct iovec *v = op->iov + op->iov_at;
+	int n = (int)(op->niov - op->iov_at);
+	off_t off = op->off < 0 ? -1 : op->off + (off_t)op->done;
+	ssize_t r = -1;
+
+	if (n > BL__IOV_MAX)
+		n = BL__IOV_MAX;
+	u->cnt.sqes++;
+	switch (op->kind) {
+	case OP_WRITE:
+		r = off < 0 ? writev(op->fd, v, n) : pwritev(op->fd, v, n, off);
+		break;
+	case OP_READ:
+		r = off < 0 ? readv(op->fd, v, n) : preadv(op->fd, v, n, off);
+		break;
+	case OP_SEND:
+		op->msg.msg_iov = v;
+		op->msg.msg_iovlen = (size_t)n;
+		r = sendmsg(op->fd, &op->msg, op->msg_flags | MSG_DONTWAIT);
+		break;
+	case OP_RECV:
+		r = recv(op->fd, v->iov_base, v->iov_len,
+			 op->msg_flags | MSG_DONTWAIT);
+		break;
+	}
+	return r < 0 ? -errno : r;
+}
+
+static ssize_t blk_hook(struct uop *op, ssize_t r)
+{
+	struct io_uring_cqe c;
+
+	c.user_data = (uint64_t)(uintptr_t)op | TAG_OP;
+	c.res = (int32_t)r;
+	c.flags = 0;
+	return atomic_load_explicit(&bl__uring_cqe_hook, memory_order_relaxed)
+		       ? bl__uring_apply_hook(op, &c) : r;
+}
+
+void bl__uring_blk_perform(struct bl_uring *u, struct uop *op)
+{
+	for (;;) {
+		enum step st;
+		ssize_t r;
+
+		if (op->pollfirst && !fd_ready(op)) {
+			waitq_push(u, op);
+			return;
+		}
+		r = blk_hook(op, blk_syscall(u, op));
+		st = bl__uring_op_progress(u, op, r);
+		if (st == STEP_NEXT)
+			continue;
+		if (st == STEP_WAIT)
+			waitq_push(u, op);
+		else
+			bl__uring_doneq_push(u, op);
+		return;
+	}
+}
+
+static int br_take(struct bl_uring_bufring *br)
+{
+	bl__uring_br_drain(br);
+	return br->nfree ? (int)br->free_ids[--br->nfree] : -1;
+}
+
+void bl__uring_blk_pooled(struct bl_uring *u, struct uop *op)
+{
+	struct bl_uring_bufring *br = op->br;
+
+	for (;;) {
+		int id = br->u ? br_take(br) : -1;
+		ssize_t r;
+
+		if (id < 0) {
+			op->res = -ENOBUFS;
+			op->more = 0;
+			break;
+		}
+		u->cnt.sqes++;
+		r = recv(op->fd, br->base + (size_t)id * br->buf_size,
+			 br->buf_size, op->msg_flags | MSG_DONTWAIT);
+		r = blk_hook(op, r < 0 ? -errno : r);
+		if (r <= 0)
+			bl__uring_br_put_back(br, (unsigned)id);
+		if (r == -EINTR)
+			continue;
+		if (r == -EAGAIN) {
+			waitq_push(u, op);
+			return;
+		}
+		if (r > 0) {
+			int ret = bl__uring_br_chunk(br, (unsigned)id,
+						     (size_t)r, &op->data);
+
+			op->res = ret ? ret : r;
+			op->more = !ret && op->want_more;
+		} else {
+			op->res = r;
+			op->more = 0;
+		}
+		break;
+	}
+	bl__uring_doneq_push(u, op);
+}
+
+#define POLL_BATCH 256
+
+/* Polls up to POLL_BATCH waiting ops for @ms and runs the ready ones. */
+static int blk_poll(struct bl_uring *u, int ms)
+{
+	struct pollfd pfd[POLL_BATCH];
+	struct uop *ops[POLL_BATCH];
+	int n = 0, ready;
+
+	while (u->waitq && n < POLL_BATCH) {
+		struct uop *op = u->waitq;
+
+		u->waitq = op->qnext;
+		op->queued = 0;
+		ops[n] = op;
+		pfd[n].fd = op->fd;
+		pfd[n].events = bl__uring_op_events(op);
+		pfd[n].revents = 0;
+		n++;
+	}
+	ready = poll(pfd, (nfds_t)n, ms);
+	if (ready < 0)
+		ready = -errno;
+	for (int i = 0; i < n; i++) {
+		struct uop *op = ops[i];
+
+		if (ready <= 0 || !pfd[i].revents)
+			waitq_push(u, op);
+		else if (op->kind == OP_POOLED)
+			bl__uring_blk_pooled(u, op);
+		else
+			bl__uring_blk_perform(u, op);
+	}
+	return ready;
+}
+
+int bl__uring_run_blocking(struct bl_uring *u, unsigned min, int timeout_ms)
+{
+	uint64_t start = u->ncomplete;
+	int64_t deadline = timeout_ms > 0 ? bl__uring_now_ms() + timeout_ms : 0;
+
+	for (;;) {
+		int ms = timeout_ms, ret;
+
+		bl__uring_deliver(u);
+		if (u->ncomplete - start >= min)
+			break;
+		if (!u->waitq) {
+			if (u->doneq)
+				continue;
+			break;
+		}
+		if (timeout_ms > 0) {
+			int64_t left = deadline - bl__uring_now_ms();
+
+			ms = left > 0 ? (int)left : 0;
+		}
+		ret = blk_poll(u, ms);
+		if (ret < 0 && ret != -EINTR)
+			return ret;
+		if (ret == 0 && !u->doneq && ms >= 0 &&
+		    (timeout_ms == 0 || bl__uring_now_ms() >= deadline))
+			break;
+	}
+	return (int)(u->ncomplete - start);
+}
+
+void bl__uring_drain_blocking(struct bl_uring *u)
+{
+	struct uop *op;
+
+	while (u->doneq || u->waitq) {
+		bl__uring_deliver(u);
+		while ((op = u->waitq)) {
+			u->waitq = op->qnext;
+			op->queued = 0;
+			bl__uring_op_abort(u, op, -ECANCELED);
+		}
+	}
+}

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uring_op.c - the operation engine that both back ends run: an op's
+ * allocation, its references and release, and what a transfer's result
+ * means (resume, retry, wait, done), up to the final callback.  It issues
+ * nothing itself: uring_kernel.c and uring_blocking.c do, and call back in.
+ *
+ * An operation (struct uop) is ONE allocation: its header, an iovec per
+ * segment and a raw pointer per segment.  Submitting a write or a send
+ * walks the list once, filling both arrays and taking one reference per
+ * segment (one atomic increment each) — the caller's list is not touched
+ * again, so it may be cleared the moment the call returns.  A request
+ * covers at most IOV_MAX iovecs of the array; a short transfer trims the
+ * array in place and the next request starts where the kernel stopped, so
+ * resuming costs no allocation and no second walk of the list.  Per write:
+ * 1 allocation, nseg atomic increments at submit, nseg atomic decrements
+ * when the kernel is done (fewer when a segment's count reads 1).
+ *
+ * Lifecycle: an op is "in flight" until its final callback has run, and
+ * "retiring" from then until the kernel has let go of it (a zero-copy send
+ * waits for its notification CQE; a cancelled multishot receive for its
+ * last CQE).  The references it holds are dropped only when it retires.
+ */
+#include "uring_priv.h"	/* first: config.h sets _GNU_SOURCE */
+#include <errno.h>
+#include <string.h>
+
+/* -EAGAIN / -EINTR completions retried in a row before giving up. */
+#define RETRY_MAX 64u
+
+/* ---- ops: allocation, release ------------------------------------------ */
+
+struct uop *bl__uring_op_new(struct bl_uring *u, int kind, unsigned n)
+{
+	const struct bl__allocator *al = bl__allocator_current();
+	size_t size = sizeof(struct uop) +
+		      (size_t)n * (sizeof(struct iovec) + sizeof(struct bl_raw *));
+	struct uop *op = bl__alloc(al, size, _Alignof(struct uop));
+
+	if (!op)
+		return NULL;
+	memset(op, 0, sizeof(*op));
+	op->al = al;
+	op->asize = size;
+	op->u = u;
+	op->kind = (uint8_t)kind;
+	op->bufidx = -1;
+	op->off = -1;
+	op->raws = (struct bl_raw **)(op->iov + n);
+	bl_list_init(&op->data);
+	return op;
+}
+
+/* Drops every reference the op holds and frees it. */
+void bl__uring_op_release(struct uop *op)
+{
+	for (unsigned i = 0; i < op->nraws; i++)
+		if (op->raws[i])
+			bl__raw_put(op->raws[i]);
+	bl_list_clear(&op->data);
+	if (op->br)
+		bl__uring_br_op_unpin(op->br);
+	bl__free(op->al, op, op->asize, _Alignof(struct uop));
+}
+
+void bl__uring_op_maybe_free(struct bl_uring *u, struct uop *op)
+{
+	if (!op->called || op->sqe || op->notifs || op->queued)
+		return;
+	if (op->lprev)
+		op->lprev->lnext = op->lnext;
+	else
+		u->live = op->lnext;
+	if (op->lnext)
+		op->lnext->lprev = op->lprev;
+	u->retiring--;
+	bl__uring_op_release(op);
+}
+
+/* Walks a list's segments once: fills iovecs and takes a reference each. */
+void bl__uring_op_share_list(struct uop *op, const struct bl_list *l)
+{
+	const struct bl__chunk_hdr *c;
+	unsigned k = 0;
+
+	for (c = &l->_inl; c; c = c->next) {
+		const struct bl_ptr *s = bl__chunk(c)->seg + c->start;
+
+		for (uint32_t i = 0; i < c->count; i++, s++) {
+			op->iov[k].iov_base = s->raw->data + s->off;
+			op->iov[k].iov_len = s->len;
+			op->raws[k++] = bl__raw_get(s->raw);
+		}
+	}
+	op->niov = op->nraws = k;
+	op->total = l->_len;
+}
+
+static void iov_advance(struct uop *op, size_t n)
+{
+	while (n) {
+		struct iovec *v = &op->iov[op->iov_at];
+
+		if (n >= v->iov_len) {
+			n -= v->iov_len;
+			op->iov_at++;
+		} else {
+			v->iov_base = (char *)v->iov_base + n;
+			v->iov_len -= n;
+			n = 0;
+		}
+	}
+}
+
+/* ---- completion logic shared by both back ends ------------------------ */
+
+enum step bl__uring_op_progress(struct bl_uring *u, struct uop *op, ssize_t res)
+{
+	if (res < 0) {
+		/*
+		 * A non-blocking descriptor says -EAGAIN instead of letting
+		 * io_uring wait: wait for readiness (a linked poll, or poll(2)
+		 * on the blocking back end) and try again.  A descriptor that
+		 * keeps saying it is ready but is not gets RETRY_MAX tries.
+		 */
+		if ((res == -EAGAIN || res == -EINTR) && !u->destroying &&
+		    op->retries < RETRY_MAX) {
+			op->retries++;
+			u->cnt.retries++;
+			return res == -EAGAIN ? STEP_WAIT : STEP_NEXT;
+		}
+		/* AF_UNIX and friends refuse zero copy: send by copy */
+		if (res == -EOPNOTSUPP && op->zc) {
+			op->zc = 0;
+			u->cnt.zc_fallbacks++;
+			bl__uring_zc_avoid(u, op->fd);
+			return STEP_NEXT;
+		}
+		/* a kernel before 6.2 refuses the usage report */
+		if (res == -EINVAL && op->zc && u->zc_report) {
+			u->zc_report = false;
+			return STEP_NEXT;
+		}
+		op->res = res;
+		return STEP_DONE;
+	}
+	op->retries = 0;
+	if (op->kind == OP_RECV) {
+		op->done = (size_t)res;
+		op->res = res;
+		return STEP_DONE;
+	}
+	if (res == 0) {
+		/* read: end of file; send: the peer is gone; a write that
+		 * takes nothing would spin */
+		op->res = op->kind == OP_WRITE ? -EIO : (ssize_t)op->done;
+		return STEP_DONE;
+	}
+	if ((size_t)res > op->total - op->done)
+		res = (ssize_t)(op->total - op->done);
+	op->done += (size_t)res;
+	iov_advance(op, (size_t)res);
+	if (op->done == op->total) {
+		op->res = (ssize_t)op->done;
+		return STEP_DONE;
+	}
+	if (u->destroying) {
+		op->res = -ECANCELED;
+		return STEP_DONE;
+	}
+	u->cnt.resumes++;
+	return STEP_NEXT;
+}
+
+/* Reads and receives: the raws' first op->done bytes become op->data. */
+static void op_collect(struct uop *op)
+{
+	size_t left = op->done;
+
+	for (unsigned i = 0; i < op->nraws && left; i++) {
+		struct bl_ptr p;
+		size_t take = left < READ_RAW_MAX ? left : READ_RAW_MAX;
+
+		p.raw = op->raws[i];
+		p.off = 0;
+		p.len = take;
+		VALGRIND_MAKE_MEM_DEFINED(p.raw->data, take);
+		if (bl_list_append_ptr_move(&op->data, &p)) {
+			/* only past 2 GiB: the list then needs a chunk */
+			bl_list_clear(&op->data);
+			op->res = -ENOMEM;
+			return;
+		}
+		op->raws[i] = NULL;
+		left -= take;
+	}
+}
+
+/* The final callback of a write, read, send or receive. */
+void bl__uring_op_finish(struct bl_uring *u, struct uop *op)
+{
+	struct bl_list *data = NULL;
+
+	if (op->kind == OP_READ || op->kind == OP_RECV) {
+		data = &op->data;
+		if (op->res > 0)
+			op_collect(op);
+	}
+	bl__uring_mark_called(u, op);
+	u->ncomplete++;
+	op->cb(op->arg, op->res, data);
+	bl_list_clear(&op->data);
+	bl__uring_op_maybe_free(u, op);
+}
+
+/* Ends @op (no request of it in the kernel) with @res. */
+void bl__uring_op_abort(struct bl_uring *u, struct uop *op, ssize_t res)
+{
+	op->res = res;
+	if (op->kind == OP_POOLED) {
+		bl__uring_pooled_call(u, op, res, false);
+		bl__uring_op_maybe_free(u, op);
+	} else {
+		bl__uring_op_finish(u, op);
+	}
+}
+
+/* Callbacks of ops that finished without the kernel (or on the blocking
+ * back end); only those queued now, so a busy stream cannot starve the
+ * caller. */
+void bl__uring_deliver(struct bl_uring *u)
+{
+	struct uop *q = u->doneq;
+
+	if (!q)
+		return;
+	u->doneq = u->doneq_tail = NULL;
+	u->reaping = true;
+	while (q) {
+		struct uop *op = q;
+
+		q = q->qnext;
+		op->queued = 0;
+		if (op->kind != OP_POOLED) {
+			bl__uring_op_finish(u, op);
+			continue;
+		}
+		{
+			bool more = op->more && !u->destroying;
+
+			bl__uring_pooled_call(u, op, op->res, more);
+			if (more && !op->want_more) {
+				/* stopped from the callback: end it */
+				op->res = -ECANCELED;
+				op->more = 0;
+				bl__uring_doneq_push(u, op);
+			} else if (more) {
+				bl__uring_blk_pooled(u, op);
+			} else {
+				bl__uring_op_maybe_free(u, op);
+			}
+		}
+	}
+	u->reaping = false;
+}

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uring_priv.h - what the files of the uring layer share: the ring, the
+ * operation, the buffer ring and the registered pool, and the functions
+ * one file calls in another.  Included only by uring.c, uring_op.c,
+ * uring_kernel.c, uring_blocking.c, bufring.c and regbuf.c; never
+ * installed (tests see uring_int.h).  The short names (struct uop, OP_*,
+ * STEP_*, TAG_*) have no linkage and are the layer's own vocabulary.
+ * Helpers that the submission or completion path of two files calls are
+ * static inline here, so that the split into files added no call.
+ */
+#ifndef BUFFERLIST_URING_PRIV_H
+#define BUFFERLIST_URING_PRIV_H
+
+#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <liburing.h>
+#include "io_int.h"
+#include "uring_int.h"
+
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define BL_HAVE_VALGRIND 1
+#endif
+#endif
+#ifndef BL_HAVE_VALGRIND
+#define VALGRIND_MAKE_MEM_DEFINED(p, n) ((void)(p), (void)(n))
+#endif
+
+/* liburing 2.3's header stops at the 6.1 ABI; the kernel may know more. */
+#ifndef IORING_CQE_F_NOTIF
+#define IORING_CQE_F_NOTIF (1U << 3)
+#endif
+#ifndef IORING_RECV_MULTISHOT
+#define IORING_RECV_MULTISHOT (1U << 1)
+#endif
+/* 6.2: a zero-copy send's notification says whether the kernel copied */
+#ifndef IORING_SEND_ZC_REPORT_USAGE
+#define IORING_SEND_ZC_REPORT_USAGE (1U << 3)
+#endif
+#ifndef IORING_NOTIF_USAGE_ZC_COPIED
+#define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
+#endif
+
+/*
+ * Reads allocate raws of at most 1 GiB, so a read of up to 2 GiB (a
+ * single transfer's cap) becomes at most two segments, which fit the
+ * list's inline slots: building the result never allocates.
+ */
+#define READ_RAW_MAX ((size_t)1 << 30)
+
+/* Sends by copy after a zero-copy send the kernel had to copy. */
+#define ZC_SKIP 1024u
+
+/* Slots of the per-ring table of sockets that go by copy (zc_hint). */
+#define ZC_HINTS 64u
+
+/*
+ * user_data: op | TAG_OP for an op's data request, op | TAG_POLL for the
+ * readiness poll linked in front of it after -EAGAIN, TAG_INTERNAL alone
+ * for a cancel request.  Ops are 8-byte aligned, so the tags never clash.
+ */
+#define TAG_OP 1ull
+#define TAG_POLL 3ull
+#define TAG_INTERNAL 1ull
+#define TAG_WAKE 5ull		/* alone: the wake-up timer (wait_until) */
+#define TAG_MASK 7ull
+
+enum op_kind {
+	OP_WRITE,
+	OP_READ,
+	OP_SEND,
+	OP_RECV,
+	OP_POOLED,
+};
+
+enum step {
+	STEP_DONE,	/* op->res is final */
+	STEP_NEXT,	/* issue the next request */
+	STEP_WAIT,	/* -EAGAIN: wait until the fd is ready, then retry */
+};
+
+struct uop {
+	struct uop *lnext, *lprev;	/* u->live */
+	struct uop *qnext;		/* doneq, backlog or waitq */
+	struct bl_uring *u;
+	const struct bl__allocator *al;
+	size_t asize;
+	uint8_t kind;		/* enum op_kind */
+	uint8_t queued;		/* on doneq / backlog / waitq */
+	uint8_t called;		/* final callback ran */
+	uint8_t sqe;		/* a request is in the kernel */
+	uint8_t zc;		/* the next send is zero copy */
+	uint8_t pollfirst;	/* blocking: poll before each system call */
+	uint8_t want_more;	/* pooled: the caller asked for multishot */
+	uint8_t multishot;	/* pooled: armed as a kernel multishot */
+	uint8_t more;		/* pooled, blocking: more will follow */
+	uint8_t got_any;	/* pooled: delivered at least one chunk */
+	int fd;
+	int msg_flags;
+	int bufidx;		/* registered buffer index, or -1 */
+	unsigned notifs;	/* zero-copy notifications still due */
+	unsigned retries;
+	unsigned niov, iov_at;	/* iovecs; the first one not finished */
+	unsigned nraws;
+	off_t off;		/* -1: the file position */
+	size_t total, done;
+	ssize_t res;
+	void *arg;
+	bl_uring_cb cb;
+	bl_uring_recv_cb rcb;
+	struct bl_uring_bufring *br;
+	struct bl_list data;	/* received, about to be handed over */
+	struct msghdr msg;
+	struct bl_raw **raws;	/* after iov[] */
+	struct iovec iov[];
+};
+
+struct bl_uring {
+	struct io_uring *ring;		/* NULL: blocking back end */
+	bool attached;
+	bool destroying;
+	bool reaping;		/* callbacks may run: no nested reap */
+	bool need_submit;	/* attached: resubmissions were prepared */
+	bool has_send_zc, has_sendmsg_zc, has_recv_multishot;
+	bool zc_report;		/* IORING_SEND_ZC_REPORT_USAGE accepted */
+	bool zc_adapt;		/* follow the kernel's usage reports */
+	size_t zc_threshold;
+	/*
+	 * Sockets whose zero-copy sends the kernel copied anyway (loopback,
+	 * or a device without scatter-gather) or refused (AF_UNIX): of every
+	 * ZC_SKIP sends one tries zero copy again, the others go by copy, and
+	 * a notification that says "not copied" ends it.  Direct-mapped by
+	 * fd; a collision or a reused fd only costs a wrong guess, never
+	 * bytes.
+	 */
+	struct {
+		int fd;
+		unsigned skip;
+	} zc_hint[ZC_HINTS];
+	const struct bl__allocator *al;
+	unsigned inflight;	/* final callback not run yet */
+	unsigned retiring;	/* called back, kernel not done yet */
+	uint64_t ncomplete;	/* callbacks run */
+	struct uop *live;
+	struct uop *doneq, *doneq_tail;
+	struct uop *backlog, *backlog_tail;
+	struct uop *waitq;
+	struct bl_uring_bufring *bufrings;
+	struct bl_uring_regpool *regpool;
+	struct bl__uring_counters cnt;
+	int64_t wake_at;		/* ms: a wake-up timer is armed until */
+	bool wake_broken;		/* the kernel refused it: no more */
+	struct __kernel_timespec wake_ts;
+	char reason[192];
+	struct io_uring own;
+};
+
+struct bl_uring_bufring {
+	struct bl_uring *u;		/* NULL once unregistered */
+	struct bl_uring_bufring *next;	/* u->bufrings */
+	struct io_uring_buf_ring *ring;	/* NULL on the blocking back end */
+	char *base;
+	size_t buf_size, map_bytes, ring_bytes;
+	unsigned nbufs, mask;
+	unsigned short bgid;
+	bool handle_gone;
+	unsigned op_pins;		/* ops using it (owner thread only) */
+	uintptr_t owner;		/* token of the ring's thread */
+	/*
+	 * One for the owner side (the handle, or ops still using it) plus one
+	 * per buffer lent out as a raw: the last to drop it frees the memory,
+	 * whatever thread that is.
+	 */
+	_Atomic unsigned refs;
+	_Atomic int ret_head;		/* returned ids, -1: none */
+	const struct bl__allocator *al;
+	size_t asize;
+	unsigned nfree;			/* blocking: free_ids in use */
+	unsigned *free_ids;		/* blocking: the owner's free stack */
+	int ret_next[];			/* per id: the stack's links */
+};
+
+struct bl_uring_regpool {
+	struct bl_uring *u;		/* NULL once unregistered */
+	char *base;
+	size_t buf_size, stride, map_bytes;
+	unsigned nbufs;
+	_Atomic bool registered;
+	_Atomic unsigned refs;		/* the handle + raws out */
+	pthread_mutex_t lock;		/* free_ids: raws return from any thread */
+	unsigned nfree;
+	const struct bl__allocator *al;
+	size_t asize;
+	unsigned free_ids[];
+};
+
+/* The completion hook of the tests (uring_int.h); NULL almost always. */
+extern bl__uring_cqe_hook_fn _Atomic bl__uring_cqe_hook;
+
+/* ---- uring_op.c: the operation engine, completion logic of both ends ---- */
+
+struct uop *bl__uring_op_new(struct bl_uring *u, int kind, unsigned n);
+void bl__uring_op_release(struct uop *op);
+void bl__uring_op_maybe_free(struct bl_uring *u, struct uop *op);
+void bl__uring_op_share_list(struct uop *op, const struct bl_list *l);
+enum step bl__uring_op_progress(struct bl_uring *u, struct uop *op,
+				ssize_t res);
+void bl__uring_op_finish(struct bl_uring *u, struct uop *op);
+void bl__uring_op_abort(struct bl_uring *u, struct uop *op, ssize_t res);
+void bl__uring_deliver(struct bl_uring *u);
+
+/* ---- uring_kernel.c: issuing and completing on io_uring ---------------- */
+
+struct io_uring_sqe *bl__uring_get_sqe(struct bl_uring *u);
+void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
+		       struct io_uring_sqe *sqe);
+void bl__uring_flush_backlog(struct bl_uring *u);
+void bl__uring_handle(struct bl_uring *u, const struct io_uring_cqe *kc);
+/* bl_uring_run() and bl_uring_destroy()'s wait on this back end */
+int bl__uring_run_kernel(struct bl_uring *u, unsigned min, int timeout_ms);
+void bl__uring_drain_kernel(struct bl_uring *u);
+
+/* ---- uring_blocking.c: the blocking back end ---------------------------- */
+
+/* as far as it goes without blocking; then on the done or wait queue */
+void bl__uring_blk_perform(struct bl_uring *u, struct uop *op);
+void bl__uring_blk_pooled(struct bl_uring *u, struct uop *op);
+/* bl_uring_run() and bl_uring_destroy()'s wait on this back end */
+int bl__uring_run_blocking(struct bl_uring *u, unsigned min, int timeout_ms);
+void bl__uring_drain_blocking(struct bl_uring *u);
+
+/* ---- bufring.c: provided-buffer rings ----------------------------------- */
+
+void bl__uring_br_unref(struct bl_uring_bufring *br);
+void bl__uring_br_put_back(struct bl_uring_bufring *br, unsigned id);
+void bl__uring_br_drain(struct bl_uring_bufring *br);
+int bl__uring_br_chunk(struct bl_uring_bufring *br, unsigned id, size_t n,
+		       struct bl_list *out);
+/* bl_uring_destroy(): every ring of @u is unregistered (buffers lent out
+ * stay valid) */
+void bl__uring_bufrings_unregister(struct bl_uring *u);
+
+/* ---- regbuf.c: the registered-buffer pool ------------------------------- */
+
+/* bl_uring_destroy(): @u's pool, if any, is unregistered */
+void bl__uring_regpool_unregister(struct bl_uring *u);
+
+/* ---- inline helpers of more than one file ------------------------------- */
+
+static inline int64_t bl__uring_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline void bl__uring_doneq_push(struct bl_uring *u, struct uop *op)
+{
+	op->qnext = NULL;
+	op->queued = 1;
+	if (u->doneq_tail)
+		u->doneq_tail->qnext = op;
+	else
+		u->doneq = op;
+	u->doneq_tail = op;
+}
+
+static inline short bl__uring_op_events(const struct uop *op)
+{
+	return op->kind == OP_WRITE || op->kind == OP_SEND ? POLLOUT : POLLIN;
+}
+
+static inline void bl__uring_mark_called(struct bl_uring *u, struct uop *op)
+{
+	op->called = 1;
+	u->inflight--;
+	u->retiring++;
+}
+
+/* A pooled receive's callback; @more false: it is the last. */
+static inline void bl__uring_pooled_call(struct bl_uring *u, struct uop *op,
+					 ssize_t res, bool more)
+{
+	if (!more)
+		bl__uring_mark_called(u, op);
+	u->ncomplete++;
+	op->rcb(op->arg, res, &op->data, more);
+	bl_list_clear(&op->data);
+}
+
+static inline int bl__uring_apply_hook(struct uop *op,
+				       struct io_uring_cqe *c)
+{
+	bl__uring_cqe_hook_fn h =
+		atomic_load_explicit(&bl__uring_cqe_hook, memory_order_relaxed);
+
+	return h ? h(c, op->arg) : c->res;
+}
+
+static inline bool bl__uring_cqe_ours(const struct io_uring_cqe *c)
+{
+	return c->user_data & TAG_OP;
+}
+
+/* @fd's zero-copy send was copied or refused: copy for ZC_SKIP sends. */
+static inline void bl__uring_zc_avoid(struct bl_uring *u, int fd)
+{
+	unsigned i = (unsigned)fd % ZC_HINTS;
+
+	if (!u->zc_adapt)
+		return;
+	u->zc_hint[i].fd = fd;
+	u->zc_hint[i].skip = ZC_SKIP;
+}
+
+static inline void bl__uring_br_op_unpin(struct bl_uring_bufring *br)
+{
+	if (!--br->op_pins && br->handle_gone)
+		bl__uring_br_unref(br);
+}
+
+static inline void bl__uring_drain_bufrings(struct bl_uring *u)
+{
+	for (struct bl_uring_bufring *br = u->bufrings; br; br = br->next)
+		bl__uring_br_drain(br);
+}
+
+#endif /* BUFFERLIST_URING_PRIV_H */
