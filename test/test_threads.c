@@ -2,7 +2,7 @@
 /*
  * test_threads.c - slices of the same raws in lists on several threads.
  *
- * The library promises (DESIGN.md, rule 5) that a raw's reference count
+ * The library promises (raw.h) that a raw's reference count
  * and crc cache may be used from any thread while each list belongs to
  * one: these tests run that promise with several threads at once, over
  * raws they all share, and check every result byte for byte.  They are
