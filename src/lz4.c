@@ -22,10 +22,17 @@
  * counted as a copy.  Output goes straight into raws that hold several
  * blocks each and are appended as slices covering what was written.
  *
- * Decompression.  Blocks that lie inside one input segment go to liblz4
- * as they are.  A block that spans segments is decoded by our own block
- * decoder (block_decode() below), which reads the input across seams, so
- * no input byte is ever staged; it runs as fast as liblz4's.  Output goes
+ * Decompression.  Every block is decoded by our own block decoder
+ * (block_decode() below), which reads the input where it lies, across
+ * seams, so no input byte is ever staged; a block inside one segment is
+ * one piece to it, which its fast loop runs through as fast as liblz4's
+ * LZ4_decompress_safe.  One decoder for every block is what makes the
+ * result independent of the segmentation: liblz4 takes a match offset of
+ * 0 (the format calls it invalid; it copies output bytes onto themselves),
+ * so the same block decoded by liblz4 when it lay in one segment and by
+ * us when it spanned two gave bytes once and -EBADMSG the other time; and
+ * checking offsets before liblz4 ran would be a second pass over every
+ * block.  Output goes
  * into raws that grow geometrically; for linked blocks a new raw starts
  * with a copy of the last 64 KiB of history, so the dictionary is always
  * the contiguous bytes just before the write position.  bl_lz4_decompress()
@@ -704,7 +711,7 @@ ssize_t bl_lz4_compress(const struct bl_list *in, struct bl_list *out,
 	return ret;
 }
 
-/* ---- the block decoder for blocks that span segments --------------------- */
+/* ---- the block decoder --------------------------------------------------- */
 
 /*
  * A cursor over one block's bytes: [ip, iend) is the current contiguous
@@ -875,8 +882,9 @@ static ssize_t block_decode(struct rd *r, uint8_t *dst, size_t cap,
 				op += lit;
 				off = (size_t)ip[0] | (size_t)ip[1] << 8;
 				ip += 2;
-				if (bl__unlikely(off == 0 ||
-						 off > (size_t)(op - lowp)))
+				/* one compare: off - 1 wraps for an offset of 0 */
+				if (bl__unlikely(off - 1 >=
+						 (size_t)(op - lowp)))
 					return -EBADMSG;
 				match = op - off;
 				ml = token & 15;
@@ -946,7 +954,7 @@ careful:
 			} while (b == 255);
 		}
 		ml += 4;
-		if (off == 0 || off > (size_t)(op - lowp))
+		if (off - 1 >= (size_t)(op - lowp))
 			return -EBADMSG;
 		match = op - off;
 copy_match:
@@ -1172,8 +1180,6 @@ static int dec_block(struct bl_lz4_decoder *d, struct bl_iter *it, size_t n,
 		     bool stored, struct bl_list *res)
 {
 	size_t cap = d->bmax;
-	struct bl_iter t;
-	const char *src;
 	ssize_t m;
 	uint8_t *dst;
 	int ret;
@@ -1191,25 +1197,12 @@ static int dec_block(struct bl_lz4_decoder *d, struct bl_iter *it, size_t n,
 	if (ret)
 		return ret;
 	dst = (uint8_t *)d->raw->data + d->wpos;
-	t = *it;
 	if (stored) {
 		peek(it, dst, n);
 		if (n)
 			bl__count_copy(n);
 		bl_iter_advance(it, n);
 		m = (ssize_t)n;
-	} else if (bl_iter_get_ptr_and_advance(&t, n, &src) == n) {
-		/* the whole block lies in one segment: liblz4, in place */
-		if (d->indep || !d->hist)
-			m = LZ4_decompress_safe(src, (char *)dst, (int)n,
-						(int)cap);
-		else
-			m = LZ4_decompress_safe_usingDict(
-				src, (char *)dst, (int)n, (int)cap,
-				(char *)dst - d->hist, (int)d->hist);
-		if (m < 0)
-			return -EBADMSG;
-		*it = t;
 	} else {
 		m = bl__lz4_block_decode(it, n, (char *)dst, cap,
 					 d->indep ? 0 : d->hist);
