@@ -816,17 +816,18 @@ static inline void match_wild(uint8_t *op, const uint8_t *match, size_t ml,
  * The fast loop runs while the current piece has more than FAST_IN bytes
  * left and the output FAST_OUT bytes of room: then a sequence's token,
  * short literals (one 16-byte read) and offset are inside the piece, a
- * long literal run is checked against the piece's end, and every wild
- * copy stays inside the output.  Anything else (a seam, the block's end,
- * the end of the output) goes through the careful path one sequence at a
- * time.  The margin before a seam is as small as those reads allow: every
- * sequence within it takes the careful path (a 32-byte margin cost 1.5 to
- * 2.4% of a decode of 4 KiB segments).  Near the block's end (fewer than
- * FAST_IN_LAST bytes after the piece) the margin stays FAST_IN_LAST, so
- * the block's last sequences go through the careful path as before, where
- * the rules on where a block may end are checked.  Those are liblz4's
+ * long literal run and a long match's length bytes are checked against
+ * the piece's end, and every wild copy stays inside the output.  Anything
+ * else (a seam, the block's end, the end of the output) goes through the
+ * careful path one sequence at a time.  The margin before a seam is as
+ * small as those reads allow: every sequence within it takes the careful
+ * path (a 32-byte margin cost 1.5 to 2.4% of a decode of 4 KiB segments).
+ * Near the block's end (fewer than FAST_IN_LAST bytes after the piece)
+ * the margin stays FAST_IN_LAST, so the block's last sequences go through
+ * the careful path as before, where the rules on where a block may end
+ * are checked.  Those are liblz4's
  * (LZ4_decompress_safe): we accept no block it refuses, and refuse an
- * offset of 0 (the format calls it invalid).
+ * offset of 0, which it takes (the format calls it invalid).
  */
 #define FAST_IN 17
 #define FAST_IN_LAST 32
@@ -882,22 +883,39 @@ static ssize_t block_decode(struct rd *r, uint8_t *dst, size_t cap,
 				op += lit;
 				off = (size_t)ip[0] | (size_t)ip[1] << 8;
 				ip += 2;
-				/* one compare: off - 1 wraps for an offset of 0 */
+				/* one compare: off - 1 wraps for 0 */
 				if (bl__unlikely(off - 1 >=
 						 (size_t)(op - lowp)))
 					return -EBADMSG;
 				match = op - off;
 				ml = token & 15;
 				if (ml == 15) {
-					r->ip = ip;
+					/*
+					 * A long match stays here while its
+					 * length bytes are in the piece and
+					 * its copy inside the output's margin:
+					 * they are common in text, and the
+					 * careful path takes one sequence at
+					 * a time.
+					 */
 					do {
-						if (!rd_byte(r, &b) ||
-						    rd_left(r) < ML_EXT_TAIL)
-							return -EBADMSG;
+						if (bl__unlikely(ip >= ilim))
+							goto long_careful;
+						b = *ip++;
 						ml += b;
 					} while (b == 255);
 					ml += 4;
-					goto copy_match;
+					if (bl__unlikely(ml + FAST_OUT >
+							 (size_t)(oend - op)))
+						goto long_careful;
+					match_wild(op, match, ml, off);
+					op += ml;
+					continue;
+long_careful:
+					/* again, from the sequence's start */
+					op -= lit;
+					ip = seq;
+					goto careful;
 				}
 				if (off >= 8) {
 					/* short match: one 18-byte copy */
@@ -957,7 +975,6 @@ careful:
 		if (off - 1 >= (size_t)(op - lowp))
 			return -EBADMSG;
 		match = op - off;
-copy_match:
 		/* a match may not reach into the last 5 bytes of the output */
 		if (ml > (size_t)(oend - op) || (size_t)(oend - op) - ml < 5)
 			return -EBADMSG;
