@@ -22,10 +22,17 @@
  * counted as a copy.  Output goes straight into raws that hold several
  * blocks each and are appended as slices covering what was written.
  *
- * Decompression.  Blocks that lie inside one input segment go to liblz4
- * as they are.  A block that spans segments is decoded by our own block
- * decoder (block_decode() below), which reads the input across seams, so
- * no input byte is ever staged; it runs as fast as liblz4's.  Output goes
+ * Decompression.  Every block is decoded by our own block decoder
+ * (block_decode() below), which reads the input where it lies, across
+ * seams, so no input byte is ever staged; a block inside one segment is
+ * one piece to it, which its fast loop runs through as fast as liblz4's
+ * LZ4_decompress_safe.  One decoder for every block is what makes the
+ * result independent of the segmentation: liblz4 takes a match offset of
+ * 0 (the format calls it invalid; it copies output bytes onto themselves),
+ * so the same block decoded by liblz4 when it lay in one segment and by
+ * us when it spanned two gave bytes once and -EBADMSG the other time; and
+ * checking offsets before liblz4 ran would be a second pass over every
+ * block.  Output goes
  * into raws that grow geometrically; for linked blocks a new raw starts
  * with a copy of the last 64 KiB of history, so the dictionary is always
  * the contiguous bytes just before the write position.  bl_lz4_decompress()
@@ -704,7 +711,7 @@ ssize_t bl_lz4_compress(const struct bl_list *in, struct bl_list *out,
 	return ret;
 }
 
-/* ---- the block decoder for blocks that span segments --------------------- */
+/* ---- the block decoder --------------------------------------------------- */
 
 /*
  * A cursor over one block's bytes: [ip, iend) is the current contiguous
@@ -809,17 +816,18 @@ static inline void match_wild(uint8_t *op, const uint8_t *match, size_t ml,
  * The fast loop runs while the current piece has more than FAST_IN bytes
  * left and the output FAST_OUT bytes of room: then a sequence's token,
  * short literals (one 16-byte read) and offset are inside the piece, a
- * long literal run is checked against the piece's end, and every wild
- * copy stays inside the output.  Anything else (a seam, the block's end,
- * the end of the output) goes through the careful path one sequence at a
- * time.  The margin before a seam is as small as those reads allow: every
- * sequence within it takes the careful path (a 32-byte margin cost 1.5 to
- * 2.4% of a decode of 4 KiB segments).  Near the block's end (fewer than
- * FAST_IN_LAST bytes after the piece) the margin stays FAST_IN_LAST, so
- * the block's last sequences go through the careful path as before, where
- * the rules on where a block may end are checked.  Those are liblz4's
+ * long literal run and a long match's length bytes are checked against
+ * the piece's end, and every wild copy stays inside the output.  Anything
+ * else (a seam, the block's end, the end of the output) goes through the
+ * careful path one sequence at a time.  The margin before a seam is as
+ * small as those reads allow: every sequence within it takes the careful
+ * path (a 32-byte margin cost 1.5 to 2.4% of a decode of 4 KiB segments).
+ * Near the block's end (fewer than FAST_IN_LAST bytes after the piece)
+ * the margin stays FAST_IN_LAST, so the block's last sequences go through
+ * the careful path as before, where the rules on where a block may end
+ * are checked.  Those are liblz4's
  * (LZ4_decompress_safe): we accept no block it refuses, and refuse an
- * offset of 0 (the format calls it invalid).
+ * offset of 0, which it takes (the format calls it invalid).
  */
 #define FAST_IN 17
 #define FAST_IN_LAST 32
@@ -875,21 +883,39 @@ static ssize_t block_decode(struct rd *r, uint8_t *dst, size_t cap,
 				op += lit;
 				off = (size_t)ip[0] | (size_t)ip[1] << 8;
 				ip += 2;
-				if (bl__unlikely(off == 0 ||
-						 off > (size_t)(op - lowp)))
+				/* one compare: off - 1 wraps for 0 */
+				if (bl__unlikely(off - 1 >=
+						 (size_t)(op - lowp)))
 					return -EBADMSG;
 				match = op - off;
 				ml = token & 15;
 				if (ml == 15) {
-					r->ip = ip;
+					/*
+					 * A long match stays here while its
+					 * length bytes are in the piece and
+					 * its copy inside the output's margin:
+					 * they are common in text, and the
+					 * careful path takes one sequence at
+					 * a time.
+					 */
 					do {
-						if (!rd_byte(r, &b) ||
-						    rd_left(r) < ML_EXT_TAIL)
-							return -EBADMSG;
+						if (bl__unlikely(ip >= ilim))
+							goto long_careful;
+						b = *ip++;
 						ml += b;
 					} while (b == 255);
 					ml += 4;
-					goto copy_match;
+					if (bl__unlikely(ml + FAST_OUT >
+							 (size_t)(oend - op)))
+						goto long_careful;
+					match_wild(op, match, ml, off);
+					op += ml;
+					continue;
+long_careful:
+					/* again, from the sequence's start */
+					op -= lit;
+					ip = seq;
+					goto careful;
 				}
 				if (off >= 8) {
 					/* short match: one 18-byte copy */
@@ -946,10 +972,9 @@ careful:
 			} while (b == 255);
 		}
 		ml += 4;
-		if (off == 0 || off > (size_t)(op - lowp))
+		if (off - 1 >= (size_t)(op - lowp))
 			return -EBADMSG;
 		match = op - off;
-copy_match:
 		/* a match may not reach into the last 5 bytes of the output */
 		if (ml > (size_t)(oend - op) || (size_t)(oend - op) - ml < 5)
 			return -EBADMSG;
@@ -1172,8 +1197,6 @@ static int dec_block(struct bl_lz4_decoder *d, struct bl_iter *it, size_t n,
 		     bool stored, struct bl_list *res)
 {
 	size_t cap = d->bmax;
-	struct bl_iter t;
-	const char *src;
 	ssize_t m;
 	uint8_t *dst;
 	int ret;
@@ -1191,25 +1214,12 @@ static int dec_block(struct bl_lz4_decoder *d, struct bl_iter *it, size_t n,
 	if (ret)
 		return ret;
 	dst = (uint8_t *)d->raw->data + d->wpos;
-	t = *it;
 	if (stored) {
 		peek(it, dst, n);
 		if (n)
 			bl__count_copy(n);
 		bl_iter_advance(it, n);
 		m = (ssize_t)n;
-	} else if (bl_iter_get_ptr_and_advance(&t, n, &src) == n) {
-		/* the whole block lies in one segment: liblz4, in place */
-		if (d->indep || !d->hist)
-			m = LZ4_decompress_safe(src, (char *)dst, (int)n,
-						(int)cap);
-		else
-			m = LZ4_decompress_safe_usingDict(
-				src, (char *)dst, (int)n, (int)cap,
-				(char *)dst - d->hist, (int)d->hist);
-		if (m < 0)
-			return -EBADMSG;
-		*it = t;
 	} else {
 		m = bl__lz4_block_decode(it, n, (char *)dst, cap,
 					 d->indep ? 0 : d->hist);

@@ -2,8 +2,9 @@
 /*
  * test_lz4.c - LZ4 frames from and to lists: round trips over every option
  * and segmentation, the streaming decoder, interoperability with the `lz4`
- * command in both directions, every kind of bad input, allocation failure
- * at every step, and the copy counter proving that input is read in place.
+ * command in both directions, every kind of bad input (and mutated frames
+ * decoding alike in every segmentation), allocation failure at every
+ * step, and the copy counter proving that input is read in place.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <lz4frame.h>
 #include "testutil.h"
 #include "lz4_int.h"
+#include "lz4_walk.h"
 #include <bufferlist/lz4.h>
 
 #define KiB (1u << 10)
@@ -1089,6 +1091,381 @@ START_TEST(test_block_decoder_seams_near_block_end)
 }
 END_TEST
 
+/* ---- one result for every segmentation, on mutated frames ---------------- */
+
+/* Appends [@p, @p + @n) as one segment over a raw of its own (no copy). */
+static void add_static(struct bl_list *l, const unsigned char *p, size_t n)
+{
+	struct bl_raw *r = bl_raw_create_static(p, n);
+	struct bl_ptr bp;
+
+	REQUIRE(r);
+	bl_ptr_from_raw(&bp, r);
+	REQUIRE(bl_list_append_ptr_move(l, &bp) == 0);
+}
+
+/*
+ * A frame held in several segmentations, every segment a raw of its own
+ * over the frame's bytes, so that a mutation of the frame is seen by
+ * every list at once.  The streaming decoder is fed one byte at a time.
+ */
+enum { SPLIT_ONE, SPLIT_1, SPLIT_5, SPLIT_64, SPLIT_RANDOM, SPLIT_N };
+static const char *const split_name[] = {
+	"one segment", "1-byte segments", "5-byte segments", "64-byte segments",
+	"random segments", "1-byte feeds",
+};
+
+struct splits {
+	unsigned char *f;
+	size_t n;
+	struct bl_list l[SPLIT_N];
+	unsigned char *got;	/* scratch for an output */
+	size_t got_cap;
+};
+
+static void splits_init(struct splits *s, unsigned char *f, size_t n,
+			size_t out_cap, uint64_t *rng)
+{
+	static const size_t fixed[] = { 1, 5, 64 };
+
+	s->f = f;
+	s->n = n;
+	for (int i = 0; i < SPLIT_N; i++)
+		bl_list_init(&s->l[i]);
+	add_static(&s->l[SPLIT_ONE], f, n);
+	for (int k = 0; k < 3; k++)
+		for (size_t off = 0; off < n; off += fixed[k])
+			add_static(&s->l[SPLIT_1 + k], f + off,
+				   n - off < fixed[k] ? n - off : fixed[k]);
+	for (size_t off = 0, m; off < n; off += m) {
+		m = 1 + tu_rand(rng) % 200;
+		m = n - off < m ? n - off : m;
+		add_static(&s->l[SPLIT_RANDOM], f + off, m);
+	}
+	s->got_cap = out_cap;
+	s->got = malloc(out_cap);
+	REQUIRE(s->got);
+}
+
+static void splits_free(struct splits *s)
+{
+	for (int i = 0; i < SPLIT_N; i++)
+		bl_list_clear(&s->l[i]);
+	free(s->got);
+}
+
+/* The streaming decoder fed @f one byte at a time; output into @out. */
+static ssize_t stream_bytewise(const unsigned char *f, size_t n,
+			       struct bl_list *out)
+{
+	struct bl_lz4_decoder *d = bl_lz4_decoder_new(0);
+	ssize_t r = 0, total = 0;
+
+	REQUIRE(d);
+	for (size_t i = 0; i < n; i++) {
+		struct bl_list piece;
+
+		bl_list_init(&piece);
+		add_static(&piece, f + i, 1);
+		r = bl_lz4_decoder_feed(d, &piece, out);
+		bl_list_clear(&piece);
+		if (r < 0)
+			break;
+		total += r;
+	}
+	if (r >= 0) {
+		r = bl_lz4_decoder_end(d);
+		if (!r)
+			r = total;
+	}
+	bl_lz4_decoder_free(d);
+	return r;
+}
+
+/*
+ * Decodes the frame every way; they must all give the same bytes or the
+ * same error.  Returns that result; the bytes are left in s->got.
+ */
+static ssize_t decode_every_split(struct splits *s, size_t pos)
+{
+	ssize_t r, r0 = 0;
+
+	for (int i = 0; i < SPLIT_N + 1; i++) {
+		struct bl_list out;
+
+		bl_list_init(&out);
+		r = i < SPLIT_N ? bl_lz4_decompress(&s->l[i], &out, 0)
+				: stream_bytewise(s->f, s->n, &out);
+		if (r != -EBADMSG && r < 0)
+			ck_abort_msg("byte %zu mutated: %s: %zd", pos,
+				     split_name[i], r);
+		if (i == 0) {
+			r0 = r;
+			if (r > 0) {
+				REQUIRE((size_t)r <= s->got_cap);
+				REQUIRE(bl_list_copy_out(&out, 0, (size_t)r,
+							 s->got) == 0);
+			}
+		} else if (r != r0) {
+			ck_abort_msg("byte %zu mutated: %s gives %zd, one "
+				     "segment %zd", pos, split_name[i], r, r0);
+		} else if (r > 0) {
+			unsigned char *b = tu_flatten(&out);
+
+			if (memcmp(b, s->got, (size_t)r))
+				ck_abort_msg("byte %zu mutated: %s gives other "
+					     "bytes than one segment", pos,
+					     split_name[i]);
+			free(b);
+		}
+		if (r >= 0)
+			REQUIRE(bl_list_length(&out) == (size_t)r);
+		bl_list_clear(&out);
+	}
+	return r0;
+}
+
+/*
+ * liblz4's frame decoder on the contiguous frame: the bytes in @out, or
+ * -EBADMSG, or -E2BIG when they would not fit in @cap (no verdict).
+ */
+static ssize_t lz4f_decode(const unsigned char *f, size_t n,
+			   unsigned char *out, size_t cap)
+{
+	LZ4F_dctx *dctx;
+	size_t pos = 0, o = 0, hint = 1;
+	ssize_t r = 0;
+
+	REQUIRE(!LZ4F_isError(LZ4F_createDecompressionContext(&dctx,
+							     LZ4F_VERSION)));
+	while (pos < n && !r) {
+		size_t sn = n - pos, dn = cap - o;
+
+		hint = LZ4F_decompress(dctx, out + o, &dn, f + pos, &sn, NULL);
+		if (LZ4F_isError(hint))
+			r = -EBADMSG;
+		else if (o + dn == cap)
+			r = -E2BIG;
+		else if (!sn && !dn)
+			r = -EBADMSG;
+		pos += sn;
+		o += dn;
+	}
+	if (!r)
+		r = hint ? -EBADMSG : (ssize_t)o;	/* truncated */
+	LZ4F_freeDecompressionContext(dctx);
+	return r;
+}
+
+/* 64 KiB of a repeated text (a small first block), then 3 KiB of text. */
+static unsigned char *mutant_content(size_t *len)
+{
+	uint64_t rng = 0x5EED;
+	size_t n = 67 * KiB;
+	unsigned char *p = malloc(n), *t = make_data(1500, TEXT, &rng);
+
+	REQUIRE(p);
+	for (size_t off = 0; off < 64 * KiB; off += 1500) {
+		size_t k = 64 * KiB - off < 1500 ? 64 * KiB - off : 1500;
+
+		memcpy(p + off, t, k);
+		p[off] = (unsigned char)(off / 1500);
+	}
+	fill_text(p + 64 * KiB, 3 * KiB, &rng);
+	memcpy(p + 65 * KiB, p + 60 * KiB, 300);	/* refers to block 1 */
+	free(t);
+	*len = n;
+	return p;
+}
+
+static unsigned char *lz4f_frame(const void *data, size_t len, bool cchk,
+				 bool bchk, bool indep, bool csize,
+				 size_t *flen)
+{
+	LZ4F_preferences_t prefs;
+	unsigned char *f;
+	size_t cap, n;
+
+	memset(&prefs, 0, sizeof(prefs));
+	prefs.frameInfo.blockSizeID = LZ4F_max64KB;
+	prefs.frameInfo.blockMode = indep ? LZ4F_blockIndependent
+					  : LZ4F_blockLinked;
+	prefs.frameInfo.contentChecksumFlag = cchk;
+	prefs.frameInfo.blockChecksumFlag = bchk;
+	prefs.frameInfo.contentSize = csize ? len : 0;
+	cap = LZ4F_compressFrameBound(len, &prefs);
+	f = malloc(cap);
+	REQUIRE(f);
+	n = LZ4F_compressFrame(f, cap, data, len, &prefs);
+	REQUIRE(!LZ4F_isError(n));
+	*flen = n;
+	return f;
+}
+
+/*
+ * Whether liblz4's LZ4_decompress_safe takes a match of offset 0 (1.9
+ * does): a block of 4 literals, then a match of offset 0, then 5.
+ */
+static bool liblz4_takes_offset0(void)
+{
+	static const char blk[] = { 0x40, 'a', 'b', 'c', 'd', 0, 0,
+				    0x50, 'e', 'f', 'g', 'h', 'i' };
+	char out[64];
+
+	return LZ4_decompress_safe(blk, out, sizeof(blk), sizeof(out)) == 13;
+}
+
+/*
+ * Mutants of frames made by the lz4 command and by LZ4F in every
+ * combination of checksums and block modes: one-shot decoding in five
+ * segmentations and the streaming decoder fed byte by byte all agree on
+ * every one.  Against liblz4 on the contiguous frame: what we accept it
+ * accepts, with the same bytes; what it accepts and we refuse holds a
+ * match of offset 0, and every frame that holds one is refused.
+ */
+START_TEST(test_mutants_decode_alike_in_every_split)
+{
+	static const char *const cli_args[] = { "--no-frame-crc", "-B4", NULL };
+	uint64_t rng = 0xF00D;
+	size_t len, cap, flen;
+	unsigned char *data = mutant_content(&len), *ref;
+	unsigned off0 = 0, accepted = 0, total = 0;
+
+	cap = len + 256 * KiB;
+	ref = malloc(cap);
+	REQUIRE(ref);
+	need_cli();
+	write_file("mutants", data, len);
+	for (int v = -1; v < 8; v++) {
+		unsigned char *f;
+		struct splits s;
+		ssize_t r, rr;
+
+		if (v < 0) {
+			ck_assert_int_eq(run_lz4(cli_args, "mutants",
+						 "mutants.lz4"), 0);
+			f = read_file("mutants.lz4", &flen);
+		} else {
+			f = lz4f_frame(data, len, v & 1, v & 2, v & 4,
+				       v == 3 || v == 4, &flen);
+		}
+		splits_init(&s, f, flen, cap, &rng);
+		ck_assert_int_eq(decode_every_split(&s, flen), (ssize_t)len);
+		ck_assert(memcmp(s.got, data, len) == 0);
+		for (int m = 0; m < (v < 0 ? 1000 : 300); m++) {
+			size_t pos = tu_rand(&rng) % flen;
+			unsigned char old = f[pos], val;
+
+			switch (tu_rand(&rng) % 4) {
+			case 0:
+				val = old ^ (unsigned char)(1u << tu_rand(&rng) %
+							   8);
+				break;
+			case 1:
+				val = 0;
+				break;
+			case 2:
+				val = 0xFF;
+				break;
+			default:
+				val = (unsigned char)tu_rand(&rng);
+				break;
+			}
+			if (val == old)
+				continue;
+			f[pos] = val;
+			total++;
+			r = decode_every_split(&s, pos);
+			rr = lz4f_decode(f, flen, ref, cap);
+			if (r >= 0) {
+				accepted++;
+				REQUIRE(rr == r);
+				REQUIRE(memcmp(ref, s.got, (size_t)r) == 0);
+				REQUIRE(!lz4w_has_offset0(f, flen));
+			} else if (rr >= 0) {
+				if (!lz4w_has_offset0(f, flen))
+					ck_abort_msg("frame %d, byte %zu: "
+						     "liblz4 takes it, we do "
+						     "not", v, pos);
+				off0++;
+			}
+			f[pos] = old;
+		}
+		splits_free(&s);
+		free(f);
+	}
+	fprintf(stderr, "mutants: %u, %u decode, %u refused for offset 0 "
+		"only\n", total, accepted, off0);
+	/* the mutants reached both the interesting cases */
+	ck_assert_uint_gt(accepted, 0);
+	if (liblz4_takes_offset0())
+		ck_assert_uint_gt(off0, 0);
+	remove_file("mutants");
+	remove_file("mutants.lz4");
+	free(ref);
+	free(data);
+}
+END_TEST
+
+/* Where the offset of the first sequence of the LZ4 block @b lies. */
+static size_t first_offset(const unsigned char *b)
+{
+	size_t i = 1, lit = b[0] >> 4;
+
+	if (lit == 15) {
+		do
+			lit += b[i];
+		while (b[i++] == 255);
+	}
+	return i + lit;
+}
+
+/*
+ * A match of offset 0 is -EBADMSG whether its block lies in one segment
+ * or spans several, one-shot or streamed, in a linked block (a history
+ * before it) or not; the same frame with the offset made valid decodes.
+ */
+START_TEST(test_offset_zero_is_refused_in_every_split)
+{
+	uint64_t rng = 0x0FF0;
+	size_t len, cap, flen;
+	unsigned char *data = mutant_content(&len);
+
+	cap = len + 256 * KiB;
+	for (int indep = 0; indep < 2; indep++) {
+		unsigned char *f = lz4f_frame(data, len, false, false, indep,
+					      false, &flen);
+		size_t bpos = 7, first = 4 + lz4w_le32(f + 7), blk, at;
+		struct splits s;
+
+		/* a match in the first block, and one in the second */
+		for (int b = 0; b < 2; b++) {
+			blk = b ? bpos + first : bpos;
+			ck_assert_uint_eq(lz4w_le32(f + blk) >> 31, 0);
+			splits_init(&s, f, flen, cap, &rng);
+			at = blk + 4 + first_offset(f + blk + 4);
+			ck_assert(f[at] || f[at + 1]);
+			{
+				unsigned char o0 = f[at], o1 = f[at + 1];
+
+				f[at] = f[at + 1] = 0;
+				ck_assert(lz4w_has_offset0(f, flen));
+				ck_assert_int_eq(decode_every_split(&s, at),
+						 -EBADMSG);
+				f[at] = o0;
+				f[at + 1] = o1;
+			}
+			ck_assert_int_eq(decode_every_split(&s, flen),
+					 (ssize_t)len);
+			ck_assert(memcmp(s.got, data, len) == 0);
+			splits_free(&s);
+		}
+		free(f);
+	}
+	free(data);
+}
+END_TEST
+
 /* ---- interoperability with the lz4 command ------------------------------- */
 
 START_TEST(test_cli_decodes_ours)
@@ -2012,6 +2389,8 @@ static Suite *lz4_suite(void)
 	tcase_add_test(tc, test_block_decoder_agrees_with_liblz4);
 	tcase_add_test(tc, test_block_decoder_seams_near_block_end);
 	tcase_add_test(tc, test_stream_survives_caller_appending_to_output);
+	tcase_add_test(tc, test_mutants_decode_alike_in_every_split);
+	tcase_add_test(tc, test_offset_zero_is_refused_in_every_split);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("interop");

@@ -46,15 +46,16 @@ BL_API ssize_t bl_lz4_compress(const struct bl_list *in, struct bl_list *out,
 			       const struct bl_lz4_opts *opts);
 
 /**
- * bl_lz4_decompress() - decodes every frame of @in (any segmentation;
- * skippable frames are skipped) and appends the bytes to @out.
+ * bl_lz4_decompress() - decodes every frame of @in (any segmentation, with
+ * the same result; skippable frames are skipped) and appends the bytes to
+ * @out.
  * @max_out: the most bytes it may produce (0: no limit), against
  *           decompression bombs.
  * Legacy frames (`lz4 -l`) and frames that need a dictionary (a DictID in
  * the header) are refused as -EBADMSG.  An empty @in is zero frames: 0.
  * Return: bytes appended, -EBADMSG (corrupt or truncated input, bad magic,
- * checksum mismatch, garbage after a frame), -E2BIG (@max_out exceeded),
- * -ENOMEM.
+ * checksum mismatch, garbage after a frame, a match offset of 0), -E2BIG
+ * (@max_out exceeded), -ENOMEM.
  */
 BL_API ssize_t bl_lz4_decompress(const struct bl_list *in,
 				 struct bl_list *out, size_t max_out);

@@ -19,7 +19,12 @@
  * dictionary, which the library refuses), bl_lz4_decompress() and the
  * streaming decoder must produce exactly its bytes, or -E2BIG when they
  * exceed the limit; where it fails, they must fail with -EBADMSG (or
- * -E2BIG under a limit).  Every failure leaves the output list as it was
+ * -E2BIG under a limit).  The one exception: a match of offset 0, which
+ * the format calls invalid and liblz4 takes, is -EBADMSG.  Whatever the
+ * reference says, the input decoded as one segment, in the segmentation
+ * the fuzzer picked, and streamed must give the same result, to the byte
+ * (a block decoded one way when it lay in one segment and another when it
+ * spanned two was a bug).  Every failure leaves the output list as it was
  * (it starts non-empty so that "as it was" means something), and the input
  * list is never changed.  A failing feed appends nothing, and the decoder
  * then refuses more with -EINVAL.
@@ -39,6 +44,7 @@
 #include <lz4frame.h>
 #include <bufferlist.h>
 #include "internal.h"
+#include "../lz4_walk.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 #define REF_MAX ((size_t)8 << 20)	/* the reference stops here */
@@ -269,18 +275,36 @@ static ssize_t run_stream(const struct bl_list *in, struct bl_list *out,
 	return r;
 }
 
-/* Both decoders on @in, against the reference @ref. */
-static void check_decoders(const struct bl_list *in, const struct ref *ref,
-			   size_t max_out, unsigned group)
+/*
+ * Both decoders on @in, which holds the @n bytes @flat, against the
+ * reference @ref; and bl_lz4_decompress() on @flat as one segment.
+ */
+static void check_decoders(const struct bl_list *in, const uint8_t *flat,
+			   size_t n, const struct ref *ref, size_t max_out,
+			   unsigned group)
 {
-	struct bl_list out1, out2;
-	ssize_t r1, r2;
+	struct bl_list one, out0, out1, out2;
+	ssize_t r0, r1, r2;
 	bool ok = !ref->err && !ref->dict &&
 		  (!max_out || ref->n <= max_out);
+	bool off0 = lz4w_has_offset0(flat, n);
 
+	bl_list_init(&one);
+	if (n)
+		add_segment(&one, flat, n, 0);
+	r0 = run_oneshot(&one, &out0, max_out);
 	r1 = run_oneshot(in, &out1, max_out);
 	r2 = run_stream(in, &out2, max_out, group);
-	if (ok) {
+	/* the segmentation changes nothing */
+	CHECK(r1 == r0 && r2 == r0);
+	if (r0 >= 0) {
+		CHECK(bl_list_contents_equal(&out0, &out1));
+		CHECK(bl_list_contents_equal(&out0, &out2));
+		CHECK(!off0);
+	}
+	if (!ref->err && !ref->dict && off0 && r0 == -EBADMSG) {
+		/* liblz4 took a match of offset 0; we refuse it */
+	} else if (ok) {
 		CHECK(r1 == (ssize_t)ref->n && r2 == r1);
 		CHECK(bl_list_length(&out1) == sizeof(prefix) + ref->n);
 		{
@@ -306,6 +330,8 @@ static void check_decoders(const struct bl_list *in, const struct ref *ref,
 		CHECK(r1 == -EBADMSG || (max_out && r1 == -E2BIG));
 		CHECK(r2 == -EBADMSG || (max_out && r2 == -E2BIG));
 	}
+	bl_list_clear(&one);
+	bl_list_clear(&out0);
 	bl_list_clear(&out1);
 	bl_list_clear(&out2);
 }
@@ -399,8 +425,8 @@ static void round_trip(const uint8_t *opt, const uint8_t *d, size_t n,
 	/* and back through the library, cut differently */
 	segment(&zs, flat, (size_t)r, cuts + (ncut > 1), ncut - (ncut > 1),
 		kinds >> 1, 1);
-	check_decoders(&zs, &ref, limit_of(lim, ref.n), group);
-	check_decoders(&z, &ref, 0, 1);
+	check_decoders(&zs, flat, (size_t)r, &ref, limit_of(lim, ref.n), group);
+	check_decoders(&z, flat, (size_t)r, &ref, 0, 1);
 	free(ref.out);
 	free(flat);
 	bl_list_clear(&zs);
@@ -440,7 +466,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	segment(&in, d, n, cuts, ncut, kinds, 1);
 	ref_decode(&ref, d, n);
-	check_decoders(&in, &ref, ref.err == -E2BIG && !lim ? REF_MAX :
+	check_decoders(&in, d, n, &ref, ref.err == -E2BIG && !lim ? REF_MAX :
 			  limit_of(lim, ref.n), group);
 	free(ref.out);
 	bl_list_clear(&in);
