@@ -14,11 +14,10 @@
  * block size: liblz4's streaming state keeps the previous block as its
  * dictionary, and a previous segment of 64 KiB or more is a whole window,
  * so nothing is copied.  Shorter segments would make short blocks: at
- * 4 KiB one block per segment loses 3 points of ratio and a quarter of
- * the speed (linked blocks can then only see the previous 4 KiB).  Those
+ * 4 KiB one block per segment loses ratio and speed (linked blocks can then only see the previous 4 KiB).  Those
  * are copied into a staging ring instead, where consecutive blocks are
  * contiguous (liblz4's fast "prefix" mode, which also beats its
- * "external dictionary" mode by about 10%).  Every byte so staged is
+ * "external dictionary" mode).  Every byte so staged is
  * counted as a copy.  Output goes straight into raws that hold several
  * blocks each and are appended as slices covering what was written.
  *
@@ -37,7 +36,7 @@
  * with a copy of the last 64 KiB of history, so the dictionary is always
  * the contiguous bytes just before the write position.  bl_lz4_decompress()
  * lets its raws grow to 4 MiB (a quarter of the history copies of 1 MiB
- * raws: 1.6% of a large output instead of 6.3%; a small output still gets
+ * raws; a small output still gets
  * a small raw, and its last raw is trimmed below); a streaming decoder,
  * long-lived and one per connection, stops at 1 MiB.
  *
@@ -118,7 +117,7 @@ static inline size_t max_sz(size_t a, size_t b)
  * Touch the header of the raw under @it's next segment ahead of time.
  * Walking a list of small segments otherwise stalls on one cache miss per
  * segment (the header of a 4 KiB combined raw lies after its data, on a
- * line nothing else brings in): about 5% of a 4 KiB-segment decode.
+ * line nothing else brings in), a visible share of a 4 KiB-segment decode.
  */
 static inline void prefetch_seg(const struct bl_iter *it)
 {
@@ -821,7 +820,7 @@ static inline void match_wild(uint8_t *op, const uint8_t *match, size_t ml,
  * else (a seam, the block's end, the end of the output) goes through the
  * careful path one sequence at a time.  The margin before a seam is as
  * small as those reads allow: every sequence within it takes the careful
- * path (a 32-byte margin cost 1.5 to 2.4% of a decode of 4 KiB segments).
+ * path, so a wider margin measurably slows a decode of 4 KiB segments.
  * Near the block's end (fewer than FAST_IN_LAST bytes after the piece)
  * the margin stays FAST_IN_LAST, so the block's last sequences go through
  * the careful path as before, where the rules on where a block may end
