@@ -5,7 +5,7 @@
  * Decoders take the bytes straight from the current segment when they are
  * all there (the common case) and fall back to a copy across the seam.
  */
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "iter_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <endian.h>
 #include <errno.h>
 

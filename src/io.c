@@ -41,8 +41,9 @@
 #include <unistd.h>
 #include <linux/fs.h>
 
-#include "internal.h"
+#include "list_int.h"
 #include "io_int.h"
+#include <bufferlist/io.h>
 
 /* Largest raw a read allocates when it does not know the size. */
 #define BL__IO_CHUNK_MAX ((size_t)1 << 20)

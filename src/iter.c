@@ -6,7 +6,7 @@
  * at the end of the list the chunk is NULL.  Moves are checked against the
  * remaining length first, so a failed move never changes the cursor.
  */
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "iter_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 
 static inline const struct bl_ptr *cur(const struct bl_iter *it)

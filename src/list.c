@@ -19,7 +19,7 @@
  *  - splice: moves the references of whole segments; only a segment cut
  *    in two gains a reference.
  */
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "list_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -50,11 +50,9 @@ static inline size_t chunk_bytes(uint32_t cap)
 }
 
 /*
- * Heap chunks always come from the allocator in force when they are freed
- * too: a chunk never outlives the list operations of one thread, and tests
- * that swap allocators free their lists first.  To stay correct even when
- * they do not, the chunk keeps its allocator in the header's spare word's
- * place: we store it just before the chunk.
+ * A heap chunk goes back to the allocator that made it, which need not be
+ * the one in force when it is freed (bl_allocator_set() may run while the
+ * list lives): the chunk keeps that allocator in a word just before it.
  */
 struct chunk_box {
 	const struct bl__allocator *al;
@@ -355,11 +353,6 @@ bool bl_list_is_empty(const struct bl_list *l)
 
 /* ---- appending bytes ------------------------------------------------------ */
 
-/*
- * Appends into the append buffer @ab, which has room for @len: extends the
- * last segment when it ends at the frontier, else pushes a new segment
- * (one atomic increment, maybe one chunk allocation).
- */
 /* Copies 1..16 bytes with at most two overlapping loads and stores. */
 static inline __attribute__((always_inline)) void
 copy_small(char *dst, const void *data, size_t len)
@@ -388,8 +381,11 @@ copy_small(char *dst, const void *data, size_t len)
 }
 
 /*
- * Inlined by force: it is the whole of a small append.  @spare as for
- * push_seg(): with room reserved in advance this cannot fail.
+ * Appends into the append buffer @ab, which has room for @len: extends the
+ * last segment when it ends at the frontier, else pushes a new segment
+ * (one atomic increment, maybe one chunk allocation).  Inlined by force:
+ * it is the whole of a small append.  @spare as for push_seg(): with room
+ * reserved in advance this cannot fail.
  */
 static inline __attribute__((always_inline)) int
 abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len,
@@ -743,14 +739,14 @@ int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
 		if (prelen)
 			abuf_put(l, ab, pre, prelen, &spare);
 		if (copy_mid && midlen) {
-			struct bl_iter it;
-			const char *d;
-			size_t n;
+			const struct bl__chunk_hdr *c;
+			const struct bl_ptr *s;
+			uint32_t i;
 
 			/* each piece extends the segment the preamble began */
-			bl_iter_init(&it, mid, 0);
-			while ((n = bl_iter_get_ptr_and_advance(&it, midlen, &d)))
-				abuf_put(l, ab, d, n, &spare);
+			for_each_seg(mid, c, s, i)
+				abuf_put(l, ab, s->raw->data + s->off, s->len,
+					 &spare);
 		} else if (midlen) {
 			push_shared(l, mid, &spare);	/* room reserved */
 		}

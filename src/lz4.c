@@ -53,7 +53,7 @@
 #include <string.h>
 #include <lz4.h>
 #include <lz4hc.h>
-#include "internal.h"
+#include "iter_int.h"
 #include "lz4_int.h"
 #include <bufferlist/lz4.h>
 
