@@ -8,6 +8,7 @@
 #include "iter_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <endian.h>
 #include <errno.h>
+#include <bufferlist/codec.h>
 
 int bl_encode_u8(struct bl_list *l, uint8_t v)
 {

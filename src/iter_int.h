@@ -8,7 +8,7 @@
 #define BUFFERLIST_ITER_INT_H
 
 #include "list_int.h"	/* first: config.h sets _GNU_SOURCE */
-#include <bufferlist/codec.h>
+#include <bufferlist/iter.h>
 
 static inline const struct bl_ptr *bl__iter_seg(const struct bl_iter *it)
 {

@@ -1561,13 +1561,30 @@ END_TEST
 
 /* ---- c_str ------------------------------------------------------------- */
 
-START_TEST(test_c_str_of_empty_is_null)
+START_TEST(test_c_str_of_empty_is_static_empty_string)
 {
+	struct tu_alloc_stats st;
 	struct bl_list l;
+	char *p;
 
+	/* NULL means only ENOMEM: an empty list is "", and allocates nothing */
+	tu_alloc_install(1, 1);
 	bl_list_init(&l);
-	ck_assert_ptr_null(bl_list_c_str(&l));
+	p = bl_list_c_str(&l);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_str_eq(p, "");
+	ck_assert_ptr_eq(bl_list_c_str(&l), p);
+	tu_alloc_stats(&st);
+	ck_assert_uint_eq(st.allocs, 0);
+	ck_assert_uint_eq(st.failed, 0);
+	tu_alloc_uninstall();
 	assert_str(&l, "");
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 0);
+	/* emptied by a splice, with an append buffer left: still "" */
+	bl_list_append(&l, "xyz", 3);
+	bl_list_splice(&l, 0, 3, NULL);
+	ck_assert_str_eq(bl_list_c_str(&l), "");
+	bl_list_clear(&l);
 }
 END_TEST
 
@@ -2623,7 +2640,7 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_rebuild_asm_caps_misaligned_segments);
 	tcase_add_test(tc, test_rebuild_asm_coalesces_aligned_when_over_cap);
 	tcase_add_test(tc, test_rebuild_asm_distinct_size_and_memory_alignment);
-	tcase_add_test(tc, test_c_str_of_empty_is_null);
+	tcase_add_test(tc, test_c_str_of_empty_is_static_empty_string);
 	tcase_add_test(tc, test_c_str_single_segment_is_not_copied);
 	tcase_add_test(tc, test_c_str_multi_segment_becomes_one);
 	suite_add_tcase(s, tc);

@@ -721,7 +721,7 @@ static int step(struct in *in, uint8_t op)
 		char *p = bl_list_c_str(l);
 
 		if (!m->n) {
-			CHECK(!p);
+			CHECK(p && !*p);	/* "", never NULL */
 			ret = 0;
 		} else if (!p) {
 			ret = -ENOMEM;
