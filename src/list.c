@@ -113,18 +113,7 @@ void bl_list_set_pool(struct bl_list *l, struct bl_pool *p)
 
 void bl_list_init(struct bl_list *l)
 {
-	l->_pool = NULL;
-	l->_ext = NULL;
-	l->_tail = inl(l);
-	l->_len = 0;
-	l->_nseg = 0;
-	l->_abuf_next = 0;
-	l->_abuf = NULL;
-	l->_inl.next = NULL;
-	l->_inl.start = 0;
-	l->_inl.count = 0;
-	l->_inl.cap = BL_LIST_INLINE;
-	l->_inl._pad = 0;
+	bl__list_init(l);
 }
 
 void bl__list_drop_segments(struct bl_list *l)
@@ -141,13 +130,7 @@ void bl__list_drop_segments(struct bl_list *l)
 			bl__chunk_free(c);
 		c = n;
 	}
-	l->_ext = NULL;
-	l->_tail = inl(l);
-	l->_inl.next = NULL;
-	l->_inl.start = 0;
-	l->_inl.count = 0;
-	l->_len = 0;
-	l->_nseg = 0;
+	bl__list_reset(l);
 }
 
 void bl_list_clear(struct bl_list *l)
@@ -158,18 +141,6 @@ void bl_list_clear(struct bl_list *l)
 	l->_abuf = NULL;
 	/* A cleared list starts small again: it must not pin a large raw. */
 	l->_abuf_next = 0;
-}
-
-/* The list's contents are now empty but its chunks belong to another. */
-static void reset_moved(struct bl_list *l)
-{
-	l->_ext = NULL;
-	l->_tail = inl(l);
-	l->_inl.next = NULL;
-	l->_inl.start = 0;
-	l->_inl.count = 0;
-	l->_len = 0;
-	l->_nseg = 0;
 }
 
 void bl_list_swap(struct bl_list *a, struct bl_list *b)
@@ -246,7 +217,7 @@ claim_append_slow(struct bl_list *l, struct bl_list *src)
 	l->_len += src->_len;
 	l->_nseg += src->_nseg;
 	/* src keeps its append buffer: further appends to it stay cheap. */
-	reset_moved(src);
+	bl__list_reset(src);	/* its chunks are l's now */
 	return 0;
 }
 
@@ -267,7 +238,7 @@ int bl_list_claim_append(struct bl_list *l, struct bl_list *src)
 	l->_tail = src->_tail;
 	l->_len += src->_len;
 	l->_nseg += src->_nseg;
-	reset_moved(src);
+	bl__list_reset(src);
 	return 0;
 }
 
@@ -316,7 +287,7 @@ int bl_list_claim_prepend(struct bl_list *l, struct bl_list *src)
 	}
 	l->_len += src->_len;
 	l->_nseg += src->_nseg;
-	reset_moved(src);
+	bl__list_reset(src);
 	return 0;
 }
 

@@ -240,12 +240,6 @@ int bl_list_append_zero(struct bl_list *l, size_t len)
 	return append_bytes(l, NULL, len);
 }
 
-/* Slots pushable onto @l without allocating. */
-unsigned bl__list_tail_room(const struct bl_list *l)
-{
-	return l->_tail->cap - l->_tail->count;
-}
-
 /* ---- appending slices ------------------------------------------------ */
 
 int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p)
@@ -282,17 +276,12 @@ static inline __attribute__((always_inline)) int
 push_shared(struct bl_list *l, const struct bl_list *src,
 	    struct bl__chunk_hdr **spare)
 {
-	const struct bl__chunk_hdr *c;
-	const struct bl_ptr *s;
-	uint32_t i;
-	bool first = true;
+	struct bl__seg_cursor cur;
+	const struct bl_ptr *s = bl__seg_first(src, &cur);
 
-	for_each_seg(src, c, s, i) {
-		if (first && try_extend(l, s)) {
-			first = false;
-			continue;
-		}
-		first = false;
+	if (s && try_extend(l, s))
+		s = bl__seg_next(&cur);
+	for (; s; s = bl__seg_next(&cur)) {
 		if (push_seg(l, s->raw, s->off, s->len, spare))
 			return -ENOMEM;
 		bl__raw_get(s->raw);
@@ -389,12 +378,11 @@ int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
 		if (prelen)
 			abuf_put(l, ab, pre, prelen, &spare);
 		if (copy_mid && midlen) {
-			const struct bl__chunk_hdr *c;
+			struct bl__seg_cursor cur;
 			const struct bl_ptr *s;
-			uint32_t i;
 
 			/* each piece extends the segment the preamble began */
-			for_each_seg(mid, c, s, i)
+			BL__LIST_FOREACH_SEG(mid, cur, s)
 				abuf_put(l, ab, s->raw->data + s->off, s->len,
 					 &spare);
 		} else if (midlen) {

@@ -56,14 +56,6 @@ static inline struct bl_ptr *last_seg(const struct bl_list *l)
 	return t->count ? &slots(t)[t->start + t->count - 1] : NULL;
 }
 
-/* The first segment (the list is not empty); only inline can be empty. */
-static inline struct bl_ptr *first_seg(const struct bl_list *l)
-{
-	const struct bl__chunk_hdr *c = inl(l)->count ? inl(l) : inl(l)->next;
-
-	return &slots(c)[c->start];
-}
-
 /* Moves a chunk's slots to its front so free room is at the end. */
 static inline void chunk_compact(struct bl__chunk_hdr *c)
 {
@@ -226,10 +218,6 @@ static inline bool try_extend(struct bl_list *l, const struct bl_ptr *p)
 	}
 	return false;
 }
-
-#define for_each_seg(l, c, s, i)					\
-	for (c = inl(l); c; c = c->next)				\
-		for (i = 0, s = slots(c) + c->start; i < c->count; i++, s++)
 
 /* Shares [off, off + len) of @src onto the end of @dst (dst != src).
  * Return: 0, or -ENOMEM with @dst unchanged. */

@@ -13,17 +13,12 @@
 
 int bl_list_compare(const struct bl_list *a, const struct bl_list *b)
 {
-	struct bl__chunk_hdr *ca = inl(a), *cb = inl(b);
-	uint32_t ia = ca->start, ib = cb->start;
+	struct bl__seg_cursor ca, cb;
+	const struct bl_ptr *sa = bl__seg_first(a, &ca);
+	const struct bl_ptr *sb = bl__seg_first(b, &cb);
 	size_t oa = 0, ob = 0;
 
-	/* skip empty chunks (only the inline one can be) */
-	if (!ca->count)
-		ca = ca->next, ia = ca ? ca->start : 0;
-	if (!cb->count)
-		cb = cb->next, ib = cb ? cb->start : 0;
-	while (ca && cb) {
-		const struct bl_ptr *sa = &slots(ca)[ia], *sb = &slots(cb)[ib];
+	while (sa && sb) {
 		size_t n = sa->len - oa < sb->len - ob ? sa->len - oa
 						       : sb->len - ob;
 		int r = memcmp(sa->raw->data + sa->off + oa,
@@ -35,16 +30,16 @@ int bl_list_compare(const struct bl_list *a, const struct bl_list *b)
 		ob += n;
 		if (oa == sa->len) {
 			oa = 0;
-			pos_next(&ca, &ia);
+			sa = bl__seg_next(&ca);
 		}
 		if (ob == sb->len) {
 			ob = 0;
-			pos_next(&cb, &ib);
+			sb = bl__seg_next(&cb);
 		}
 	}
-	if (ca)
+	if (sa)
 		return 1;
-	if (cb)
+	if (sb)
 		return -1;
 	return 0;
 }
@@ -102,22 +97,21 @@ int bl_list_get_ptr(const struct bl_list *l, unsigned idx, struct bl_ptr *p)
 
 uint32_t bl_list_crc32c(const struct bl_list *l, uint32_t seed)
 {
-	const struct bl__chunk_hdr *c;
+	struct bl__seg_cursor cur;
 	const struct bl_ptr *s;
-	uint32_t i, crc = seed;
+	uint32_t crc = seed;
 
-	for_each_seg(l, c, s, i)
+	BL__LIST_FOREACH_SEG(l, cur, s)
 		crc = bl__raw_crc32c(s->raw, s->off, s->len, crc);
 	return crc;
 }
 
 void bl_list_invalidate_crc(struct bl_list *l)
 {
-	const struct bl__chunk_hdr *c;
+	struct bl__seg_cursor cur;
 	const struct bl_ptr *s;
-	uint32_t i;
 
-	for_each_seg(l, c, s, i)
+	BL__LIST_FOREACH_SEG(l, cur, s)
 		bl_raw_invalidate_crc(s->raw);
 }
 
@@ -217,11 +211,10 @@ static int cmp_raw_use(const void *a, const void *b)
 
 struct raw_use *bl__list_usage(const struct bl_list *l, size_t *n, size_t *cap)
 {
-	const struct bl__chunk_hdr *c;
+	struct bl__seg_cursor cur;
 	const struct bl_ptr *s;
 	struct raw_use *v;
 	size_t k = 0, m = l->_nseg + (l->_abuf ? 1 : 0), out = 0;
-	uint32_t i;
 
 	*n = 0;
 	*cap = m;
@@ -232,7 +225,7 @@ struct raw_use *bl__list_usage(const struct bl_list *l, size_t *n, size_t *cap)
 		*n = SIZE_MAX;
 		return NULL;
 	}
-	for_each_seg(l, c, s, i) {
+	BL__LIST_FOREACH_SEG(l, cur, s) {
 		v[k].raw = s->raw;
 		v[k++].used = s->len;
 	}

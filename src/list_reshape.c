@@ -12,25 +12,21 @@
 
 /* ---- rebuild --------------------------------------------------------- */
 
-/* Copies @nslots segments from slot (c, i) on into @dst (which has room). */
-static void copy_run(char *dst, struct bl__chunk_hdr *c, uint32_t i,
-		     unsigned nslots)
+/* Copies @nseg segments from @cur's on into @dst (which has room). */
+static void copy_run(char *dst, struct bl__seg_cursor cur, unsigned nseg)
 {
-	while (nslots--) {
-		const struct bl_ptr *s = &slots(c)[i];
+	const struct bl_ptr *s = bl__seg_at(&cur);
 
+	while (nseg--) {
 		memcpy(dst, s->raw->data + s->off, s->len);
 		dst += s->len;
-		pos_next(&c, &i);
+		s = bl__seg_next(&cur);
 	}
 }
 
-/* A raw for bytes copied out of @like's segment: same pool. */
-static struct bl_raw *raw_for_copy(const struct bl_raw *like, size_t len,
-				   size_t align)
+/* A raw in pool @p (NULL: default) for @len bytes copied out of a list. */
+static struct bl_raw *raw_for_copy(struct bl_pool *p, size_t len, size_t align)
 {
-	struct bl_pool *p = &bl__pools[like->pool];
-
 	return align <= BL_CACHELINE ? bl__raw_create_combined(p, len, len)
 				     : bl_raw_create_aligned_in(p, len, align);
 }
@@ -41,7 +37,8 @@ int bl_list_rebuild(struct bl_list *l)
 
 	if (l->_nseg <= 1)
 		return 0;
-	r = raw_for_copy(first_seg(l)->raw, l->_len, BL_CACHELINE);
+	r = raw_for_copy(&bl__pools[bl__list_front(l)->raw->pool], l->_len,
+			 BL_CACHELINE);
 	if (!r)
 		return -ENOMEM;
 	bl_list_copy_out(l, 0, l->_len, r->data);
@@ -54,50 +51,52 @@ int bl_list_rebuild(struct bl_list *l)
 
 ssize_t bl__list_reshape(struct bl_list *l, const struct bl__reshape *rs)
 {
-	struct bl__chunk_hdr *c;
+	struct bl__seg_cursor cur, run;
+	const struct bl_ptr *s;
 	struct bl_list out;
-	unsigned idx = 0, n = l->_nseg;
+	unsigned idx = 0, n = l->_nseg, nkept;
 	size_t copied = 0;
-	uint32_t i;
 
-	if (!n)
+	/* the segments before the first run: when that is all, nothing to do */
+	BL__LIST_FOREACH_SEG(l, cur, s) {
+		if (!rs->keep(s, idx == n - 1, rs->ctx))
+			break;
+		idx++;
+	}
+	if (!s)
 		return 0;
+	nkept = idx;
 	bl_list_init(&out);
 	out._pool = l->_pool;
-	c = inl(l);
-	while (!c->count)
-		c = c->next;
-	i = c->start;
-	while (idx < n) {
-		const struct bl_ptr *s = &slots(c)[i];
-		struct bl__chunk_hdr *rc;
+	for (s = bl__seg_first(l, &cur), idx = 0; s;) {
+		struct bl_pool *p;
 		struct bl_raw *r;
 		size_t total = 0;
 		unsigned cnt = 0;
-		uint32_t ri;
 
-		if (rs->keep(s, idx == n - 1, rs->ctx)) {
+		/* @keep has said yes to the first nkept, no to the next one */
+		if (idx < nkept ||
+		    (idx > nkept && rs->keep(s, idx == n - 1, rs->ctx))) {
 			if (push_seg(&out, s->raw, s->off, s->len, NULL))
 				goto fail;
 			bl__raw_get(s->raw);
 			idx++;
-			pos_next(&c, &i);
+			s = bl__seg_next(&cur);
 			continue;
 		}
 		/* a run: one new raw for all of it */
-		rc = c;
-		ri = i;
+		run = cur;
+		p = rs->in_list_pool ? l->_pool : &bl__pools[s->raw->pool];
 		do {
-			total += slots(c)[i].len;
+			total += s->len;
 			cnt++;
 			idx++;
-			pos_next(&c, &i);
-		} while (idx < n && rs->more(total, &slots(c)[i], idx == n - 1,
-					     rs->ctx));
-		r = raw_for_copy(slots(rc)[ri].raw, total, rs->align);
+			s = bl__seg_next(&cur);
+		} while (s && rs->more(total, s, idx == n - 1, rs->ctx));
+		r = raw_for_copy(p, total, rs->align);
 		if (!r)
 			goto fail;
-		copy_run(r->data, rc, ri, cnt);
+		copy_run(r->data, run, cnt);
 		bl__count_copy(total);
 		copied += total;
 		if (push_seg(&out, r, 0, total, NULL)) {
@@ -158,7 +157,10 @@ int bl_list_rebuild_aligned_size_and_memory(struct bl_list *l,
 					    unsigned max_segments)
 {
 	struct dio_ctx d = { size_align, mem_align, 0, 0 };
-	struct bl__reshape rs = { dio_good, dio_more, mem_align, &d };
+	struct bl__reshape rs = {
+		.keep = dio_good, .more = dio_more, .align = mem_align,
+		.ctx = &d,
+	};
 	struct bl_list tmp;
 	ssize_t copied;
 
@@ -218,7 +220,10 @@ static bool compact_more(size_t total, const struct bl_ptr *next, bool last,
 ssize_t bl_list_compact(struct bl_list *l, size_t max_waste)
 {
 	struct compact_ctx cc = { NULL, 0, max_waste };
-	struct bl__reshape rs = { compact_keep, compact_more, BL_CACHELINE, &cc };
+	struct bl__reshape rs = {
+		.keep = compact_keep, .more = compact_more,
+		.align = BL_CACHELINE, .ctx = &cc,
+	};
 	size_t cap;
 	ssize_t copied;
 
@@ -233,6 +238,7 @@ ssize_t bl_list_compact(struct bl_list *l, size_t max_waste)
 		bl__raw_put(l->_abuf);
 		l->_abuf = NULL;
 		l->_abuf_next = 0;
+		l->_ext = NULL;	/* the hint belongs to the old buffer */
 	}
 	return copied;
 }
