@@ -225,6 +225,8 @@ static uint64_t pool_calibrate(bench_fn fn, void *arg)
 	uint64_t n = CALIB_MIN_N, wall;
 	double per;
 
+	if (bench_o.iters)
+		return bench_fixed_iters(fn, arg);
 	if (bench_o.ceph_counts) {
 		fn(arg, 1000000 / 16);
 		return 1000000;

@@ -32,6 +32,12 @@
  *    FILTER  run only workloads whose name contains FILTER; =NAME matches
  *            NAME exactly; several filters: any of them
  *
+ * Environment: BL_BENCH_ITERS=N replaces the calibration (and -C's counts)
+ * by a warm-up call of one operation and measured calls of exactly N
+ * operations, so that a run under valgrind is short and the instructions
+ * of two runs that differ only in N differ by exactly the operations
+ * (perf/callgrind-ops.sh).
+ *
  * Allocator state carries over from one workload to the next inside a
  * process (glibc raises its mmap threshold when a large block is freed, and
  * trims the heap top), so perf/run-core.sh runs each workload in a process
@@ -60,9 +66,10 @@ struct bench_opts {
 	int ceph_counts;	/* -C */
 	int quiet;		/* -q */
 	double timer_ns;	/* cost of an empty timed region */
+	uint64_t iters;		/* BL_BENCH_ITERS; 0: calibrate */
 };
 
-static struct bench_opts bench_o = { { NULL }, 0, 0, 1, 0, 0, 0.0 };
+static struct bench_opts bench_o = { { NULL }, 0, 0, 1, 0, 0, 0.0, 0 };
 
 typedef uint64_t (*bench_fn)(void *arg, uint64_t n);
 
@@ -184,17 +191,42 @@ static inline void bench_parse_args(int argc, char **argv, const char *prog)
 			bench_o.filter[bench_o.nfilter++] = argv[i];
 		}
 	}
+	if (getenv("BL_BENCH_ITERS")) {
+		const char *e = getenv("BL_BENCH_ITERS");
+		char *end;
+
+		bench_o.iters = strtoull(e, &end, 10);
+		if (end == e || *end || !bench_o.iters || e[0] == '-') {
+			fprintf(stderr, "%s: BL_BENCH_ITERS must be a positive count\n",
+				prog);
+			exit(1);
+		}
+	}
 	bench_o.timer_ns = bench_timer_overhead();
 	if (!bench_o.quiet)
-		printf("# %s: timer overhead %.1f ns, %d repeat(s)%s\n", prog,
+		printf("# %s: timer overhead %.1f ns, %d repeat(s)%s%s\n", prog,
 		       bench_o.timer_ns, bench_o.repeats,
-		       bench_o.ceph_counts ? ", Ceph's counts" : "");
+		       bench_o.ceph_counts ? ", Ceph's counts" : "",
+		       bench_o.iters ? ", BL_BENCH_ITERS" : "");
+}
+
+/*
+ * BL_BENCH_ITERS: one warm-up operation (the same in every run, whatever
+ * N is) and N operations per measured call.  Returns 0 when it is not set.
+ */
+static inline uint64_t bench_fixed_iters(bench_fn fn, void *arg)
+{
+	if (!bench_o.iters)
+		return 0;
+	fn(arg, 1);
+	return bench_o.iters;
 }
 
 /*
  * Calibrate @fn (this is also its warm-up) and return the number of
  * operations one measured call should do.  @fixed_n, if non-zero, skips
  * the calibration (one warm-up call of fixed_n / 16 operations instead).
+ * BL_BENCH_ITERS overrides both.
  */
 static inline uint64_t bench_calibrate(bench_fn fn, void *arg,
 				       uint64_t fixed_n)
@@ -202,6 +234,8 @@ static inline uint64_t bench_calibrate(bench_fn fn, void *arg,
 	uint64_t n = 1, wall;
 	double per;
 
+	if (bench_o.iters)
+		return bench_fixed_iters(fn, arg);
 	if (fixed_n) {
 		fn(arg, fixed_n / 16 ? fixed_n / 16 : 1);
 		return fixed_n;

@@ -6,9 +6,9 @@
  * all there (the common case) and fall back to a copy across the seam.
  */
 #include "iter_int.h"	/* first: config.h sets _GNU_SOURCE */
-#include <endian.h>
 #include <errno.h>
 #include <bufferlist/codec.h>
+#include "endian_int.h"
 
 int bl_encode_u8(struct bl_list *l, uint8_t v)
 {
@@ -17,20 +17,26 @@ int bl_encode_u8(struct bl_list *l, uint8_t v)
 
 int bl_encode_u16(struct bl_list *l, uint16_t v)
 {
-	v = htole16(v);
-	return bl_list_append(l, &v, 2);
+	unsigned char b[2];
+
+	bl__le16_store(b, v);
+	return bl_list_append(l, b, 2);
 }
 
 int bl_encode_u32(struct bl_list *l, uint32_t v)
 {
-	v = htole32(v);
-	return bl_list_append(l, &v, 4);
+	unsigned char b[4];
+
+	bl__le32_store(b, v);
+	return bl_list_append(l, b, 4);
 }
 
 int bl_encode_u64(struct bl_list *l, uint64_t v)
 {
-	v = htole64(v);
-	return bl_list_append(l, &v, 8);
+	unsigned char b[8];
+
+	bl__le64_store(b, v);
+	return bl_list_append(l, b, 8);
 }
 
 int bl_encode_varint(struct bl_list *l, uint64_t v)
@@ -50,12 +56,13 @@ int bl_encode_varint(struct bl_list *l, uint64_t v)
 
 int bl_encode_bytes(struct bl_list *l, const void *p, size_t len)
 {
-	uint32_t n = htole32((uint32_t)len);
+	unsigned char n[4];
 
 	if (len > UINT32_MAX)
 		return -EINVAL;
+	bl__le32_store(n, (uint32_t)len);
 	/* length and bytes go in together or not at all */
-	return bl__list_append2(l, &n, 4, p, len);
+	return bl__list_append2(l, n, 4, p, len);
 }
 
 int bl_encode_list(struct bl_list *l, const struct bl_list *src)
@@ -111,8 +118,7 @@ int bl_decode_u##bits(struct bl_iter *it, uint##bits##_t *v)		\
 									\
 	if (!p)								\
 		return -ERANGE;						\
-	memcpy(&tmp, p, sizeof(tmp));					\
-	*v = le##bits##toh(tmp);					\
+	*v = bl__le##bits##_load(p);					\
 	bl__iter_step(it, sizeof(tmp));					\
 	return 0;							\
 }

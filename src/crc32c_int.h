@@ -69,6 +69,9 @@ uint32_t bl__crc32c_zeros_sw(uint32_t crc, size_t len);
 /* ---- x86-64 (crc32c_x86.c) ---------------------------------------------- */
 
 #if defined(__x86_64__)
+#include <string.h>
+#include <nmmintrin.h>
+
 /*
  * bl__crc32c_words33[w - 1] = x^(64 * w - 33) mod P, w = 1..128: with a
  * carry-less multiply and crc32q it moves a crc over w 8-byte words, to
@@ -122,6 +125,46 @@ uint32_t bl__crc32c_sse42(uint32_t crc, const void *data, size_t len);
 uint32_t bl__crc32c_pclmul(uint32_t crc, const void *data, size_t len);
 uint32_t bl__crc32c_vpclmul(uint32_t crc, const void *data, size_t len);
 uint32_t bl__crc32c_zeros_pclmul(uint32_t crc, size_t len);
+
+/*
+ * bl__crc32c_short() - bl_crc32c() for the short runs of a messenger's
+ * frames (preambles, small payloads), inline in its caller; the caller
+ * checks bl__crc32c_has_sse42() (or __builtin_cpu_supports("sse4.2")).
+ *
+ * For a few dozen bytes the dispatching, folding bl_crc32c() costs more
+ * than the crc itself.  A plain chain of crc32 instructions is cheaper,
+ * but its usual byte/word tail costs a branch misprediction or two per
+ * frame when payload lengths vary.  So the odd head of 1..8 bytes goes
+ * through ONE crc32q, branch-free: with no pre- or post-inversion the crc
+ * is linear and leading zero bytes leave a zero state unchanged, hence
+ *   crc(c, D[0..h)) = (c >> 8h) ^ crc32q(0, (D[0..8) ^ c) << (64 - 8h))
+ * (the low h bytes of c act on the message's first bytes, the rest of c
+ * is shifted out unchanged).  Then whole words follow.  It reads 8 bytes
+ * at the start, so it wants len >= 8; shorter and longer (above
+ * BL__CRC32C_SHORT_MAX) inputs go to bl_crc32c().
+ */
+#define BL__CRC32C_SHORT_MAX 256
+
+__attribute__((target("sse4.2"))) static inline uint32_t
+bl__crc32c_short(uint32_t crc, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	unsigned h;
+	uint64_t v;
+
+	if (len < 8 || len > BL__CRC32C_SHORT_MAX)
+		return bl_crc32c(crc, data, len);
+	h = (unsigned)((len - 1) & 7) + 1;
+	memcpy(&v, p, 8);
+	v = (v ^ crc) << (64 - 8 * h);
+	crc = (uint32_t)((uint64_t)crc >> (8 * h - 1) >> 1) ^
+	      (uint32_t)_mm_crc32_u64(0, v);
+	for (p += h, len -= h; len; len -= 8, p += 8) {
+		memcpy(&v, p, 8);
+		crc = (uint32_t)_mm_crc32_u64(crc, v);
+	}
+	return crc;
+}
 #endif
 
 /* ---- ARMv8 (crc32c.c) --------------------------------------------------- */

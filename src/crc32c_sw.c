@@ -13,9 +13,8 @@
  * test/test_crc32c.c recomputes every entry from the definitions and
  * compares, so a damaged constant cannot go unnoticed.
  */
-#include <string.h>
-
 #include "crc32c_int.h"
+#include "endian_int.h"
 
 const uint32_t bl__crc32c_table[8][256] = { {
 	0x00000000, 0xf26b8303, 0xe13b70f7, 0x1350f3f4, 0xc79a971f, 0x35f1141c,
@@ -390,17 +389,6 @@ const uint32_t bl__crc32c_x2n33[64] = {
 	0x6b086b3f, 0xd94f3c0b, 0xbf818109, 0x780d5a4d,
 };
 
-static inline uint64_t load_le64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
-}
-
 uint32_t bl__crc32c_sw(uint32_t crc, const void *data, size_t len)
 {
 	const uint32_t (*t)[256] = bl__crc32c_table;
@@ -417,7 +405,7 @@ uint32_t bl__crc32c_sw(uint32_t crc, const void *data, size_t len)
 	 * through table[7], the last one through table[0].
 	 */
 	for (; len >= 8; len -= 8, p += 8) {
-		v = load_le64(p) ^ crc;
+		v = bl__le64_load(p) ^ crc;
 		crc = t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff] ^
 		      t[5][(v >> 16) & 0xff] ^ t[4][(v >> 24) & 0xff] ^
 		      t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff] ^

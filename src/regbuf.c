@@ -56,7 +56,7 @@ struct bl_uring_regpool *bl_uring_regpool_create(struct bl_uring *u,
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), asize;
 	struct bl_uring_regpool *p;
 
-	/* the kernel's limits: 16384 buffers of at most 1 GiB */
+	/* the kernel's limits (io_uring_register(2)): 16384 buffers of at most 1 GiB */
 	if (!u || u->destroying || u->regpool || !nbufs || nbufs > 16384 ||
 	    !buf_size || buf_size > ((size_t)1 << 30))
 		return NULL;

@@ -22,17 +22,12 @@
 /*
  * Default zero-copy threshold: 16 KiB.
  *
- * Measured (perf/bench_uring net, loopback TCP, 2 vCPU EPYC, kernel 6.18,
- * medians of 5, GB/s and CPU s/GB, copy vs SENDMSG_ZC on every send):
- *     8 KiB: 1.50 vs 0.23 GB/s, 0.45 vs 4.5 s/GB
- *    16 KiB: 2.74 vs 0.50,      0.32 vs 1.47
- *    64 KiB: 3.02 vs 1.29,      0.31 vs 0.57
- *   256 KiB: 3.51 vs 1.76,      0.27 vs 0.41
  * On loopback the kernel copies the pinned pages anyway, so zero copy only
- * adds cost there: about 17-20 us of CPU per send at 16-64 KiB, more below.
- * The library therefore asks the kernel (IORING_SEND_ZC_REPORT_USAGE)
- * whether it copied and stops using zero copy on such a socket (ZC_SKIP);
- * with that, "zc" runs at the speed of copy on loopback (run-uring.sh).
+ * adds cost there (README's zero-copy threshold table, from
+ * perf/bench_uring net).  The library therefore asks the kernel
+ * (IORING_SEND_ZC_REPORT_USAGE) whether it copied and stops using zero copy
+ * on such a socket (ZC_SKIP); with that, "zc" runs at the speed of copy on
+ * loopback (run-uring.sh).
  * The threshold thus only decides for sockets where the kernel really
  * sends from user pages (a NIC), which this machine cannot measure; there
  * the kernel documents zero copy as a loss below about 10 KB
@@ -225,7 +220,7 @@ static int fixed_index(const struct bl_uring *u, const struct bl_raw *r)
 /* Zero copy for a send of @len bytes on @fd? */
 static bool want_zc(struct bl_uring *u, int fd, size_t len)
 {
-	unsigned i = (unsigned)fd % ZC_HINTS;
+	unsigned i = bl__uring_zc_slot(fd);
 
 	if (!u->ring || !u->has_sendmsg_zc || len < u->zc_threshold)
 		return false;

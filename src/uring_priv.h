@@ -301,10 +301,16 @@ static inline bool bl__uring_cqe_ours(const struct io_uring_cqe *c)
 	return c->user_data & TAG_OP;
 }
 
+/* The zero-copy hint slot of @fd (a small table indexed by descriptor). */
+static inline unsigned bl__uring_zc_slot(int fd)
+{
+	return (unsigned)fd % ZC_HINTS;
+}
+
 /* @fd's zero-copy send was copied or refused: copy for ZC_SKIP sends. */
 static inline void bl__uring_zc_avoid(struct bl_uring *u, int fd)
 {
-	unsigned i = (unsigned)fd % ZC_HINTS;
+	unsigned i = bl__uring_zc_slot(fd);
 
 	if (!u->zc_adapt)
 		return;

@@ -12,14 +12,6 @@
 
 /* ---- helpers ----------------------------------------------------------- */
 
-static uint64_t copied_now(void)
-{
-	struct bl_stats s;
-
-	bl_stats_thread(&s);
-	return s.copied_bytes;
-}
-
 /* Appends @len bytes as segments of @seg bytes, each over its own raw. */
 static void add_segs(struct bl_list *l, const void *data, size_t len,
 		     size_t seg)

@@ -16,19 +16,6 @@
 
 /* ---- helpers ----------------------------------------------------------- */
 
-static struct bl_stats stats_now(void)
-{
-	struct bl_stats s;
-
-	bl_stats_thread(&s);
-	return s;
-}
-
-static uint64_t copied_now(void)
-{
-	return stats_now().copied_bytes;
-}
-
 static void assert_str(const struct bl_list *l, const char *s)
 {
 	tu_assert_list_eq(l, s, strlen(s));

@@ -156,14 +156,6 @@ static void add_logseg(struct bl_list *l, const void *data, size_t len,
 	}
 }
 
-static uint64_t copied_now(void)
-{
-	struct bl_stats s;
-
-	bl_stats_thread(&s);
-	return s.copied_bytes;
-}
-
 /* What a failed call must not change: bytes, segments, references. */
 struct snap {
 	unsigned char *bytes;

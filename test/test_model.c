@@ -285,14 +285,6 @@ static uint64_t get_le(const unsigned char *p, int bytes)
 
 /* ---- comparing a list with its model ------------------------------------- */
 
-static uint64_t stat_copied(void)
-{
-	struct bl_stats s;
-
-	bl_stats_thread(&s);
-	return s.copied_bytes;
-}
-
 static void check_list(int i, bool full)
 {
 	const struct bl_list *l = &M->l[i];
@@ -639,7 +631,7 @@ static int other_list(int i)
 static void op_append(int i, bool zero)
 {
 	size_t n = rnd_len(5000), nb0 = bl_list_num_buffers(&M->l[i]);
-	uint64_t c0 = stat_copied();
+	uint64_t c0 = copied_now();
 	int rc;
 
 	if (zero) {
@@ -650,8 +642,8 @@ static void op_append(int i, bool zero)
 	}
 	MA(rc == 0, "%zu bytes: %d", n, rc);
 	if (!zero)
-		MA(stat_copied() - c0 == n, "copied %" PRIu64 " for %zu bytes",
-		   stat_copied() - c0, n);
+		MA(copied_now() - c0 == n, "copied %" PRIu64 " for %zu bytes",
+		   copied_now() - c0, n);
 	if (nb0 == 0 && n > 0 && n <= 64)
 		MA(bl_list_num_buffers(&M->l[i]) == 1,
 		   "small append to an empty list made %u segments",
@@ -689,7 +681,7 @@ static void op_append_ptr(int i, int how)
 	   "slice {%zu, %zu}", q.off, q.len);
 	nb0 = bl_list_num_buffers(l);
 	ref0 = bl_raw_nref(raw);
-	c0 = stat_copied();
+	c0 = copied_now();
 	if (how == 0)
 		rc = bl_list_append_ptr(l, &q);
 	else if (how == 1)
@@ -697,8 +689,8 @@ static void op_append_ptr(int i, int how)
 	else
 		rc = bl_list_prepend_ptr(l, &q);
 	MA(rc == 0, "%zu bytes: %d", n, rc);
-	MA(stat_copied() == c0, "zero-copy call copied %" PRIu64 " bytes",
-	   stat_copied() - c0);
+	MA(copied_now() == c0, "zero-copy call copied %" PRIu64 " bytes",
+	   copied_now() - c0);
 	if (how == 1)
 		MA(q.raw == NULL && q.off == 0 && q.len == 0,
 		   "moved slice left {%p, %zu, %zu}", (void *)q.raw, q.off,
@@ -741,10 +733,10 @@ static void op_append_list(int i, int j)
 	size_t lj = M->m[j].len;
 	unsigned nbi = bl_list_num_buffers(&M->l[i]);
 	unsigned nbj = bl_list_num_buffers(&M->l[j]), nb;
-	uint64_t c0 = stat_copied();
+	uint64_t c0 = copied_now();
 	int rc = bl_list_append_list(&M->l[i], &M->l[j]);
 
-	MA(stat_copied() == c0, "copied %" PRIu64, stat_copied() - c0);
+	MA(copied_now() == c0, "copied %" PRIu64, copied_now() - c0);
 	if (i == j && rc == -EINVAL) {
 		M->nerr++;
 		return;
@@ -762,7 +754,7 @@ static void op_claim(int i, int j, bool prepend)
 	unsigned nbi = bl_list_num_buffers(l), nbj = bl_list_num_buffers(src);
 	unsigned nb, ref0 = 0;
 	struct bl_ptr probe = BL_PTR_INIT;
-	uint64_t c0 = stat_copied();
+	uint64_t c0 = copied_now();
 	int rc;
 
 	/* a segment that cannot merge with @l's: its count must not move */
@@ -773,7 +765,7 @@ static void op_claim(int i, int j, bool prepend)
 	}
 	rc = prepend ? bl_list_claim_prepend(l, src) :
 		       bl_list_claim_append(l, src);
-	MA(stat_copied() == c0, "copied %" PRIu64, stat_copied() - c0);
+	MA(copied_now() == c0, "copied %" PRIu64, copied_now() - c0);
 	if (i == j) {
 		MA(rc == -EINVAL, "claim of a list into itself = %d", rc);
 		M->nerr++;
@@ -800,7 +792,7 @@ static void op_splice(int i)
 	struct bl_list *l = &M->l[i], *cb = NULL;
 	size_t len = M->m[i].len, off, n, cbl = 0;
 	int j = -1, rc;
-	uint64_t c0 = stat_copied();
+	uint64_t c0 = copied_now();
 	bool bad;
 
 	rnd_range(len, true, &off, &n, &bad);
@@ -813,7 +805,7 @@ static void op_splice(int i)
 		cbl = M->m[j].len;
 	}
 	rc = bl_list_splice(l, off, n, cb);
-	MA(stat_copied() == c0, "copied %" PRIu64, stat_copied() - c0);
+	MA(copied_now() == c0, "copied %" PRIu64, copied_now() - c0);
 	if (j == i) {
 		MA(rc == -EINVAL || (bad && rc == -ERANGE),
 		   "claim_by == list: %d", rc);
@@ -836,13 +828,13 @@ static void op_splice(int i)
 static void op_substr(int i, int j)
 {
 	size_t len = M->m[j].len, off, n;
-	uint64_t c0 = stat_copied();
+	uint64_t c0 = copied_now();
 	bool bad;
 	int rc;
 
 	rnd_range(len, true, &off, &n, &bad);
 	rc = bl_list_substr_of(&M->l[i], &M->l[j], off, n);
-	MA(stat_copied() == c0, "copied %" PRIu64, stat_copied() - c0);
+	MA(copied_now() == c0, "copied %" PRIu64, copied_now() - c0);
 	if (bad) {
 		MA(rc == -ERANGE, "[%zu, +%zu) of %zu: %d", off, n, len, rc);
 		M->nerr++;
@@ -871,7 +863,7 @@ static void op_copy_in(int i, bool zero)
 		check_crc_all();
 	if (!bad)
 		tu_fill(M->tmp, n, &M->rng);
-	c0 = stat_copied();
+	c0 = copied_now();
 	rc = zero ? bl_list_zero(&M->l[i], off, n) :
 		    bl_list_copy_in(&M->l[i], off, n, M->tmp);
 	if (bad) {
@@ -881,8 +873,8 @@ static void op_copy_in(int i, bool zero)
 	}
 	MA(rc == 0, "[%zu, +%zu) of %zu: %d", off, n, len, rc);
 	if (!zero)
-		MA(stat_copied() - c0 >= n, "copied %" PRIu64 " of %zu",
-		   stat_copied() - c0, n);
+		MA(copied_now() - c0 >= n, "copied %" PRIu64 " of %zu",
+		   copied_now() - c0, n);
 	if (zero)
 		memset(M->m[i].b + off, 0, n);
 	else
@@ -896,7 +888,7 @@ static void op_copy_in(int i, bool zero)
 static void op_copy_out(int i)
 {
 	size_t len = M->m[i].len, off, n;
-	uint64_t c0 = stat_copied();
+	uint64_t c0 = copied_now();
 	bool bad;
 	int rc;
 
@@ -910,8 +902,8 @@ static void op_copy_out(int i)
 	MA(rc == 0, "[%zu, +%zu) of %zu: %d", off, n, len, rc);
 	MA(memcmp(M->tmp, M->m[i].b + off, n) == 0, "[%zu, +%zu) differ",
 	   off, n);
-	MA(stat_copied() - c0 == n, "copied %" PRIu64 " for %zu",
-	   stat_copied() - c0, n);
+	MA(copied_now() - c0 == n, "copied %" PRIu64 " for %zu",
+	   copied_now() - c0, n);
 }
 
 /*
@@ -1016,7 +1008,7 @@ static void op_rebuild(int i, int kind)
 	}
 	na = addr_runs(i, runs_before, MAX_RUNS);
 	already = !bad_align && kind && segs_aligned(i, size, mem, max, false);
-	c0 = stat_copied();
+	c0 = copied_now();
 	if (kind == 0)
 		rc = bl_list_rebuild(l);
 	else if (kind == 1)
@@ -1039,10 +1031,10 @@ static void op_rebuild(int i, int kind)
 			   bl_list_num_buffers(l));
 			MA((uintptr_t)runs_after[0].iov_base % 64 == 0,
 			   "rebuilt data at %p", runs_after[0].iov_base);
-			MA(stat_copied() - c0 == len, "copied %" PRIu64
-			   " of %zu", stat_copied() - c0, len);
+			MA(copied_now() - c0 == len, "copied %" PRIu64
+			   " of %zu", copied_now() - c0, len);
 		} else {
-			MA(same_runs(na, nb) && stat_copied() == c0,
+			MA(same_runs(na, nb) && copied_now() == c0,
 			   "rebuild of %u segments moved bytes", nb0);
 		}
 		return;
@@ -1051,11 +1043,11 @@ static void op_rebuild(int i, int kind)
 	   rc);
 	segs_aligned(i, size, mem, max, true);
 	if (rc == 0)
-		MA(same_runs(na, nb) && stat_copied() == c0,
+		MA(same_runs(na, nb) && copied_now() == c0,
 		   "returned 0 but moved or copied bytes (%" PRIu64 ")",
-		   stat_copied() - c0);
+		   copied_now() - c0);
 	else
-		MA(stat_copied() > c0, "returned 1 but copied nothing");
+		MA(copied_now() > c0, "returned 1 but copied nothing");
 	if (already)
 		MA(rc == 0, "list already aligned (%zu/%zu, max %u) but the "
 		   "call copied", size, mem, max);
@@ -1067,7 +1059,7 @@ static void op_c_str(int i)
 	unsigned nb0 = bl_list_num_buffers(l);
 	size_t len = M->m[i].len;
 	struct iovec first;
-	uint64_t c0 = stat_copied();
+	uint64_t c0 = copied_now();
 	char *p;
 
 	if (nb0 == 1)
@@ -1082,7 +1074,7 @@ static void op_c_str(int i)
 	MA(bl_list_num_buffers(l) == 1, "%u segments after c_str",
 	   bl_list_num_buffers(l));
 	if (nb0 == 1)
-		MA(p == first.iov_base && stat_copied() == c0,
+		MA(p == first.iov_base && copied_now() == c0,
 		   "c_str of one segment copied");
 }
 
@@ -1179,9 +1171,9 @@ static void op_iter(int i)
 			break;
 		case 3:
 			j = other_list(i);
-			c0 = stat_copied();
+			c0 = copied_now();
 			rc = bl_iter_copy_list(&it, n, &M->l[j]);
-			MA(stat_copied() == c0, "copy_list copied");
+			MA(copied_now() == c0, "copy_list copied");
 			if (n > len - pos) {
 				MA(rc == -ERANGE, "copy_list %zu at %zu of "
 				   "%zu: %d", n, pos, len, rc);
@@ -1268,12 +1260,12 @@ static void op_iter(int i)
 			j = other_list(i);
 			if (len - pos >= 4)
 				blen = (uint32_t)get_le(m->b + pos, 4);
-			c0 = stat_copied();
+			c0 = copied_now();
 			n = M->m[j].len;
 			rc = bl_decode_bytes(&it, &M->l[j]);
 			/* the u32 length may be copied, the blob not */
-			MA(stat_copied() - c0 <= 4, "decode_bytes copied %"
-			   PRIu64 " bytes", stat_copied() - c0);
+			MA(copied_now() - c0 <= 4, "decode_bytes copied %"
+			   PRIu64 " bytes", copied_now() - c0);
 			if (len - pos < 4 || blen > len - pos - 4) {
 				MA(rc == -ERANGE, "blob of %u at %zu of %zu: "
 				   "%d", blen, pos, len, rc);
@@ -1406,11 +1398,11 @@ static void op_encode_bytes(int i)
 	j = other_list(i);
 	rc = bl_iter_init(&it, &M->l[i], at);
 	MA(rc == 0, "iter_init(%zu): %d", at, rc);
-	c0 = stat_copied();
+	c0 = copied_now();
 	rc = bl_decode_bytes(&it, &M->l[j]);
 	MA(rc == 0, "decode_bytes: %d", rc);
-	MA(stat_copied() - c0 <= 4, "decode_bytes copied %" PRIu64 " bytes",
-	   stat_copied() - c0);
+	MA(copied_now() - c0 <= 4, "decode_bytes copied %" PRIu64 " bytes",
+	   copied_now() - c0);
 	MA(bl_iter_offset(&it) == at + 4 + n && bl_iter_remaining(&it) == 0,
 	   "cursor at %zu after the blob", bl_iter_offset(&it));
 	m_append(&M->m[j], M->tmp, n);
@@ -1496,13 +1488,13 @@ static void op_compact(int i)
 	ssize_t rc;
 
 	na = addr_runs(i, runs_before, MAX_RUNS);
-	c0 = stat_copied();
+	c0 = copied_now();
 	rc = bl_list_compact(&M->l[i], w);
 	nb = addr_runs(i, runs_after, MAX_RUNS);
 	MA(rc >= 0 && (size_t)rc <= M->m[i].len, "compact(%zu) of %zu bytes "
 	   "= %zd", w, M->m[i].len, rc);
-	MA(stat_copied() - c0 == (uint64_t)rc, "compact returned %zd but "
-	   "copied %" PRIu64, rc, stat_copied() - c0);
+	MA(copied_now() - c0 == (uint64_t)rc, "compact returned %zd but "
+	   "copied %" PRIu64, rc, copied_now() - c0);
 	if (rc == 0)
 		MA(same_runs(na, nb), "compact copied nothing but moved bytes");
 	if (w == SIZE_MAX)

@@ -10,14 +10,6 @@
 #include <string.h>
 #include "testutil.h"
 
-static struct bl_stats stats_now(void)
-{
-	struct bl_stats s;
-
-	bl_stats_thread(&s);
-	return s;
-}
-
 static void assert_ptr_is(const struct bl_ptr *p, const struct bl_raw *raw,
 			  size_t off, size_t len)
 {

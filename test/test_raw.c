@@ -12,14 +12,6 @@
 #include <string.h>
 #include "testutil.h"
 
-static struct bl_stats stats_now(void)
-{
-	struct bl_stats s;
-
-	bl_stats_thread(&s);
-	return s;
-}
-
 /* What a claimed raw's free callback saw. */
 struct claim_rec {
 	unsigned calls;

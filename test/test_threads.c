@@ -2,9 +2,9 @@
 /*
  * test_threads.c - slices of the same raws in lists on several threads.
  *
- * The library promises (include/bufferlist/raw.h, list.h) that a raw's reference
- * count and crc cache may be used from any thread while each list belongs
- * to one: these tests run that promise with several threads at once, over
+ * The library promises (raw.h) that a raw's reference count
+ * and crc cache may be used from any thread while each list belongs to
+ * one: these tests run that promise with several threads at once, over
  * raws they all share, and check every result byte for byte.  They are
  * meant for ThreadSanitizer (--enable-tsan; CI runs make check there) but
  * every assertion holds in any build:

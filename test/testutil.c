@@ -81,6 +81,19 @@ void tu_alloc_stats(struct tu_alloc_stats *out)
 	pthread_mutex_unlock(&tu_lock);
 }
 
+struct bl_stats stats_now(void)
+{
+	struct bl_stats s;
+
+	bl_stats_thread(&s);
+	return s;
+}
+
+uint64_t copied_now(void)
+{
+	return stats_now().copied_bytes;
+}
+
 unsigned char *tu_flatten(const struct bl_list *l)
 {
 	size_t n = bl_list_length(l);

@@ -29,6 +29,12 @@ void tu_alloc_fail_at(uint64_t fail_at, int sticky);
 void tu_alloc_uninstall(void);
 void tu_alloc_stats(struct tu_alloc_stats *out);
 
+/* This thread's copy counters (bl_stats_thread) now; a test compares two
+ * readings to prove what one operation copied. */
+struct bl_stats stats_now(void);
+/* Just the payload bytes copied: stats_now().copied_bytes. */
+uint64_t copied_now(void);
+
 /* Flattens @l into a new malloc'd buffer (caller frees); NULL for empty. */
 unsigned char *tu_flatten(const struct bl_list *l);
 

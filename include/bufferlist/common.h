@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * common.h - export macro and small shared definitions of libbufferlist.
+ * common.h - export macro, version and small shared definitions of
+ * libbufferlist.
  *
  * Every public declaration carries BL_API; the library is built with
  * -fvisibility=hidden and a version script, so only these symbols are
@@ -23,9 +24,7 @@
 #define BL_END_DECLS
 #endif
 
-#define BL_VERSION_MAJOR 0
-#define BL_VERSION_MINOR 1
-#define BL_VERSION_PATCH 0
-#define BL_VERSION_STRING "0.1.0"
+/* BL_VERSION_MAJOR, _MINOR, _PATCH and _STRING */
+#include <bufferlist/version.h>
 
 #endif /* BUFFERLIST_COMMON_H */

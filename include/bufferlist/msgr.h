@@ -180,65 +180,55 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
 			       const char *msg);
 
 /**
- * struct bl_msgr_conn_opts - how a connection behaves (zero: defaults).
- * @on_frame, @on_close, @arg: the callbacks and their first argument;
- *              on_frame NULL drops frames, on_close NULL is allowed.
- * @max_payload: longest payload accepted (0: BL_MSGR_DEFAULT_MAX_PAYLOAD);
- *              a longer one closes the connection with -E2BIG.
- * @bufring:    a provided-buffer ring to receive into, borrowed and shared
- *              with other connections on the same bl_uring; NULL: the
- *              connection makes its own of @nbufs (a power of two;
- *              0: 64) buffers of @buf_size bytes (0: 64 KiB) as group
- *              @bgid (0: a group id from a process-wide counter starting
- *              at 0x4000).  @buf_size is also the size of a plain receive
- *              when the ring has no buffer free.
- * @direct_min: payloads of at least this many bytes (0: 128 KiB;
- *              SIZE_MAX: never) are not gathered from ring buffers: once
- *              their preamble is in, the rest of the frame is read
- *              straight into one raw of its own with bl_uring_read(fd,
- *              -1, ...), and the payload is the slices already received
- *              (no copy) followed by that raw.  One read instead of a
- *              receive per ring buffer, into recycled memory instead of a
- *              ring that cycles through megabytes: measured with msgbench
- *              on loopback, it halves the receiving thread's CPU time per
- *              1 MiB frame.  Give @u a regpool (bl_uring_regpool_create)
- *              whose buffers hold the largest payload plus a receive
- *              buffer: bl_uring_read() then reads into a registered buffer
- *              (READ_FIXED), the most recently freed first.  Without one
- *              each read allocates, and glibc's malloc, when several 1 MiB
- *              blocks are freed together, gives the heap top back to the
- *              kernel and faults it in again (msgbench, 4 connections of
- *              1 MiB frames: 1.3-2.0 GB/s against 2.5-4.1 with a regpool).
- * @align_data: payloads of at least @align_min bytes (0: 16 KiB) are
- *              received into raws aligned to 4096: when a preamble
- *              announces one, the payload bytes already received are
- *              copied into an aligned raw up to the next 4096 boundary
- *              (counted in aligned_copied; at most one receive buffer plus
- *              4 KiB), and the rest is read straight into aligned raws
- *              with bl_uring_read(fd, -1, ...); one that arrived whole
- *              has its misaligned part copied.  Every segment of such a
- *              payload then starts on a 4096 boundary and all but the last
- *              are multiples of 4096 long: bl_uring_write() can take it to
- *              an O_DIRECT file as it is.
- *              A connection keeps one multishot receive armed, which is
- *              cheaper for small frames than a receive armed per chunk
- *              (msgbench, 64-byte frames over 4 loopback connections:
- *              37-43 against 48-62 ns of the receiving thread's CPU a
- *              frame); the preamble of a large payload stops it (every
- *              byte it took is still delivered) and the plain read takes
- *              over, after which receives are armed one at a time for as
- *              long as large payloads keep coming.  An aligning
- *              connection always receives one-shot.  With direct_min
- *              SIZE_MAX large payloads come through the ring (1 MiB
- *              frames: 250-270 against 140-160 us of the receiving
- *              thread's CPU).
- * @detach:     payloads are long-lived: before on_frame, the slices that
- *              lie in ring buffers are copied out (bl_list_detach_pooled,
- *              counted in detached), so held frames never starve the ring.
- * @copy_below: sends of payloads shorter than this are copied into the
- *              frame's own bytes (BL_MSGR_ENC_COPY); 0: 512, 1: never.
- * @keep_fd:    the connection does not close its fd when it ends.
- * @log, @log_arg: where malformed-frame reasons go; NULL: stderr.
+ * struct bl_msgr_conn_opts - how a connection behaves; all zero: defaults.
+ * @on_frame:    called for each frame received; NULL drops frames.
+ * @on_close:    called once when the connection is gone; may be NULL.
+ * @arg:         first argument of @on_frame and @on_close.
+ * @max_payload: longest payload accepted, in bytes (a longer one closes the
+ *               connection with -E2BIG); 0: BL_MSGR_DEFAULT_MAX_PAYLOAD;
+ *               above BL_MSGR_PAYLOAD_LIMIT: that limit.
+ * @bufring:     provided-buffer ring to receive into, borrowed; connections
+ *               on the same bl_uring may share one.  NULL: the connection
+ *               makes its own from @nbufs, @buf_size and @bgid.
+ * @nbufs:       buffers in a ring of its own, a power of two; 0: 64.
+ * @buf_size:    bytes per buffer of a ring of its own, and of a plain
+ *               receive when the ring has no buffer free; 0: 64 KiB.
+ * @bgid:        buffer group id of a ring of its own; 0: the next value of
+ *               a process-wide counter starting at 0x4000.
+ * @align_data:  receive payloads of at least @align_min bytes into raws
+ *               aligned to 4096 (below); false: no alignment.
+ * @align_min:   in bytes; 0: 16 KiB.
+ * @direct_min:  payloads of at least this many bytes are read straight
+ *               into a raw of their own, not gathered from ring buffers
+ *               (below); 0: 128 KiB; SIZE_MAX: never.
+ * @detach:      before on_frame, copy the payload's slices that lie in ring
+ *               buffers out of them (bl_list_detach_pooled, counted in
+ *               detached), so that frames held long never starve the ring.
+ * @copy_below:  sent payloads shorter than this many bytes are copied into
+ *               the frame (BL_MSGR_ENC_COPY), not shared; 0: 512; 1: never.
+ * @keep_fd:     the connection does not close its fd when it ends.
+ * @log:         where the reasons for closing (malformed frames, I/O
+ *               errors) go, one line each; NULL: stderr.
+ * @log_arg:     first argument of @log.
+ *
+ * Direct reads (@direct_min): once the preamble of such a payload is in,
+ * the rest of the frame is read with bl_uring_read(fd, -1, ...) into one
+ * raw, and the payload is the slices already received (no copy) followed
+ * by that raw.  Give @u a regpool (bl_uring_regpool_create) whose buffers
+ * hold the largest payload plus a receive buffer: the read then goes into
+ * a registered buffer (READ_FIXED), the most recently freed first, instead
+ * of a fresh allocation.  The preamble stops the connection's multishot
+ * receive (every byte it took is still delivered); receives are then armed
+ * one at a time for as long as large payloads keep coming.
+ *
+ * Alignment (@align_data): the payload bytes already received are copied
+ * into an aligned raw up to the next 4096 boundary (counted in
+ * aligned_copied; at most one receive buffer plus 4 KiB), the rest is read
+ * straight into aligned raws, and a payload that arrived whole has its
+ * misaligned part copied.  Every segment of such a payload then starts on
+ * a 4096 boundary and all but the last are multiples of 4096 long, so
+ * bl_uring_write() can take it to an O_DIRECT file as it is.  An aligning
+ * connection always receives one-shot.
  *
  * Ring exhaustion: a one-shot receive goes into a fresh raw (bl_uring_recv)
  * when the ring has no buffer free, and the kernel ending a receive with

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * msgr_int.h - what the messenger's files share (msgr_frame.c, msgr_conn.c,
+ * msgr_recv.c, msgr_send.c, msgr_server.c): the connection and server
+ * structs and the bl__msgr_* functions one file calls in another.  Calls
+ * go one way where they can: server -> conn -> recv / send -> frame;
+ * recv and send call back into conn only to close (bl__msgr_conn_end) and
+ * to free (bl__msgr_maybe_finish), and recv into send to flush replies
+ * (bl__msgr_rx_end).  Never installed.
+ */
+#ifndef BUFFERLIST_MSGR_INT_H
+#define BUFFERLIST_MSGR_INT_H
+
+#include "internal.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <bufferlist/msgr.h>
+
+#define BL__MSGR_REASON_MAX 160
+
+struct bl__msgr_send_rec {
+	bl_msgr_send_fn cb;
+	void *arg;
+};
+
+/*
+ * A large payload being received by plain reads.  Aligned: its head is
+ * copied into P, an aligned raw filled up to a 4096 boundary, and the
+ * rest read after it.  Not aligned: its head stays in the ring slices it
+ * arrived in (headl), and the rest is read after them.
+ */
+struct bl__msgr_direct {
+	uint16_t type, flags;
+	uint64_t seq;
+	uint32_t len;		/* payload bytes */
+	bool aligned;
+	size_t head;		/* payload bytes before the read rest */
+	size_t have;		/* of which present so far */
+	size_t rest;		/* payload bytes read straight after them */
+	size_t gap_read;	/* bytes the first read asks for */
+	struct bl_ptr P;	/* aligned: the first raw, or empty */
+	struct bl_list headl;	/* not aligned: the head's ring slices */
+	unsigned char tr[BL_MSGR_TRAILER];
+};
+
+struct bl_msgr_conn {
+	struct bl_uring *u;
+	int fd;
+	struct bl_msgr_conn_opts o;
+	const struct bl__allocator *al;
+	struct bl_uring_bufring *br;
+	bool own_br;
+	bool multishot;
+	bool stopping;		/* multishot receive stopped for a read */
+	unsigned oneshot_left;	/* receives to arm one-shot after a read */
+	/* what may still call back */
+	bool recv_busy;		/* a receive (pooled or plain) */
+	bool read_busy;		/* a read of a large payload */
+	bool send_busy;
+	bool in_rx;		/* delivering received frames */
+	bool flush_due;		/* frames queued meanwhile, not sent yet */
+	unsigned depth;		/* our callbacks on the stack */
+	bool closing, finished;
+	bool dry;		/* the ring ran dry: next receive is plain */
+	int err;
+	/* receiving */
+	struct bl_list in;
+	size_t pc_done;		/* payload bytes of in's first frame */
+	uint32_t pc_crc;	/* whose crc is already known */
+	struct bl__msgr_direct d;
+	/* sending */
+	struct bl_list outq;
+	uint64_t tx_seq;
+	unsigned outq_frames, inflight_frames;
+	size_t inline_bytes;	/* of the batch in flight, sent directly */
+	struct bl__msgr_send_rec *recs;	/* FIFO ring of callbacks */
+	unsigned rec_cap, rec_head, rec_n, rec_inflight;
+	/* the server's list */
+	struct bl_msgr_server *srv;
+	struct bl_msgr_conn *snext, *sprev;
+	struct bl_msgr_conn_stats st;
+	char reason[BL__MSGR_REASON_MAX];
+};
+
+struct bl_msgr_server {
+	struct bl_uring *u;
+	int lfd;
+	struct bl_msgr_conn_opts o;
+	const struct bl__allocator *al;
+	struct bl_uring_bufring *br;
+	bool own_br;
+	struct bl_msgr_conn *conns;
+	unsigned nconns;
+	int64_t next_accept;	/* ms: when to look for connections again */
+	bool ring_wait;		/* busy: wait in the ring, not in poll() */
+};
+
+/* ---- msgr_frame.c ------------------------------------------------------- */
+
+/* Copies header bytes [off, off + n) of @l to @dst (not payload: not
+ * counted as a copy). */
+void bl__msgr_gather(const struct bl_list *l, size_t off, size_t n,
+		     void *dst);
+
+/* crc32c of [off, off + n) of @l, straight over the bytes (no cache). */
+uint32_t bl__msgr_crc_range(const struct bl_list *l, size_t off, size_t n,
+			    uint32_t crc);
+
+/*
+ * bl_msgr_parse() for a frame of @len payload bytes at the front of @in
+ * whose preamble @p was checked, by the iterator and a splice.  @crc is
+ * the crc of the payload's first @done bytes (a connection computes it
+ * while they arrive; 0 and the seed otherwise).
+ * Return: 1, or -EBADMSG / -ENOMEM (@in unchanged).
+ */
+int bl__msgr_parse_general(struct bl_list *in, struct bl_msgr_frame *f,
+			   const unsigned char *p, uint32_t len, size_t done,
+			   uint32_t crc);
+
+/* ---- msgr_conn.c -------------------------------------------------------- */
+
+/* One line to @o's log (stderr without one). */
+void __attribute__((format(printf, 3, 4)))
+bl__msgr_log(const struct bl_msgr_conn_opts *o, struct bl_msgr_conn *c,
+	     const char *fmt, ...);
+
+/* Frees @c once nothing can call back into it any more. */
+void bl__msgr_maybe_finish(struct bl_msgr_conn *c);
+
+/*
+ * Starts closing: drops frames not yet handed to the kernel, shuts the
+ * socket down so that the kernel finishes what is pending.  @log: the
+ * reason is worth a line (a malformed frame, an I/O error).
+ */
+void __attribute__((format(printf, 4, 5)))
+bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
+		  const char *fmt, ...);
+
+/* @d = @o (NULL: zero) with every 0 replaced by its default. */
+void bl__msgr_opts_fill(struct bl_msgr_conn_opts *d,
+			const struct bl_msgr_conn_opts *o);
+
+/* A buffer group id from the process-wide counter. */
+unsigned short bl__msgr_auto_bgid(void);
+
+/*
+ * A connection over @fd receiving into @shared (NULL: o->bufring, or a
+ * ring of its own).  Return: new, or NULL (nothing changed).
+ */
+struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
+				       const struct bl_msgr_conn_opts *o,
+				       struct bl_uring_bufring *shared);
+
+/* ---- msgr_recv.c -------------------------------------------------------- */
+
+/* Starts the next receive.  0 or -errno (nothing started). */
+int bl__msgr_start_recv(struct bl_msgr_conn *c);
+
+/* ---- msgr_send.c -------------------------------------------------------- */
+
+/* A delivery ended: what its callbacks sent goes out now. */
+void bl__msgr_rx_end(struct bl_msgr_conn *c);
+
+/*
+ * ---- list internals used by the messenger (to be replaced by the list
+ * layer's private API) ----------------------------------------------------
+ *
+ * The parser's fast path and bl_msgr_frame_release() reach into struct
+ * bl_list's layout (first chunk inline, heap chunks never empty - see
+ * list.c): everything msgr_frame.c reads or writes of a list's private
+ * fields is here, and nowhere else in the messenger.
+ */
+
+/*
+ * The parser's fast path builds the payload list in place, and
+ * bl_msgr_frame_release() takes it apart in place, instead of calling
+ * bl_list_init() / bl_list_clear() (a third of the cost of a small frame
+ * went there).  Both write every field bl_list_init() writes; should the
+ * list's layout change, this assert makes the change visit this block.
+ */
+_Static_assert(sizeof(struct bl_list) ==
+	       4 * sizeof(void *) + sizeof(size_t) + 2 * sizeof(unsigned) +
+	       sizeof(struct bl__chunk_hdr) +
+	       BL_LIST_INLINE * sizeof(struct bl_ptr),
+	       "struct bl_list changed: check msgr_int.h's list internals");
+
+/* @l = one slice {raw (its reference moves in), off, len}, len > 0. */
+static inline void bl__msgr_list_one(struct bl_list *l, struct bl_raw *raw,
+				     size_t off, size_t len)
+{
+	l->_tail = &l->_inl;
+	l->_len = len;
+	l->_nseg = 1;
+	l->_abuf_next = 0;
+	l->_abuf = NULL;
+	l->_ext = NULL;
+	l->_pool = NULL;
+	l->_inl.next = NULL;
+	l->_inl.start = 0;
+	l->_inl.count = 1;
+	l->_inl.cap = BL_LIST_INLINE;
+	l->_inl._pad = 0;
+	l->_inl_seg[0].raw = raw;
+	l->_inl_seg[0].off = off;
+	l->_inl_seg[0].len = len;
+}
+
+/* The first slice of a non-empty list (only the inline chunk may be empty). */
+static inline struct bl_ptr *bl__msgr_list_front(struct bl_list *l)
+{
+	struct bl__chunk_hdr *c = l->_inl.count ? &l->_inl : l->_inl.next;
+
+	return &bl__chunk(c)->seg[c->start];
+}
+
+/* Bytes in @l (bl_list_length() without the call). */
+static inline size_t bl__msgr_list_len(const struct bl_list *l)
+{
+	return l->_len;
+}
+
+/* Whether @l's slices all lie in its inline chunk and it has no append
+ * buffer (so bl__list_forget() may empty it). */
+static inline bool bl__msgr_list_inline_only(const struct bl_list *l)
+{
+	return l->_inl.count == 1 && !l->_inl.next && !l->_abuf;
+}
+
+/*
+ * Drops the first @n bytes of @l, all inside its first slice @s, which
+ * goes on.  Shortening a slice from the front keeps its end, so the list's
+ * append hint (_ext) stays true.
+ */
+static inline void bl__msgr_list_trim_front(struct bl_list *l,
+					    struct bl_ptr *s, size_t n)
+{
+	s->off += n;
+	s->len -= n;
+	l->_len -= n;
+}
+
+/*
+ * What the parser's fast path makes, one inline slice and nothing else,
+ * taken apart in place: its reference dropped, @l empty.  Return: false
+ * (nothing done) for any other list.
+ */
+static inline bool bl__msgr_list_release_one(struct bl_list *l)
+{
+	if (l->_nseg == 1 && l->_inl.count == 1 && !l->_inl.next &&
+	    !l->_abuf) {
+		bl__raw_put(l->_inl_seg[l->_inl.start].raw);
+		bl__list_forget(l);
+		return true;
+	}
+	return false;
+}
+
+#endif /* BUFFERLIST_MSGR_INT_H */

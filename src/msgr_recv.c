@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * msgr_recv.c - a messenger connection's receiving side: arming receives,
+ * parsing what arrives into frames and delivering them, reading large
+ * payloads straight into raws of their own (aligned on request), and what
+ * ends a receive (peer closed, ring dry, errors).
+ *
+ * Receiving is by one multishot pooled receive: one request armed for the
+ * life of the connection, no re-arming per chunk.  A large payload is
+ * read straight into a raw of its own instead: its preamble stops the
+ * multishot receive (bl__uring_recv_stop(); the kernel hands over every
+ * chunk it took before the final completion, the rest stays in the
+ * socket), and the read takes the stream over.  While large payloads keep
+ * coming, receives are armed one-shot (ONESHOT_AFTER_READ), so that each
+ * preamble finds nothing to stop.  Aligning connections (align_data)
+ * always use one-shot receives, which bounds what is copied to align a
+ * payload to one receive buffer.
+ */
+#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include <errno.h>
+#include <string.h>
+#include <bufferlist/msgr.h>
+#include "endian_int.h"
+#include "msgr_int.h"
+#include "uring_int.h"
+
+#define ALIGN_DIO 4096		/* aligned payloads: page boundaries */
+#define ONESHOT_AFTER_READ 8	/* see bl__msgr_start_recv() */
+
+static void arm(struct bl_msgr_conn *c);
+static void process(struct bl_msgr_conn *c);
+static bool start_direct(struct bl_msgr_conn *c);
+
+static void deliver(struct bl_msgr_conn *c, struct bl_msgr_frame *f,
+		    size_t wire)
+{
+	c->st.frames_received++;
+	c->st.bytes_received += wire;
+	if (c->o.detach) {
+		/* on failure the frame keeps its ring slices: the ring-dry
+		 * path still guarantees progress */
+		ssize_t n = bl_list_detach_pooled(&f->payload);
+
+		if (n > 0)
+			c->st.detached += (uint64_t)n;
+	}
+	if (c->o.on_frame)
+		c->o.on_frame(c->o.arg, c, f);
+	bl_msgr_frame_release(f);
+}
+
+static void recv_ended(struct bl_msgr_conn *c, ssize_t res)
+{
+	if (c->closing)
+		return;
+	if (res == 0) {
+		if (bl_list_length(&c->in))
+			bl__msgr_conn_end(c, -EPIPE, true,
+					  "peer closed in the middle of a "
+					  "frame (%zu bytes pending)",
+					  bl_list_length(&c->in));
+		else
+			bl__msgr_conn_end(c, 0, false, "peer closed");
+		return;
+	}
+	if (res == -ENOBUFS) {
+		c->st.ring_dry++;
+		/*
+		 * The kernel found the ring empty.  If buffers came back
+		 * since (the application released frames), simply receive
+		 * again.  If not, this connection's own incomplete frame may
+		 * be what holds them, and nothing would ever give them back:
+		 * copy it out, and take the next receive into a fresh raw so
+		 * that progress never waits on the ring.
+		 */
+		if (!bl_uring_bufring_available(c->br)) {
+			ssize_t n = bl_list_detach_pooled(&c->in);
+
+			if (n > 0)
+				c->st.detached += (uint64_t)n;
+			c->dry = true;
+		}
+		return;
+	}
+	bl__msgr_conn_end(c, (int)res, res != -ECANCELED, "receive failed: %s",
+			  strerror((int)-res));
+}
+
+static void got_data(struct bl_msgr_conn *c, struct bl_list *data)
+{
+	if (c->closing)
+		return;
+	if (bl_list_claim_append(&c->in, data)) {
+		bl__msgr_conn_end(c, -ENOMEM, true, "out of memory receiving");
+		return;
+	}
+	process(c);
+}
+
+static void pooled_cb(void *arg, ssize_t res, struct bl_list *data, bool more)
+{
+	struct bl_msgr_conn *c = arg;
+
+	c->recv_busy = more;
+	c->depth++;
+	if (res > 0) {
+		c->in_rx = true;
+		got_data(c, data);
+		bl__msgr_rx_end(c);
+	} else if (!(res == -ECANCELED && c->stopping)) {
+		recv_ended(c, res);
+	}
+	if (!more && c->stopping) {
+		/* the receive is over: a read takes the large frame */
+		c->stopping = false;
+		if (!c->closing && !c->read_busy &&
+		    bl_list_length(&c->in) >= BL_MSGR_PREAMBLE)
+			start_direct(c);
+	}
+	c->depth--;
+	if (!c->recv_busy)
+		arm(c);
+	bl__msgr_maybe_finish(c);
+}
+
+static void plain_cb(void *arg, ssize_t res, struct bl_list *data)
+{
+	pooled_cb(arg, res, data, false);
+}
+
+int bl__msgr_start_recv(struct bl_msgr_conn *c)
+{
+	int ret;
+
+	if (c->dry || !bl_uring_bufring_available(c->br)) {
+		ret = bl_uring_recv(c->u, c->fd, c->o.buf_size, plain_cb, c);
+		if (!ret)
+			c->dry = false;
+	} else {
+		ret = bl_uring_recv_pooled(c->u, c->fd, c->br,
+					   c->multishot && !c->oneshot_left,
+					   pooled_cb, c);
+		if (c->oneshot_left)
+			c->oneshot_left--;
+	}
+	if (!ret)
+		c->recv_busy = true;
+	return ret;
+}
+
+static void arm(struct bl_msgr_conn *c)
+{
+	int ret;
+
+	if (c->closing || c->recv_busy || c->read_busy)
+		return;
+	ret = bl__msgr_start_recv(c);
+	if (ret)
+		bl__msgr_conn_end(c, ret, true, "cannot start a receive: %s",
+				  strerror(-ret));
+}
+
+/* -- aligned payloads -- */
+
+static void direct_cb(void *arg, ssize_t res, struct bl_list *data);
+
+static int direct_read(struct bl_msgr_conn *c, size_t len)
+{
+	int ret = bl_uring_read(c->u, c->fd, -1, len,
+				c->d.aligned ? ALIGN_DIO : 0, direct_cb, c);
+
+	if (!ret) {
+		c->read_busy = true;
+		c->oneshot_left = ONESHOT_AFTER_READ;
+	}
+	return ret;
+}
+
+/*
+ * The preamble of a large payload is in, and no receive is in flight
+ * (one-shot receives), so the rest of the frame can come through plain
+ * reads into a raw of its own: one read instead of a receive per ring
+ * buffer, into memory the allocator recycles (warm in the cache) instead
+ * of a ring that cycles through megabytes.  Unaligned, the head already
+ * received stays where it is.  Aligned, it is copied into the first
+ * aligned raw, which is then filled up to its 4096 boundary by a small
+ * read (copied too, at most 4095 bytes); the rest is read straight into
+ * an aligned raw of its own.
+ * Return: true if started; false leaves everything as it was (the frame
+ * then comes through the ring).
+ */
+static bool start_direct(struct bl_msgr_conn *c)
+{
+	unsigned char pre[BL_MSGR_PREAMBLE];
+	struct bl__msgr_direct *d = &c->d;
+	size_t have = bl_list_length(&c->in) - BL_MSGR_PREAMBLE;
+	size_t first;
+	uint32_t len;
+	bool align;
+
+	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
+	len = bl__le32_load(pre + 16);
+	align = c->o.align_data && len >= c->o.align_min;
+	if (have >= len || (!align && len < c->o.direct_min))
+		return false;
+	memset(d, 0, sizeof(*d));
+	bl_list_init(&d->headl);
+	d->type = bl__le16_load(pre + 4);
+	d->flags = bl__le16_load(pre + 6);
+	d->seq = bl__le64_load(pre + 8);
+	d->len = len;
+	d->aligned = align;
+	if (!align) {
+		d->head = d->have = have;
+		d->rest = len - have;
+		if (direct_read(c, d->rest + BL_MSGR_TRAILER))
+			return false;
+		/* from offset 0: cannot fail */
+		bl_list_splice(&c->in, 0, BL_MSGR_PREAMBLE, NULL);
+		bl_list_swap(&d->headl, &c->in);
+		c->pc_done = 0;
+		return true;
+	}
+	d->head = have ? bl__align_up(have, ALIGN_DIO) : 0;
+	if (d->head > len)
+		d->head = len;
+	d->rest = len - d->head;
+	d->gap_read = d->head - have + (d->rest ? 0 : BL_MSGR_TRAILER);
+	if (d->head) {
+		d->P.raw = bl_raw_create_aligned(d->head, ALIGN_DIO);
+		if (!d->P.raw)
+			return false;
+		d->P.len = d->head;
+	}
+	first = d->gap_read ? d->gap_read : d->rest + BL_MSGR_TRAILER;
+	if (direct_read(c, first)) {
+		bl_ptr_release(&d->P);
+		return false;
+	}
+	if (have) {
+		bl_list_copy_out(&c->in, BL_MSGR_PREAMBLE, have,
+				 bl_raw_data(d->P.raw));
+		c->st.aligned_copied += have;
+	}
+	d->have = have;
+	bl_list_clear(&c->in);
+	c->pc_done = 0;
+	return true;
+}
+
+/*
+ * The preamble of a large payload is in while a multishot receive is
+ * armed: stop the receive; once its last chunk is in (pooled_cb), a read
+ * takes the rest of the frame as start_direct() does.  Return: true if
+ * the frame will go that way (or already does).
+ */
+static bool stop_for_direct(struct bl_msgr_conn *c)
+{
+	unsigned char pre[BL_MSGR_PREAMBLE];
+	uint32_t len;
+
+	if (c->stopping)
+		return true;
+	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
+	len = bl__le32_load(pre + 16);
+	if (len < c->o.direct_min ||
+	    bl_list_length(&c->in) - BL_MSGR_PREAMBLE >= len)
+		return false;
+	/*
+	 * Large payloads come in runs: the next receives are one-shot, so
+	 * that the next preamble finds no receive to stop.  (This one may
+	 * still arrive through the ring: the kernel's multishot loop can
+	 * have taken a whole frame off a loopback socket before the cancel
+	 * is even submitted.)
+	 */
+	c->oneshot_left = ONESHOT_AFTER_READ;
+	if (bl__uring_recv_stop(c->u, c->fd))
+		return false;
+	c->stopping = true;
+	return true;
+}
+
+static void direct_done(struct bl_msgr_conn *c, struct bl_list *tail)
+{
+	struct bl__msgr_direct *d = &c->d;
+	struct bl_msgr_frame f;
+	uint32_t crc = BL_MSGR_CRC_SEED;
+
+	if (d->aligned && d->head)
+		crc = bl_crc32c(crc, bl_raw_data(d->P.raw), d->head);
+	else if (d->head)
+		crc = bl__msgr_crc_range(&d->headl, 0, d->head, crc);
+	if (tail)
+		crc = bl__msgr_crc_range(tail, 0, d->rest, crc);
+	if (crc != bl__le32_load(d->tr)) {
+		bl_ptr_release(&d->P);
+		bl_list_clear(&d->headl);
+		bl__msgr_conn_end(c, -EBADMSG, true,
+				  "malformed frame: bad payload crc (seq %llu)",
+				  (unsigned long long)d->seq);
+		return;
+	}
+	f.type = d->type;
+	f.flags = d->flags;
+	f.seq = d->seq;
+	bl_list_init(&f.payload);
+	/* into an empty list: no chunk needed, cannot fail */
+	if (d->aligned)
+		bl_list_append_ptr_move(&f.payload, &d->P);
+	else
+		bl_list_swap(&f.payload, &d->headl);
+	if (tail && bl_list_claim_append(&f.payload, tail)) {
+		bl_msgr_frame_release(&f);
+		bl__msgr_conn_end(c, -ENOMEM, true, "out of memory receiving");
+		return;
+	}
+	c->st.direct_frames++;
+	if (d->aligned)
+		c->st.aligned_frames++;
+	deliver(c, &f, BL_MSGR_OVERHEAD + (size_t)d->len);
+}
+
+static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
+{
+	struct bl_msgr_conn *c = arg;
+	struct bl__msgr_direct *d = &c->d;
+	size_t want = d->have < d->head ? d->gap_read
+					: d->rest + BL_MSGR_TRAILER;
+
+	c->read_busy = false;
+	c->depth++;
+	c->in_rx = true;
+	if (c->closing) {
+		/* dropped */
+	} else if (res < 0 || (size_t)res < want) {
+		if (res >= 0)
+			bl__msgr_conn_end(c, -EPIPE, true, "peer closed in "
+					  "the middle of a frame");
+		else
+			bl__msgr_conn_end(c, (int)res, true, "read failed: %s",
+					  strerror((int)-res));
+	} else if (d->have < d->head) {
+		/* the gap up to P's boundary (and the trailer if P ends it) */
+		size_t gap = d->head - d->have;
+
+		bl_list_copy_out(data, 0, gap, bl_raw_data(d->P.raw) + d->have);
+		c->st.aligned_copied += gap;
+		d->have = d->head;
+		if (!d->rest) {
+			bl__msgr_gather(data, gap, BL_MSGR_TRAILER, d->tr);
+			direct_done(c, NULL);
+		} else {
+			int ret = direct_read(c, d->rest + BL_MSGR_TRAILER);
+
+			if (ret)
+				bl__msgr_conn_end(c, ret, true,
+						  "cannot start a read: %s",
+						  strerror(-ret));
+		}
+	} else {
+		bl__msgr_gather(data, d->rest, BL_MSGR_TRAILER, d->tr);
+		/* a tail range: cannot fail */
+		bl_list_splice(data, d->rest, BL_MSGR_TRAILER, NULL);
+		direct_done(c, data);
+	}
+	bl__msgr_rx_end(c);
+	if (c->closing) {
+		bl_ptr_release(&d->P);
+		bl_list_clear(&d->headl);
+	}
+	c->depth--;
+	if (!c->read_busy)
+		arm(c);
+	bl__msgr_maybe_finish(c);
+}
+
+/*
+ * A large payload that arrived whole in ring buffers, on an aligning
+ * connection: copy what is misaligned (at most about one receive buffer,
+ * since the switch to plain reads happens at the first receive that
+ * leaves such a frame incomplete).  Out of memory, it stays as it is.
+ */
+static void realign(struct bl_msgr_conn *c, struct bl_list *pay)
+{
+	struct bl_stats a, b;
+
+	bl_stats_thread(&a);
+	if (bl_list_rebuild_aligned_size_and_memory(pay, ALIGN_DIO, ALIGN_DIO,
+						    0) < 0)
+		return;
+	bl_stats_thread(&b);
+	c->st.aligned_copied += b.copied_bytes - a.copied_bytes;
+	c->st.aligned_frames++;
+}
+
+/*
+ * A large frame arrives over many receives.  Its payload crc is taken
+ * piece by piece as the pieces come in, while the kernel's copy has just
+ * left them in the cache, instead of in one pass over the whole payload
+ * (long evicted by then) when the last piece arrives.
+ */
+#define CRC_AHEAD_MIN ((size_t)32 << 10)
+
+static void crc_ahead(struct bl_msgr_conn *c)
+{
+	unsigned char pre[BL_MSGR_PREAMBLE];
+	size_t have = bl_list_length(&c->in) - BL_MSGR_PREAMBLE;
+	uint32_t len;
+
+	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
+	len = bl__le32_load(pre + 16);
+	if (len < CRC_AHEAD_MIN)
+		return;
+	if (have > len)
+		have = len;
+	if (have <= c->pc_done)
+		return;
+	c->pc_crc = bl__msgr_crc_range(&c->in, BL_MSGR_PREAMBLE + c->pc_done,
+				       have - c->pc_done,
+				       c->pc_done ? c->pc_crc
+						  : BL_MSGR_CRC_SEED);
+	c->pc_done = have;
+}
+
+/* bl_msgr_parse(), knowing the crc of the first payload bytes. */
+static int parse_resume(struct bl_msgr_conn *c, struct bl_msgr_frame *f)
+{
+	unsigned char pre[BL_MSGR_PREAMBLE];
+	uint32_t len;
+
+	if (!c->pc_done)
+		return bl_msgr_parse(&c->in, f, c->o.max_payload);
+	/* the preamble was checked when pc_done began to grow */
+	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
+	len = bl__le32_load(pre + 16);
+	if (bl_list_length(&c->in) < BL_MSGR_OVERHEAD + (size_t)len)
+		return 0;
+	return bl__msgr_parse_general(&c->in, f, pre, len, c->pc_done,
+				      c->pc_crc);
+}
+
+/* Delivers every complete frame in c->in. */
+static void process(struct bl_msgr_conn *c)
+{
+	while (!c->closing) {
+		struct bl_msgr_frame f;
+		size_t before = bl_list_length(&c->in);
+		int ret = parse_resume(c, &f);
+
+		if (ret != 0)
+			c->pc_done = 0;
+		if (ret == 1) {
+			if (c->o.align_data &&
+			    bl_list_length(&f.payload) >= c->o.align_min)
+				realign(c, &f.payload);
+			deliver(c, &f, before - bl_list_length(&c->in));
+			continue;
+		}
+		if (ret == -ENOMEM) {
+			bl__msgr_conn_end(c, ret, true,
+					  "out of memory receiving");
+		} else if (ret < 0) {
+			char pre[BL_MSGR_PREAMBLE];
+			size_t n = before < sizeof(pre) ? before : sizeof(pre);
+
+			bl__msgr_gather(&c->in, 0, n, pre);
+			if (ret == -E2BIG)
+				bl__msgr_conn_end(c, ret, true,
+						  "malformed frame: payload "
+						  "of %u bytes over the "
+						  "limit of %zu",
+						  bl__le32_load(pre + 16),
+						  c->o.max_payload);
+			else
+				bl__msgr_conn_end(c, ret, true,
+						  "malformed frame: %s",
+						  bl_msgr_parse_error());
+		} else if (before >= BL_MSGR_PREAMBLE) {
+			if (c->recv_busy ? !stop_for_direct(c)
+					 : !start_direct(c))
+				crc_ahead(c);
+		}
+		return;
+	}
+}
