@@ -203,16 +203,6 @@ static inline void bl__list_trim_front(struct bl_list *l,
 	l->_len -= n;
 }
 
-/*
- * Transitional: empties a list of one lone slice whose reference was
- * moved out, for the messenger until it calls bl__list_take_one().
- */
-static inline void bl__list_forget(struct bl_list *l)
-{
-	bl__list_reset(l);
-	l->_abuf_next = 0;
-}
-
 /* ---- operations of the list that only the library calls ------------------ */
 
 /*

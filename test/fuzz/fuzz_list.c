@@ -33,7 +33,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include <bufferlist.h>
-#include "internal.h"
+#include "list_int.h"
 
 #define NL 4			/* lists */
 #define MAXLEN (1u << 13)	/* the harness keeps each list below this */
