@@ -21,7 +21,7 @@ _Static_assert(offsetof(struct bl_list, _inl_seg) ==
 	       offsetof(struct bl_list, _inl) + offsetof(struct bl__chunk, seg),
 	       "the inline slots must sit where a chunk's slots would");
 
-/* ---- chunks ---------------------------------------------------------- */
+/* ---- chunks ----------------------------------------------------------- */
 
 static inline size_t chunk_bytes(uint32_t cap)
 {
@@ -64,7 +64,7 @@ void bl__chunk_free(struct bl__chunk_hdr *c)
 		 _Alignof(struct chunk_box));
 }
 
-/* ---- marks: undo of appends ------------------------------------------ */
+/* ---- marks: undo of appends ------------------------------------------- */
 
 void bl__list_mark_rollback(struct bl_list *l, const struct mark *m,
 			    bool release)
@@ -104,7 +104,7 @@ void bl__list_mark_rollback(struct bl_list *l, const struct mark *m,
 	l->_nseg = m->nseg;
 }
 
-/* ---- basics ---------------------------------------------------------- */
+/* ---- basics ----------------------------------------------------------- */
 
 void bl_list_set_pool(struct bl_list *l, struct bl_pool *p)
 {
@@ -178,7 +178,7 @@ bool bl_list_is_empty(const struct bl_list *l)
 	return l->_len == 0;
 }
 
-/* ---- claim ----------------------------------------------------------- */
+/* ---- claim ------------------------------------------------------------ */
 
 static __attribute__((noinline)) int
 claim_append_slow(struct bl_list *l, struct bl_list *src)
@@ -291,7 +291,7 @@ int bl_list_claim_prepend(struct bl_list *l, struct bl_list *src)
 	return 0;
 }
 
-/* ---- splice ---------------------------------------------------------- */
+/* ---- splice ----------------------------------------------------------- */
 
 /*
  * Removes slots from (a.c, a.i) to (b.c, b.i) inclusive, without touching
@@ -504,7 +504,7 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 	return 0;
 }
 
-/* ---- substr, copy ---------------------------------------------------- */
+/* ---- substr, copy ----------------------------------------------------- */
 
 int bl__list_share_range(struct bl_list *dst, const struct bl_list *src,
 			 size_t off, size_t len)

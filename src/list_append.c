@@ -15,7 +15,7 @@
  */
 #include "list_priv.h"	/* first: config.h sets _GNU_SOURCE */
 
-/* ---- appending bytes ------------------------------------------------- */
+/* ---- appending bytes -------------------------------------------------- */
 
 /* Copies 1..16 bytes with at most two overlapping loads and stores. */
 static inline __attribute__((always_inline)) void
@@ -240,7 +240,7 @@ int bl_list_append_zero(struct bl_list *l, size_t len)
 	return append_bytes(l, NULL, len);
 }
 
-/* ---- appending slices ------------------------------------------------ */
+/* ---- appending slices ------------------------------------------------- */
 
 int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p)
 {

@@ -27,7 +27,7 @@ static inline struct bl__chunk *bl__chunk(const struct bl__chunk_hdr *h)
 	return (struct bl__chunk *)h;
 }
 
-/* ---- reading a list's state ---------------------------------------------- */
+/* ---- reading a list's state ------------------------------------------- */
 
 /* Bytes in @l (bl_list_length() without the call). */
 static inline size_t bl__list_len(const struct bl_list *l)
@@ -70,7 +70,7 @@ static inline const struct bl_ptr *bl__list_front(const struct bl_list *l)
 	return &bl__chunk(c)->seg[c->start];
 }
 
-/* ---- the segment cursor: the one way to walk a list's segments ---------- */
+/* ---- the segment cursor: the one way to walk a list's segments -------- */
 
 /* (chunk, slot); the chunk is NULL past the last segment. */
 struct bl__seg_cursor {
@@ -112,13 +112,14 @@ static inline const struct bl_ptr *bl__seg_next(struct bl__seg_cursor *cur)
 #define BL__LIST_FOREACH_SEG(l, cur, s)					\
 	for ((s) = bl__seg_first((l), &(cur)); (s); (s) = bl__seg_next(&(cur)))
 
-/* ---- whole-list state ---------------------------------------------------- */
+/* ---- whole-list state ------------------------------------------------- */
 
 /*
- * Empties @l's chain without touching a reference: its segments' have been
- * moved elsewhere or dropped, and its heap chunks freed or handed over.
- * The append buffer and the pool stay.  Every way of emptying a list ends
- * here.
+ * Empties @l's chain without touching a reference: the references of its
+ * segments were moved elsewhere or dropped, its heap chunks freed or
+ * handed over.
+ * The append buffer and the pool stay.  The one reset: clearing, the
+ * claims, the reshapes and bl__list_take_one() all end here.
  */
 static inline void bl__list_reset(struct bl_list *l)
 {
@@ -203,7 +204,7 @@ static inline void bl__list_trim_front(struct bl_list *l,
 	l->_len -= n;
 }
 
-/* ---- operations of the list that only the library calls ------------------ */
+/* ---- operations of the list that only the library calls --------------- */
 
 /*
  * Checks every invariant of @l (lengths add up, counts match, no empty

@@ -24,7 +24,7 @@
 #define ABUF_MIN 128u		/* first append buffer's capacity */
 #define LARGE_APPEND 4096	/* appends this big get a raw of their own */
 
-/* ---- chunks ------------------------------------------------------------- */
+/* ---- chunks ----------------------------------------------------------- */
 
 static inline struct bl__chunk_hdr *inl(const struct bl_list *l)
 {
@@ -154,7 +154,7 @@ void bl__list_mark_rollback(struct bl_list *l, const struct mark *m,
 /* Drops the segments, keeps the append buffer. */
 void bl__list_drop_segments(struct bl_list *l);
 
-/* ---- positions ------------------------------------------------------------ */
+/* ---- positions -------------------------------------------------------- */
 
 struct pos {
 	struct bl__chunk_hdr *c;	/* NULL at the end of the list */
@@ -203,7 +203,7 @@ static inline void pos_next(struct bl__chunk_hdr **c, uint32_t *i)
 	}
 }
 
-/* ---- sharing slices -------------------------------------------------- */
+/* ---- sharing slices --------------------------------------------------- */
 
 /* Extends the last segment over @p when @p continues it in the same raw. */
 static inline bool try_extend(struct bl_list *l, const struct bl_ptr *p)
@@ -224,7 +224,7 @@ static inline bool try_extend(struct bl_list *l, const struct bl_ptr *p)
 int bl__list_share_range(struct bl_list *dst, const struct bl_list *src,
 			 size_t off, size_t len);
 
-/* ---- memory held --------------------------------------------------------- */
+/* ---- memory held ------------------------------------------------------ */
 
 /* What @l uses of each raw it holds: one entry per distinct raw. */
 struct raw_use {

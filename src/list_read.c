@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <bufferlist/crc32c.h>
 
-/* ---- comparing --------------------------------------------------------- */
+/* ---- comparing -------------------------------------------------------- */
 
 int bl_list_compare(const struct bl_list *a, const struct bl_list *b)
 {
@@ -49,7 +49,7 @@ bool bl_list_contents_equal(const struct bl_list *a, const struct bl_list *b)
 	return a->_len == b->_len && !bl_list_compare(a, b);
 }
 
-/* ---- export -------------------------------------------------------------- */
+/* ---- export ----------------------------------------------------------- */
 
 int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
 		     int iovcnt)
@@ -93,7 +93,7 @@ int bl_list_get_ptr(const struct bl_list *l, unsigned idx, struct bl_ptr *p)
 	return -ERANGE;
 }
 
-/* ---- crc32c ---------------------------------------------------------------- */
+/* ---- crc32c ----------------------------------------------------------- */
 
 uint32_t bl_list_crc32c(const struct bl_list *l, uint32_t seed)
 {
@@ -115,7 +115,7 @@ void bl_list_invalidate_crc(struct bl_list *l)
 		bl_raw_invalidate_crc(s->raw);
 }
 
-/* ---- hexdump ------------------------------------------------------------- */
+/* ---- hexdump ---------------------------------------------------------- */
 
 static int hex_line(FILE *out, size_t off, const unsigned char *b, size_t n)
 {
@@ -184,7 +184,7 @@ int bl_list_hexdump(const struct bl_list *l, FILE *out)
 	return 0;
 }
 
-/* ---- c_str ----------------------------------------------------------- */
+/* ---- c_str ------------------------------------------------------------ */
 
 char *bl_list_c_str(struct bl_list *l)
 {
@@ -199,7 +199,7 @@ char *bl_list_c_str(struct bl_list *l)
 	return s->raw->data + s->off;
 }
 
-/* ---- memory ---------------------------------------------------------- */
+/* ---- memory ----------------------------------------------------------- */
 
 static int cmp_raw_use(const void *a, const void *b)
 {
@@ -274,7 +274,7 @@ size_t bl_list_pinned_unused(const struct bl_list *l)
 	return total;
 }
 
-/* ---- validation -------------------------------------------------------- */
+/* ---- validation ------------------------------------------------------- */
 
 int bl__list_validate(const struct bl_list *l)
 {

@@ -10,7 +10,7 @@
  */
 #include "list_priv.h"	/* first: config.h sets _GNU_SOURCE */
 
-/* ---- rebuild --------------------------------------------------------- */
+/* ---- rebuild ---------------------------------------------------------- */
 
 /* Copies @nseg segments from @cur's on into @dst (which has room). */
 static void copy_run(char *dst, struct bl__seg_cursor cur, unsigned nseg)
@@ -47,7 +47,7 @@ int bl_list_rebuild(struct bl_list *l)
 	return 0;
 }
 
-/* ---- reshaping: share what can stay, copy runs of what cannot ---------- */
+/* ---- reshaping: share what can stay, copy runs of what cannot --------- */
 
 ssize_t bl__list_reshape(struct bl_list *l, const struct bl__reshape *rs)
 {
@@ -197,7 +197,7 @@ int bl_list_rebuild_aligned(struct bl_list *l, size_t align)
 	return bl_list_rebuild_aligned_size_and_memory(l, align, align, 0);
 }
 
-/* ---- compact --------------------------------------------------------- */
+/* ---- compact ---------------------------------------------------------- */
 
 struct compact_ctx {
 	struct raw_use *v;

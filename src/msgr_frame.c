@@ -253,7 +253,7 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 		 * a payload - no splice, no iterator, no atomic.
 		 */
 		const unsigned char *pl = p + BL_MSGR_PREAMBLE;
-		struct bl_ptr one = BL_PTR_INIT;	/* set by take_one */
+		struct bl_ptr one = BL_PTR_INIT;
 
 		if (bl__unlikely(crc(BL_MSGR_CRC_SEED, pl, len) !=
 				 bl__le32_load(pl + len)))

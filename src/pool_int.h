@@ -10,7 +10,7 @@
 #include "base_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <bufferlist/pool.h>
 
-/* ---- allocators ---------------------------------------------------------- */
+/* ---- allocators ------------------------------------------------------- */
 
 /*
  * Every block remembers the allocator that made it, so a block is always
@@ -34,7 +34,7 @@ void *bl__alloc(const struct bl__allocator *al, size_t size, size_t align);
 void bl__free(const struct bl__allocator *al, void *p, size_t size,
 	      size_t align);
 
-/* ---- per-thread state ---------------------------------------------------- */
+/* ---- per-thread state ------------------------------------------------- */
 
 /*
  * Per-thread state: the counters of struct bl_stats, each pool's
@@ -99,7 +99,7 @@ static inline void bl__count_copy(size_t n)
 	bl__stat_add(&t->copy_ops, 1);
 }
 
-/* ---- pools --------------------------------------------------------------- */
+/* ---- pools ------------------------------------------------------------ */
 
 struct bl_pool {
 	char name[BL_POOL_NAME_MAX];
@@ -116,7 +116,7 @@ static inline struct bl__pool_tstats *bl__pool_stats(unsigned id)
 	return &bl__tstats()->pool[id];
 }
 
-/* ---- the per-thread cache of size-class blocks --------------------------- */
+/* ---- the per-thread cache of size-class blocks ------------------------ */
 
 #define BL__NOCLASS 0xff
 

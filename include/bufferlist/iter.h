@@ -33,10 +33,10 @@ struct bl_iter {
 BL_API int bl_iter_init(struct bl_iter *it, const struct bl_list *l,
 			size_t off);
 
-/** bl_iter_offset() - bytes from the start of the list. */
+/** bl_iter_offset() - Return: bytes from the start of the list to @it. */
 BL_API size_t bl_iter_offset(const struct bl_iter *it);
 
-/** bl_iter_remaining() - bytes left after the cursor. */
+/** bl_iter_remaining() - Return: bytes left after the cursor. */
 BL_API size_t bl_iter_remaining(const struct bl_iter *it);
 
 /** bl_iter_advance() - moves forward @n bytes.  Return: 0 or -ERANGE. */
