@@ -8,6 +8,7 @@
 #include <bufferlist/raw.h>
 #include <bufferlist/ptr.h>
 #include <bufferlist/list.h>
+#include <bufferlist/iter.h>
 #include <bufferlist/codec.h>
 #include <bufferlist/crc32c.h>
 #include <bufferlist/io.h>

@@ -274,6 +274,8 @@ void bl_uring_bufring_destroy(struct bl_uring_bufring *br)
  * bl_list_detach_pooled() is the list's own reshape (bl__list_reshape):
  * ring slices are the segments it does not keep, and a run of them grows
  * while the next one is a ring slice too, so neighbours share one raw.
+ * The copies belong to the list, so they go in the list's pool (the ring's
+ * raws are the default pool's).
  */
 static bool detach_keep(const struct bl_ptr *s, bool last, void *ctx)
 {
@@ -289,7 +291,8 @@ static bool detach_more(size_t run_len, const struct bl_ptr *next, bool last,
 ssize_t bl_list_detach_pooled(struct bl_list *l)
 {
 	static const struct bl__reshape rs = {
-		detach_keep, detach_more, BL_CACHELINE, NULL
+		.keep = detach_keep, .more = detach_more,
+		.align = BL_CACHELINE, .in_list_pool = true,
 	};
 
 	return bl__list_reshape(l, &rs);

@@ -5,8 +5,9 @@
  * Decoders take the bytes straight from the current segment when they are
  * all there (the common case) and fall back to a copy across the seam.
  */
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "iter_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
+#include <bufferlist/codec.h>
 #include "endian_int.h"
 
 int bl_encode_u8(struct bl_list *l, uint8_t v)
@@ -66,7 +67,7 @@ int bl_encode_bytes(struct bl_list *l, const void *p, size_t len)
 
 int bl_encode_list(struct bl_list *l, const struct bl_list *src)
 {
-	size_t len = bl_list_length(src);
+	size_t len = bl__list_len(src);
 	struct bl_list tmp;
 	int ret;
 
@@ -76,8 +77,8 @@ int bl_encode_list(struct bl_list *l, const struct bl_list *src)
 	 * Common case: the length fits the append buffer and the segments fit
 	 * the tail chunk, so neither append can fail after the first succeeds.
 	 */
-	if (l != src && l->_abuf && l->_abuf->len - l->_abuf->used >= 4 &&
-	    bl__list_tail_room(l) > bl_list_num_buffers(src)) {
+	if (l != src && bl__list_abuf_room(l) >= 4 &&
+	    bl__list_tail_room(l) > bl__list_nseg(src)) {
 		ret = bl_encode_u32(l, (uint32_t)len);
 		if (!ret)
 			ret = bl_list_append_list(l, src);

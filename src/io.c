@@ -41,8 +41,9 @@
 #include <unistd.h>
 #include <linux/fs.h>
 
-#include "internal.h"
+#include "list_int.h"
 #include "io_int.h"
+#include <bufferlist/io.h>
 
 /* Largest raw a read allocates when it does not know the size. */
 #define BL__IO_CHUNK_MAX ((size_t)1 << 20)
@@ -56,7 +57,7 @@ static int write_all(const struct bl_list *l, int fd, bool positional,
 		     off_t off, size_t *done)
 {
 	struct iovec iov[BL__IOV_MAX];
-	size_t total = bl_list_length(l), pos = 0;
+	size_t total = bl__list_len(l), pos = 0;
 	int cnt = 0, i = 0, ret = 0;
 
 	if (positional) {
@@ -342,7 +343,7 @@ int bl_list_prepare_dio(struct bl_list *l, int fd)
 
 	if (ret)
 		return ret;
-	if (bl_list_length(l) % off)
+	if (bl__list_len(l) % off)
 		return -EINVAL;
 	return bl_list_rebuild_aligned_size_and_memory(l, off, mem,
 						       BL__IOV_MAX);

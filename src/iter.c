@@ -2,44 +2,37 @@
 /*
  * iter.c - a cursor over a list.
  *
- * The cursor is (chunk, slot, offset in segment) plus the absolute offset;
- * at the end of the list the chunk is NULL.  Moves are checked against the
+ * The cursor is a segment cursor of the list layer (chunk, slot), the
+ * offset in that segment and the absolute offset; at the end of the list
+ * the chunk is NULL.  Moves are checked against the
  * remaining length first, so a failed move never changes the cursor.
  */
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "iter_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 
 static inline const struct bl_ptr *cur(const struct bl_iter *it)
 {
-	return &bl__chunk(it->_chunk)->seg[it->_idx];
+	return bl__iter_seg(it);
 }
 
 /* Steps to the next segment (the current one is used up). */
 static inline void next_seg(struct bl_iter *it)
 {
-	const struct bl__chunk_hdr *c = it->_chunk;
+	struct bl__seg_cursor c = bl__iter_cursor(it);
 
-	it->_seg_off = 0;
-	if (++it->_idx < c->start + c->count)
-		return;
-	for (c = c->next; c && !c->count; c = c->next)
-		;
-	it->_chunk = c;
-	it->_idx = c ? c->start : 0;
+	bl__seg_next(&c);
+	bl__iter_set_cursor(it, &c);
 }
 
 int bl_iter_init(struct bl_iter *it, const struct bl_list *l, size_t off)
 {
-	const struct bl__chunk_hdr *c = &l->_inl;
+	struct bl__seg_cursor c;
 
-	if (off > l->_len)
+	if (off > bl__list_len(l))
 		return -ERANGE;
-	while (c && !c->count)	/* only the inline chunk can be empty */
-		c = c->next;
+	bl__seg_first(l, &c);
 	it->_l = l;
-	it->_chunk = c;
-	it->_idx = c ? c->start : 0;
-	it->_seg_off = 0;
+	bl__iter_set_cursor(it, &c);
 	it->_off = 0;
 	return bl_iter_advance(it, off);
 }
@@ -51,7 +44,7 @@ size_t bl_iter_offset(const struct bl_iter *it)
 
 size_t bl_iter_remaining(const struct bl_iter *it)
 {
-	return it->_l->_len - it->_off;
+	return bl__list_len(it->_l) - it->_off;
 }
 
 int bl_iter_advance(struct bl_iter *it, size_t n)

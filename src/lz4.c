@@ -59,7 +59,7 @@
 #include <string.h>
 #include <lz4.h>
 #include <lz4hc.h>
-#include "internal.h"
+#include "iter_int.h"
 #include "lz4_int.h"
 #include <bufferlist/lz4.h>
 
@@ -121,8 +121,10 @@ static inline size_t max_sz(size_t a, size_t b)
  */
 static inline void prefetch_seg(const struct bl_iter *it)
 {
-	if (it->_chunk)
-		__builtin_prefetch(bl__chunk(it->_chunk)->seg[it->_idx].raw);
+	struct bl_raw *r = bl__iter_raw(it);
+
+	if (r)
+		__builtin_prefetch(r);
 }
 
 /* ---- XXH32 --------------------------------------------------------------- */
@@ -673,7 +675,7 @@ ssize_t bl_lz4_compress(const struct bl_list *in, struct bl_list *out,
 	if (len > (size_t)SSIZE_MAX / 2)
 		return -EINVAL;
 	c.al = bl__allocator_current();
-	c.pool = out->_pool;
+	c.pool = bl__list_pool(out);
 	c.in_left = len;
 	c.chunk = max_sz(LZ4_OUT_CHUNK, 4 * (c.bmax + 8));
 	c.bound_left = frame_bound(&c, len, bl_list_num_buffers(in));
@@ -1377,7 +1379,7 @@ ssize_t bl_lz4_decompress(const struct bl_list *in, struct bl_list *out,
 		return -EINVAL;
 	dec_init(&d, max_out);
 	d.chunk = LZ4_DEC_CHUNK;
-	d.pool = out->_pool;
+	d.pool = bl__list_pool(out);
 	bl_list_init(&res);
 	bl_iter_init(&it, in, 0);
 	ret = dec_run(&d, &it, &res);
@@ -1451,7 +1453,7 @@ ssize_t bl_lz4_decoder_feed(struct bl_lz4_decoder *d,
 	 * state need not be restored; only @out must be untouched.
 	 */
 	bl_list_init(&res);
-	d->pool = out->_pool;
+	d->pool = bl__list_pool(out);
 	ret = bl_list_append_list(&d->pend, in);
 	bl_iter_init(&it, &d->pend, 0);
 	if (!ret)

@@ -12,9 +12,8 @@
 
 /*
  * XXH32, written from the xxHash specification.  liblz4 carries its own
- * copy but exports none of it, and its streaming form runs at about a
- * sixth of the speed of this one (FACTS.md), which would cap every
- * checksummed frame.
+ * copy but exports none of it, and its streaming form is several times
+ * slower than this one, which would cap every checksummed frame.
  */
 struct bl__xxh32 {
 	uint32_t v[4];

@@ -12,7 +12,7 @@
  * kernel finish whatever receive or send is pending, and the last
  * completion frees it after on_close.
  */
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "msgr_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,7 +20,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <bufferlist/msgr.h>
-#include "msgr_int.h"
 
 #define ALIGN_MIN_DEFAULT ((size_t)16 << 10)
 #define DIRECT_MIN_DEFAULT ((size_t)128 << 10)

@@ -11,10 +11,9 @@
  * the bytes, the payload becomes one slice written directly into the
  * frame's inline slot (one atomic increment on the raw), and the receive
  * list's first slice is shortened from the front: no allocation, no list
- * walk, no copy.  This reaches into the list's layout (the list internals
- * at the end of msgr_int.h), which is why it lives in the library and
- * keeps to three fields: the first slice's off and len and the list's
- * byte count.  Everything else (frames straddling segments, ending one
+ * walk, no copy.  These moves of a lone or front slice are the list
+ * layer's private API (list_int.h), which is why this lives in the
+ * library.  Everything else (frames straddling segments, ending one
  * exactly, 1-byte segments) takes the general path through the iterator
  * and bl_list_splice().
  *
@@ -22,13 +21,12 @@
  * runs (preambles, small payloads) skip bl_crc32c()'s dispatch and folding
  * for bl__crc32c_short() (crc32c_int.h) where the CPU has SSE4.2.
  */
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "msgr_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <string.h>
 #include <bufferlist/msgr.h>
 #include "crc32c_int.h"
 #include "endian_int.h"
-#include "msgr_int.h"
 
 _Static_assert(BL_MSGR_PREAMBLE == 24 && BL_MSGR_TRAILER == 4,
 	       "the wire format is fixed");
@@ -48,10 +46,13 @@ void bl_msgr_frame_init(struct bl_msgr_frame *f)
 void bl_msgr_frame_release(struct bl_msgr_frame *f)
 {
 	struct bl_list *l = &f->payload;
+	struct bl_ptr one;
 
 	/* what the parser's fast path makes: one inline slice, nothing else */
-	if (bl__msgr_list_release_one(l))
+	if (bl__list_take_one(l, &one)) {
+		bl__raw_put(one.raw);
 		return;
+	}
 	bl_list_clear(l);
 }
 
@@ -62,9 +63,8 @@ void bl__msgr_gather(const struct bl_list *l, size_t off, size_t n, void *dst)
 	size_t got;
 	char *o = dst;
 
-	if (bl__msgr_list_len(l)) {
-		const struct bl_ptr *s =
-			bl__msgr_list_front((struct bl_list *)l);
+	if (bl__list_len(l)) {
+		const struct bl_ptr *s = bl__list_front(l);
 
 		if (off + n <= s->len) {
 			memcpy(dst, s->raw->data + s->off + off, n);
@@ -219,10 +219,10 @@ static inline __attribute__((always_inline)) int
 parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 	   crc_fn crc)
 {
-	size_t have = bl__msgr_list_len(in), total;
+	size_t have = bl__list_len(in), total;
 	unsigned char buf[BL_MSGR_PREAMBLE];
 	const unsigned char *p;
-	struct bl_ptr *s;
+	const struct bl_ptr *s;
 	uint32_t len;
 	int ret;
 
@@ -230,7 +230,7 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 		max_payload = BL_MSGR_DEFAULT_MAX_PAYLOAD;
 	if (have < 4)
 		return 0;
-	s = bl__msgr_list_front(in);
+	s = bl__list_front(in);
 	if (bl__likely(s->len >= BL_MSGR_PREAMBLE)) {
 		p = (const unsigned char *)s->raw->data + s->off;
 	} else {
@@ -244,8 +244,7 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 	total = BL_MSGR_OVERHEAD + (size_t)len;
 	if (have < total)
 		return 0;
-	if (s->len == total && have == total &&
-	    bl__msgr_list_inline_only(in)) {
+	if (s->len == total && have == total && bl__list_lone(in)) {
 		/*
 		 * The frame is all the list holds, in its one inline slice
 		 * (a request/response connection receives one frame per
@@ -254,7 +253,7 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 		 * a payload - no splice, no iterator, no atomic.
 		 */
 		const unsigned char *pl = p + BL_MSGR_PREAMBLE;
-		struct bl_raw *raw = s->raw;
+		struct bl_ptr one = BL_PTR_INIT;
 
 		if (bl__unlikely(crc(BL_MSGR_CRC_SEED, pl, len) !=
 				 bl__le32_load(pl + len)))
@@ -262,14 +261,14 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 		f->type = bl__le16_load(p + 4);
 		f->flags = bl__le16_load(p + 6);
 		f->seq = bl__le64_load(p + 8);
+		bl__list_take_one(in, &one);	/* lone: cannot fail */
 		if (bl__likely(len)) {
-			bl__msgr_list_one(&f->payload, raw,
-					  s->off + BL_MSGR_PREAMBLE, len);
+			bl__list_set_one(&f->payload, one.raw,
+					 one.off + BL_MSGR_PREAMBLE, len);
 		} else {
 			bl_list_init(&f->payload);
-			bl__raw_put(raw);
+			bl__raw_put(one.raw);
 		}
-		bl__list_forget(in);
 		return 1;
 	}
 	if (bl__unlikely(s->len <= total))
@@ -288,11 +287,11 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 		f->flags = bl__le16_load(p + 6);
 		f->seq = bl__le64_load(p + 8);
 		if (bl__likely(len))
-			bl__msgr_list_one(pay, bl__raw_get(s->raw),
-					  s->off + BL_MSGR_PREAMBLE, len);
+			bl__list_set_one(pay, bl__raw_get(s->raw),
+					 s->off + BL_MSGR_PREAMBLE, len);
 		else
 			bl_list_init(pay);
-		bl__msgr_list_trim_front(in, s, total);
+		bl__list_trim_front(in, s, total);
 		return 1;
 	}
 }

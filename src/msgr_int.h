@@ -11,12 +11,13 @@
 #ifndef BUFFERLIST_MSGR_INT_H
 #define BUFFERLIST_MSGR_INT_H
 
-#include "internal.h"
+#include "iter_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <bufferlist/msgr.h>
+#include <bufferlist/uring.h>
 
 #define BL__MSGR_REASON_MAX 160
 
@@ -162,99 +163,5 @@ int bl__msgr_start_recv(struct bl_msgr_conn *c);
 
 /* A delivery ended: what its callbacks sent goes out now. */
 void bl__msgr_rx_end(struct bl_msgr_conn *c);
-
-/*
- * ---- list internals used by the messenger (to be replaced by the list
- * layer's private API) ----------------------------------------------------
- *
- * The parser's fast path and bl_msgr_frame_release() reach into struct
- * bl_list's layout (first chunk inline, heap chunks never empty - see
- * list.c): everything msgr_frame.c reads or writes of a list's private
- * fields is here, and nowhere else in the messenger.
- */
-
-/*
- * The parser's fast path builds the payload list in place, and
- * bl_msgr_frame_release() takes it apart in place, instead of calling
- * bl_list_init() / bl_list_clear() (a third of the cost of a small frame
- * went there).  Both write every field bl_list_init() writes; should the
- * list's layout change, this assert makes the change visit this block.
- */
-_Static_assert(sizeof(struct bl_list) ==
-	       4 * sizeof(void *) + sizeof(size_t) + 2 * sizeof(unsigned) +
-	       sizeof(struct bl__chunk_hdr) +
-	       BL_LIST_INLINE * sizeof(struct bl_ptr),
-	       "struct bl_list changed: check msgr_int.h's list internals");
-
-/* @l = one slice {raw (its reference moves in), off, len}, len > 0. */
-static inline void bl__msgr_list_one(struct bl_list *l, struct bl_raw *raw,
-				     size_t off, size_t len)
-{
-	l->_tail = &l->_inl;
-	l->_len = len;
-	l->_nseg = 1;
-	l->_abuf_next = 0;
-	l->_abuf = NULL;
-	l->_ext = NULL;
-	l->_pool = NULL;
-	l->_inl.next = NULL;
-	l->_inl.start = 0;
-	l->_inl.count = 1;
-	l->_inl.cap = BL_LIST_INLINE;
-	l->_inl._pad = 0;
-	l->_inl_seg[0].raw = raw;
-	l->_inl_seg[0].off = off;
-	l->_inl_seg[0].len = len;
-}
-
-/* The first slice of a non-empty list (only the inline chunk may be empty). */
-static inline struct bl_ptr *bl__msgr_list_front(struct bl_list *l)
-{
-	struct bl__chunk_hdr *c = l->_inl.count ? &l->_inl : l->_inl.next;
-
-	return &bl__chunk(c)->seg[c->start];
-}
-
-/* Bytes in @l (bl_list_length() without the call). */
-static inline size_t bl__msgr_list_len(const struct bl_list *l)
-{
-	return l->_len;
-}
-
-/* Whether @l's slices all lie in its inline chunk and it has no append
- * buffer (so bl__list_forget() may empty it). */
-static inline bool bl__msgr_list_inline_only(const struct bl_list *l)
-{
-	return l->_inl.count == 1 && !l->_inl.next && !l->_abuf;
-}
-
-/*
- * Drops the first @n bytes of @l, all inside its first slice @s, which
- * goes on.  Shortening a slice from the front keeps its end, so the list's
- * append hint (_ext) stays true.
- */
-static inline void bl__msgr_list_trim_front(struct bl_list *l,
-					    struct bl_ptr *s, size_t n)
-{
-	s->off += n;
-	s->len -= n;
-	l->_len -= n;
-}
-
-/*
- * What the parser's fast path makes, one inline slice and nothing else,
- * taken apart in place: its reference dropped, @l empty.  Return: false
- * (nothing done) for any other list.
- */
-static inline bool bl__msgr_list_release_one(struct bl_list *l)
-{
-	if (l->_nseg == 1 && l->_inl.count == 1 && !l->_inl.next &&
-	    !l->_abuf) {
-		bl__raw_put(l->_inl_seg[l->_inl.start].raw);
-		bl__list_forget(l);
-		return true;
-	}
-	return false;
-}
 
 #endif /* BUFFERLIST_MSGR_INT_H */

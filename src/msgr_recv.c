@@ -16,12 +16,12 @@
  * always use one-shot receives, which bounds what is copied to align a
  * payload to one receive buffer.
  */
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "msgr_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <string.h>
 #include <bufferlist/msgr.h>
+#include <bufferlist/crc32c.h>
 #include "endian_int.h"
-#include "msgr_int.h"
 #include "uring_int.h"
 
 #define ALIGN_DIO 4096		/* aligned payloads: page boundaries */

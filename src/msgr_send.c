@@ -12,13 +12,12 @@
  * delivery ends, with a direct non-blocking sendmsg() when nothing is in
  * flight (send_direct()).
  */
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "msgr_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <bufferlist/msgr.h>
-#include "msgr_int.h"
 #include "uring_int.h"
 
 #define DIRECT_SEND_MAX ((size_t)64 << 10) /* sendmsg() from a receive */

@@ -5,7 +5,7 @@
  * the server's buffer ring, and one turn of the server's event loop,
  * which waits on the listening socket and the ring together.
  */
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "msgr_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -17,7 +17,6 @@
 #include <unistd.h>
 #include <liburing.h>
 #include <bufferlist/msgr.h>
-#include "msgr_int.h"
 
 struct bl_msgr_server *bl_msgr_server_new(struct bl_uring *u, int listen_fd,
 					  const struct bl_msgr_conn_opts *o)
@@ -92,14 +91,6 @@ static int accept_all(struct bl_msgr_server *s)
 	}
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * Waiting for two kinds of events at once.  An io_uring's fd is readable
  * when completions wait, so poll() takes it together with the listening
@@ -125,7 +116,7 @@ static int64_t now_ms(void)
 
 int bl_msgr_server_poll(struct bl_msgr_server *s, int timeout_ms)
 {
-	int64_t now = now_ms();
+	int64_t now = (int64_t)bl__now_ms();
 	int64_t deadline = now + (timeout_ms > 0 ? timeout_ms : 0);
 	struct io_uring *ring = bl_uring_ring(s->u);
 	bool pollable = ring && !(ring->flags & IORING_SETUP_DEFER_TASKRUN);
@@ -181,7 +172,7 @@ int bl_msgr_server_poll(struct bl_msgr_server *s, int timeout_ms)
 				return -errno;
 			lfd_ready = p[0].revents;
 		}
-		now = now_ms();
+		now = (int64_t)bl__now_ms();
 	}
 }
 

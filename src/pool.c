@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pool.c - the ground floor: the allocator in force and the per-thread
- * counters.
+ * pool.c - the memory layer: the allocator in force, the per-thread
+ * counters, the named pools with their accounting, and the per-thread
+ * cache of size-class blocks with the depot that threads share.
  */
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "pool_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -11,9 +12,9 @@
 /* ---- allocators ----------------------------------------------------------- */
 
 /*
- * glibc's aligned_alloc costs 37-63 ns a pair here against 5-11 ns for
- * malloc+free (FACTS.md), so alignments above malloc's own 16 are made by
- * over-allocating and keeping the original pointer just below the block.
+ * glibc's aligned_alloc costs several times what malloc+free does, so
+ * alignments above malloc's own 16 are made by over-allocating and keeping
+ * the original pointer just below the block.
  */
 #define MALLOC_ALIGN 16
 
@@ -392,16 +393,6 @@ __attribute__((constructor)) static void pool_env_init(void)
 	pthread_once(&depot_once, depot_init);
 }
 
-static inline size_t block_size(unsigned cls)
-{
-	return bl__align_up(bl__class_size(cls), 8) + sizeof(struct bl_raw);
-}
-
-/* TCACHE_MAX blocks, or fewer so that one class holds <= TCACHE_BYTES. */
-#define CAP(cls) (TCACHE_BYTES / (((cls) & 1 ? 3u << (((cls) + 1) / 2 + 3) \
-				   : 1u << ((cls) / 2 + 5)) + 104) < TCACHE_MAX ? \
-	TCACHE_BYTES / (((cls) & 1 ? 3u << (((cls) + 1) / 2 + 3) \
-			  : 1u << ((cls) / 2 + 5)) + 104) : TCACHE_MAX)
 /* bl__class_size() as a table (a load instead of eight instructions) */
 #define CLASS_SIZE(c) ((c) == 0 ? 32u : ((c) & 1) ? 3u << (((c) + 1) / 2 + 3) \
 					     : 1u << ((c) / 2 + 5))
@@ -415,8 +406,25 @@ const uint32_t bl__class_bytes[BL__NCLASS] = {
 };
 _Static_assert(CLASS_SIZE(BL__NCLASS - 1) == BL_POOL_CACHE_MAX,
 	       "class table out of step with BL_POOL_CACHE_MAX");
-#undef CLASS_SIZE
 
+/*
+ * How many blocks a thread caches of one class: TCACHE_MAX, or fewer so
+ * that the class holds at most TCACHE_BYTES.  CLASS_BLOCK is
+ * bl__class_block_size() (capacity plus raw header) as a constant
+ * expression, which a static table needs.
+ */
+#define CLASS_BLOCK(c) (CLASS_SIZE(c) + BL__RAW_HDR_BYTES)
+#define CAP(c) (TCACHE_BYTES / CLASS_BLOCK(c) < TCACHE_MAX ? \
+		TCACHE_BYTES / CLASS_BLOCK(c) : TCACHE_MAX)
+const uint32_t bl__tcache_cap[BL__NCLASS] = {
+	CAP(0), CAP(1), CAP(2), CAP(3), CAP(4), CAP(5), CAP(6), CAP(7),
+	CAP(8), CAP(9), CAP(10), CAP(11), CAP(12), CAP(13), CAP(14), CAP(15),
+	CAP(16), CAP(17), CAP(18), CAP(19), CAP(20), CAP(21), CAP(22),
+};
+_Static_assert(BL__NCLASS == 23, "one size and one cap per class");
+#undef CAP
+#undef CLASS_BLOCK
+#undef CLASS_SIZE
 
 /* what the bit-scan formula in bl__size_class() gives for 16(i + 1) */
 const uint8_t bl__class_by16[64] = {
@@ -426,20 +434,12 @@ const uint8_t bl__class_by16[64] = {
 	10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10,
 };
 
-const uint32_t bl__tcache_cap[BL__NCLASS] = {
-	CAP(0), CAP(1), CAP(2), CAP(3), CAP(4), CAP(5), CAP(6), CAP(7),
-	CAP(8), CAP(9), CAP(10), CAP(11), CAP(12), CAP(13), CAP(14), CAP(15),
-	CAP(16), CAP(17), CAP(18), CAP(19), CAP(20), CAP(21), CAP(22),
-};
-_Static_assert(BL__NCLASS == 23, "one cap per class");
-#undef CAP
-
 static void free_chain(void *head, unsigned cls)
 {
 	while (head) {
 		void *next = *(void **)head;
 
-		bl__free(&bl__default_allocator, head, block_size(cls),
+		bl__free(&bl__default_allocator, head, bl__class_block_size(cls),
 			 BL_CACHELINE);
 		head = next;
 	}
@@ -466,7 +466,7 @@ void *bl__cache_refill(struct bl__tstats *t, unsigned cls)
 		}
 		atomic_fetch_sub_explicit(&d->n, k, memory_order_relaxed);
 		pthread_mutex_unlock(&d->lock);
-		atomic_fetch_sub_explicit(&depot_bytes, k * block_size(cls),
+		atomic_fetch_sub_explicit(&depot_bytes, k * bl__class_block_size(cls),
 					  memory_order_relaxed);
 		if (batch) {
 			c->head = *(void **)batch;
@@ -484,7 +484,7 @@ static void spill(struct bl__tcache_class *c, unsigned cls, unsigned keep)
 	struct depot_class *d = &depot[cls];
 	void *first, *last;
 	unsigned k = c->n - keep;
-	size_t bytes = (size_t)k * block_size(cls);
+	size_t bytes = (size_t)k * bl__class_block_size(cls);
 
 	if (!k)
 		return;
@@ -553,7 +553,7 @@ void bl_pool_cache_flush(void)
 		n = atomic_exchange_explicit(&d->n, 0, memory_order_relaxed);
 		d->head = NULL;
 		pthread_mutex_unlock(&d->lock);
-		atomic_fetch_sub_explicit(&depot_bytes, n * block_size(cls),
+		atomic_fetch_sub_explicit(&depot_bytes, n * bl__class_block_size(cls),
 					  memory_order_relaxed);
 		free_chain(h, cls);
 	}
@@ -571,14 +571,14 @@ void bl_pool_cache_get_stats(struct bl_pool_cache_stats *out)
 		const struct bl__tcache_class *c = &bl__tstats()->cache[cls];
 
 		out->cached_raws += c->n;
-		out->cached_bytes += c->n * block_size(cls);
+		out->cached_bytes += c->n * bl__class_block_size(cls);
 	}
 	for (unsigned cls = 0; cls < BL__NCLASS; cls++) {
 		pthread_mutex_lock(&depot[cls].lock);
 		uint32_t n = atomic_load_explicit(&depot[cls].n, memory_order_relaxed);
 
 		out->cached_raws += n;
-		out->cached_bytes += n * block_size(cls);
+		out->cached_bytes += n * bl__class_block_size(cls);
 		pthread_mutex_unlock(&depot[cls].lock);
 	}
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* ptr.c - slices over raws. */
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "raw_int.h"	/* first: config.h sets _GNU_SOURCE */
+#include <bufferlist/ptr.h>
 #include <errno.h>
 
 int bl_ptr_alloc(struct bl_ptr *p, size_t len)

@@ -7,11 +7,14 @@
  * release of a count of 1 frees without one), two per-thread counter
  * stores.
  */
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "raw_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <stdlib.h>
+#include <bufferlist/crc32c.h>
 
 _Static_assert(sizeof(struct bl_raw) <= 128, "raw header grew past 2 lines");
+_Static_assert(sizeof(struct bl_raw) == BL__RAW_HDR_BYTES,
+	       "the pool's cache sizes its blocks with BL__RAW_HDR_BYTES");
 
 static inline struct bl_pool *pool_or_default(struct bl_pool *p)
 {
@@ -75,8 +78,8 @@ create_combined(struct bl_pool *p, size_t len, size_t used)
 		cap = bl__class_size(cls);
 		base = bl__cache_get(t, cls);
 		if (!base)
-			base = bl__alloc(al, bl__align_up(cap, 8) +
-					 sizeof(struct bl_raw), BL_CACHELINE);
+			base = bl__alloc(al, bl__class_block_size(cls),
+					 BL_CACHELINE);
 	} else {
 		if (len > SIZE_MAX / 2)
 			return NULL;

@@ -177,7 +177,7 @@ static int blk_poll(struct bl_uring *u, int ms)
 int bl__uring_run_blocking(struct bl_uring *u, unsigned min, int timeout_ms)
 {
 	uint64_t start = u->ncomplete;
-	int64_t deadline = timeout_ms > 0 ? bl__uring_now_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? (int64_t)bl__now_ms() + timeout_ms : 0;
 
 	for (;;) {
 		int ms = timeout_ms, ret;
@@ -191,7 +191,7 @@ int bl__uring_run_blocking(struct bl_uring *u, unsigned min, int timeout_ms)
 			break;
 		}
 		if (timeout_ms > 0) {
-			int64_t left = deadline - bl__uring_now_ms();
+			int64_t left = deadline - (int64_t)bl__now_ms();
 
 			ms = left > 0 ? (int)left : 0;
 		}
@@ -199,7 +199,7 @@ int bl__uring_run_blocking(struct bl_uring *u, unsigned min, int timeout_ms)
 		if (ret < 0 && ret != -EINTR)
 			return ret;
 		if (ret == 0 && !u->doneq && ms >= 0 &&
-		    (timeout_ms == 0 || bl__uring_now_ms() >= deadline))
+		    (timeout_ms == 0 || (int64_t)bl__now_ms() >= deadline))
 			break;
 	}
 	return (int)(u->ncomplete - start);

@@ -409,7 +409,7 @@ static int wait_until(struct bl_uring *u, unsigned keep, int64_t deadline,
 int bl__uring_run_kernel(struct bl_uring *u, unsigned min, int timeout_ms)
 {
 	uint64_t start = u->ncomplete;
-	int64_t deadline = timeout_ms > 0 ? bl__uring_now_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? (int64_t)bl__now_ms() + timeout_ms : 0;
 	int ret = 0;
 
 	/*
@@ -440,7 +440,7 @@ int bl__uring_run_kernel(struct bl_uring *u, unsigned min, int timeout_ms)
 		if (timeout_ms == 0)
 			break;
 		if (timeout_ms > 0) {
-			int64_t now = bl__uring_now_ms();
+			int64_t now = (int64_t)bl__now_ms();
 
 			if (deadline <= now)
 				break;

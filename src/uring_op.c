@@ -80,20 +80,17 @@ void bl__uring_op_maybe_free(struct bl_uring *u, struct uop *op)
 /* Walks a list's segments once: fills iovecs and takes a reference each. */
 void bl__uring_op_share_list(struct uop *op, const struct bl_list *l)
 {
-	const struct bl__chunk_hdr *c;
+	struct bl__seg_cursor cur;
+	const struct bl_ptr *s;
 	unsigned k = 0;
 
-	for (c = &l->_inl; c; c = c->next) {
-		const struct bl_ptr *s = bl__chunk(c)->seg + c->start;
-
-		for (uint32_t i = 0; i < c->count; i++, s++) {
-			op->iov[k].iov_base = s->raw->data + s->off;
-			op->iov[k].iov_len = s->len;
-			op->raws[k++] = bl__raw_get(s->raw);
-		}
+	BL__LIST_FOREACH_SEG(l, cur, s) {
+		op->iov[k].iov_base = s->raw->data + s->off;
+		op->iov[k].iov_len = s->len;
+		op->raws[k++] = bl__raw_get(s->raw);
 	}
 	op->niov = op->nraws = k;
-	op->total = l->_len;
+	op->total = bl__list_len(l);
 }
 
 static void iov_advance(struct uop *op, size_t n)

@@ -12,7 +12,7 @@
 #ifndef BUFFERLIST_URING_PRIV_H
 #define BUFFERLIST_URING_PRIV_H
 
-#include "internal.h"	/* first: config.h sets _GNU_SOURCE */
+#include "list_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -252,14 +252,6 @@ void bl__uring_bufrings_unregister(struct bl_uring *u);
 void bl__uring_regpool_unregister(struct bl_uring *u);
 
 /* ---- inline helpers of more than one file ------------------------------- */
-
-static inline int64_t bl__uring_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static inline void bl__uring_doneq_push(struct bl_uring *u, struct uop *op)
 {

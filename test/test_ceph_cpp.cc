@@ -24,7 +24,7 @@
 // last: check.h defines a macro named fail, which <ios> uses as a name
 #include <check.h>
 
-// From test/testutil.h, which is C only (it includes internal.h).
+// From test/testutil.h, which is C only (it includes list_int.h).
 extern "C" {
 void tu_alloc_install(uint64_t fail_at, int sticky);
 void tu_alloc_uninstall(void);

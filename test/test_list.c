@@ -1374,6 +1374,34 @@ START_TEST(test_rebuild_aligned_keeps_aligned_list)
 }
 END_TEST
 
+/* Nothing to copy: the chain is left as it is, without an allocation. */
+START_TEST(test_rebuild_aligned_of_aligned_list_allocates_nothing)
+{
+	static char page[5][4096];
+	struct tu_alloc_stats st;
+	struct bl_raw *r[5];
+	struct bl_list l;
+
+	bl_list_init(&l);
+	for (unsigned i = 0; i < 5; i++)	/* past the inline slots */
+		r[i] = add_aligned(&l, page[i], 4096, 4096);
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_rebuild_aligned(&l, 4096), 0);
+	ck_assert_int_eq(bl_list_rebuild_aligned_size_and_memory(&l, 512, 4096,
+								 5), 0);
+	tu_alloc_stats(&st);
+	tu_alloc_uninstall();
+	ck_assert_uint_eq(st.allocs + st.failed, 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 5);
+	for (unsigned i = 0; i < 5; i++) {
+		ck_assert_ptr_eq(seg_of(&l, i).raw, r[i]);
+		ck_assert_uint_eq(bl_raw_nref(r[i]), 1);
+	}
+	ck_assert_int_eq(bl__list_validate(&l), 0);
+	bl_list_clear(&l);
+}
+END_TEST
+
 START_TEST(test_rebuild_aligned_copies_misaligned_runs)
 {
 	static unsigned char data[5000];
@@ -1548,13 +1576,30 @@ END_TEST
 
 /* ---- c_str ------------------------------------------------------------- */
 
-START_TEST(test_c_str_of_empty_is_null)
+START_TEST(test_c_str_of_empty_is_static_empty_string)
 {
+	struct tu_alloc_stats st;
 	struct bl_list l;
+	char *p;
 
+	/* NULL means only ENOMEM: an empty list is "", and allocates nothing */
+	tu_alloc_install(1, 1);
 	bl_list_init(&l);
-	ck_assert_ptr_null(bl_list_c_str(&l));
+	p = bl_list_c_str(&l);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_str_eq(p, "");
+	ck_assert_ptr_eq(bl_list_c_str(&l), p);
+	tu_alloc_stats(&st);
+	ck_assert_uint_eq(st.allocs, 0);
+	ck_assert_uint_eq(st.failed, 0);
+	tu_alloc_uninstall();
 	assert_str(&l, "");
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 0);
+	/* emptied by a splice, with an append buffer left: still "" */
+	bl_list_append(&l, "xyz", 3);
+	bl_list_splice(&l, 0, 3, NULL);
+	ck_assert_str_eq(bl_list_c_str(&l), "");
+	bl_list_clear(&l);
 }
 END_TEST
 
@@ -1601,6 +1646,104 @@ START_TEST(test_c_str_multi_segment_becomes_one)
 	/* a second call returns the same memory */
 	ck_assert_ptr_eq(bl_list_c_str(&l), p);
 	bl_list_clear(&l);
+}
+END_TEST
+
+/* ---- the private API of list_int.h -------------------------------------- */
+
+/* The segment cursor visits every segment in order, across chunks and past
+ * an emptied inline chunk. */
+START_TEST(test_seg_cursor_walks_every_segment_in_order)
+{
+	static char data[200];
+	struct bl__seg_cursor cur;
+	const struct bl_ptr *s;
+	struct bl_list l;
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (char)i;
+	bl_list_init(&l);
+	ck_assert_ptr_null(bl__seg_first(&l, &cur));
+	add_segs(&l, data, sizeof(data), 2);	/* 100 segments, 3 chunks */
+	/* cut the first two: the inline chunk is empty, heap chunks follow */
+	ck_assert_int_eq(bl_list_splice(&l, 0, 4, NULL), 0);
+	BL__LIST_FOREACH_SEG(&l, cur, s) {
+		struct bl_ptr want = seg_of(&l, k++);
+
+		ck_assert_ptr_eq(s->raw, want.raw);
+		ck_assert_uint_eq(s->off, want.off);
+		ck_assert_uint_eq(s->len, want.len);
+	}
+	ck_assert_uint_eq(k, bl_list_num_buffers(&l));
+	ck_assert_ptr_eq(bl__list_front(&l)->raw, seg_of(&l, 0).raw);
+	bl_list_clear(&l);
+}
+END_TEST
+
+/* A lone slice moves into a list and out of it with no reference traffic. */
+START_TEST(test_lone_slice_moves_in_and_out)
+{
+	struct bl_ptr p, out;
+	struct bl_list l;
+
+	ck_assert_int_eq(bl_ptr_alloc(&p, 64), 0);
+	memset(bl_ptr_data(&p), 'z', 64);
+	memset(&l, 0x5a, sizeof(l));	/* set_one needs no bl_list_init */
+	bl__list_set_one(&l, p.raw, 8, 48);
+	ck_assert_int_eq(bl__list_validate(&l), 0);
+	ck_assert_uint_eq(bl__list_len(&l), 48);
+	ck_assert_uint_eq(bl__list_nseg(&l), 1);
+	ck_assert_ptr_null(bl__list_pool(&l));
+	ck_assert_ptr_eq(bl__list_lone(&l), bl__list_front(&l));
+	/* trim_front: 8 bytes off the front segment, the raw's count alone */
+	bl__list_trim_front(&l, bl__list_front(&l), 8);
+	ck_assert_int_eq(bl__list_validate(&l), 0);
+	ck_assert_uint_eq(bl__list_len(&l), 40);
+	ck_assert_uint_eq(bl__list_front(&l)->off, 16);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), 1);
+	ck_assert(bl__list_take_one(&l, &out));
+	ck_assert_ptr_eq(out.raw, p.raw);
+	ck_assert_uint_eq(out.off, 16);
+	ck_assert_uint_eq(out.len, 40);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), 1);
+	ck_assert_int_eq(bl__list_validate(&l), 0);
+	ck_assert_uint_eq(bl__list_len(&l), 0);
+	ck_assert(!bl__list_take_one(&l, &out));	/* empty: not lone */
+	bl_raw_put(p.raw);
+}
+END_TEST
+
+/* Only a list of one inline slice that owns nothing else is lone. */
+START_TEST(test_lone_refuses_lists_that_own_more)
+{
+	struct bl_ptr p, out;
+	struct bl_list l;
+
+	make_abc(&l);	/* four segments: heap chunk */
+	ck_assert_ptr_null(bl__list_lone(&l));
+	ck_assert(!bl__list_take_one(&l, &out));
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 4);
+	bl_list_clear(&l);
+	/* one segment, but in the append buffer the list holds */
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
+	ck_assert_uint_gt(bl__list_abuf_room(&l), 0);
+	ck_assert_ptr_null(bl__list_lone(&l));
+	ck_assert(!bl__list_take_one(&l, &out));
+	assert_str(&l, "abc");
+	bl_list_clear(&l);
+	ck_assert_uint_eq(bl__list_abuf_room(&l), 0);
+	/* one shared slice and nothing else */
+	ck_assert_int_eq(bl_ptr_alloc(&p, 5), 0);
+	memcpy(bl_ptr_data(&p), "hello", 5);
+	ck_assert_int_eq(bl_list_append_ptr(&l, &p), 0);
+	ck_assert_ptr_nonnull(bl__list_lone(&l));
+	ck_assert(bl__list_take_one(&l, &out));
+	ck_assert_uint_eq(bl_raw_nref(p.raw), 2);	/* p's and out's */
+	bl_ptr_release(&out);
+	bl_ptr_release(&p);
+	assert_str(&l, "");
 }
 END_TEST
 
@@ -2229,6 +2372,42 @@ START_TEST(test_compact_drops_large_append_buffer)
 }
 END_TEST
 
+/*
+ * Every segment kept (the list covers its append buffer's bytes many times
+ * over, so that raw wastes nothing) while the buffer's free room is still
+ * over the limit: the chain stays, the buffer goes, and the list appends
+ * on as before.
+ */
+START_TEST(test_compact_keeping_every_segment_drops_the_append_buffer)
+{
+	struct bl_list l;
+	struct bl_raw *ab;
+	char want[200];
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "0123456789", 10), 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(bl_list_append_list(&l, &l), 0);
+	/* extends the last segment, which ends at the buffer's frontier */
+	ck_assert_int_eq(bl_list_append(&l, "x", 1), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 16);
+	ab = seg_of(&l, 15).raw;
+	ck_assert_uint_gt(bl__list_abuf_room(&l), 100);
+	ck_assert_int_eq(bl_list_compact(&l, 100), 0);
+	ck_assert_int_eq(bl__list_validate(&l), 0);
+	ck_assert_uint_eq(bl__list_abuf_room(&l), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 16);
+	ck_assert_ptr_eq(seg_of(&l, 15).raw, ab);
+	ck_assert_int_eq(bl_list_append(&l, "y", 1), 0);
+	for (int i = 0; i < 16; i++)
+		memcpy(want + 10 * i, "0123456789", 10);
+	memcpy(want + 160, "xy", 2);
+	tu_assert_list_eq(&l, want, 162);
+	ck_assert_ptr_ne(seg_of(&l, 16).raw, ab);
+	bl_list_clear(&l);
+}
+END_TEST
+
 START_TEST(test_compact_without_waste_changes_nothing)
 {
 	struct bl_list l, e;
@@ -2603,6 +2782,7 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_rebuild_makes_one_segment);
 	tcase_add_test(tc, test_rebuild_leaves_short_lists);
 	tcase_add_test(tc, test_rebuild_aligned_keeps_aligned_list);
+	tcase_add_test(tc, test_rebuild_aligned_of_aligned_list_allocates_nothing);
 	tcase_add_test(tc, test_rebuild_aligned_copies_misaligned_runs);
 	tcase_add_test(tc, test_rebuild_aligned_keeps_aligned_segments);
 	tcase_add_test(tc, test_rebuild_aligned_random_segments);
@@ -2610,9 +2790,15 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_rebuild_asm_caps_misaligned_segments);
 	tcase_add_test(tc, test_rebuild_asm_coalesces_aligned_when_over_cap);
 	tcase_add_test(tc, test_rebuild_asm_distinct_size_and_memory_alignment);
-	tcase_add_test(tc, test_c_str_of_empty_is_null);
+	tcase_add_test(tc, test_c_str_of_empty_is_static_empty_string);
 	tcase_add_test(tc, test_c_str_single_segment_is_not_copied);
 	tcase_add_test(tc, test_c_str_multi_segment_becomes_one);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("private");
+	tcase_add_test(tc, test_seg_cursor_walks_every_segment_in_order);
+	tcase_add_test(tc, test_lone_slice_moves_in_and_out);
+	tcase_add_test(tc, test_lone_refuses_lists_that_own_more);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("compare");
@@ -2646,6 +2832,7 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_compact_copies_wasteful_segments);
 	tcase_add_test(tc, test_compact_merges_neighbours_into_one_raw);
 	tcase_add_test(tc, test_compact_drops_large_append_buffer);
+	tcase_add_test(tc, test_compact_keeping_every_segment_drops_the_append_buffer);
 	tcase_add_test(tc, test_compact_without_waste_changes_nothing);
 	tcase_add_test(tc, test_compact_allocates_in_the_replaced_pool);
 	tcase_add_test(tc, test_compact_failure_leaves_list_unchanged);

@@ -1066,7 +1066,7 @@ static void op_c_str(int i)
 		MA(bl_list_to_iovec(l, 0, &first, 1) == 1, "to_iovec");
 	p = bl_list_c_str(l);
 	if (!len) {
-		MA(p == NULL, "c_str of an empty list");
+		MA(p != NULL && !*p, "c_str of an empty list is not \"\"");
 		return;
 	}
 	MA(p != NULL, "c_str of %zu bytes", len);

@@ -1593,6 +1593,105 @@ START_TEST(test_detach_pooled_copies_ring_segments_and_frees_buffers)
 }
 END_TEST
 
+/*
+ * A list with no ring slice has nothing to detach: it is left exactly as
+ * it was, without an allocation (five segments, past the inline slots: a
+ * rebuild of the chain would need chunks, which the allocator refuses).
+ */
+START_TEST(test_detach_pooled_leaves_a_list_without_ring_slices_alone)
+{
+	struct iovec before[5], after[5];
+	struct tu_alloc_stats st;
+	struct bl_ptr p[5], q;
+	struct bl_list l;
+
+	bl_list_init(&l);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(bl_ptr_alloc(&p[i], 100 + i), 0);
+		memset(bl_ptr_data(&p[i]), 'a' + i, 100 + i);
+		ck_assert_int_eq(bl_list_append_ptr(&l, &p[i]), 0);
+	}
+	ck_assert_int_eq(bl_list_to_iovec(&l, 0, before, 5), 5);
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_detach_pooled(&l), 0);
+	tu_alloc_stats(&st);
+	tu_alloc_uninstall();
+	ck_assert_uint_eq(st.allocs + st.failed, 0);
+	ck_assert_int_eq(bl__list_validate(&l), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 5);
+	ck_assert_int_eq(bl_list_to_iovec(&l, 0, after, 5), 5);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_ptr_eq(after[i].iov_base, before[i].iov_base);
+		ck_assert_uint_eq(after[i].iov_len, before[i].iov_len);
+		ck_assert_int_eq(bl_list_get_ptr(&l, (unsigned)i, &q), 0);
+		ck_assert_ptr_eq(q.raw, p[i].raw);
+		bl_ptr_release(&q);
+		/* ours and the list's: no reference taken or dropped */
+		ck_assert_uint_eq(bl_raw_nref(p[i].raw), 2);
+	}
+	bl_list_clear(&l);
+	for (int i = 0; i < 5; i++)
+		bl_ptr_release(&p[i]);
+}
+END_TEST
+
+/* The copies belong to the list: they are made in the list's pool. */
+START_TEST(test_detach_pooled_copies_into_the_lists_pool)
+{
+	struct bl_pool *pool = bl_pool_create("test_uring_detach", NULL);
+	struct bl_uring *u = new_ring(0);
+	struct bl_uring_bufring *br = bl_uring_bufring_create(u, 4, 1000, 6);
+	struct bl_pool_stats ps0, ps1;
+	unsigned char msg[700];
+	struct chunk_rec c;
+	struct bl_list l;
+	struct bl_ptr head, p;
+	int fds[2];
+
+	ck_assert_ptr_nonnull(pool);
+	ck_assert_ptr_nonnull(br);
+	for (unsigned i = 0; i < sizeof(msg); i++)
+		msg[i] = (unsigned char)(i * 7);
+	tcp_pair(fds);
+	ck_assert_int_eq(write(fds[0], msg, sizeof(msg)), (ssize_t)sizeof(msg));
+	recv_one(u, fds[1], br, &c);
+	ck_assert_int_eq(c.res, (ssize_t)sizeof(msg));
+
+	/* [own 10, default pool][ring 700] in a list of @pool */
+	bl_list_init(&l);
+	bl_list_set_pool(&l, pool);
+	ck_assert_int_eq(bl_ptr_alloc(&head, 10), 0);
+	memset(bl_ptr_data(&head), 'h', 10);
+	ck_assert_int_eq(bl_list_append_ptr(&l, &head), 0);
+	ck_assert_int_eq(bl_list_append_list(&l, &c.data), 0);
+	bl_list_clear(&c.data);
+	bl_pool_get_stats(pool, &ps0);
+	ck_assert_int_eq(bl_list_detach_pooled(&l), (ssize_t)sizeof(msg));
+	bl_pool_get_stats(pool, &ps1);
+	/* one raw of 700 bytes, accounted in the list's pool */
+	ck_assert_int_eq(ps1.raws - ps0.raws, 1);
+	ck_assert_int_ge(ps1.bytes - ps0.bytes, (int64_t)sizeof(msg));
+	ck_assert_int_eq(bl_list_get_ptr(&l, 1, &p), 0);
+	ck_assert_ptr_eq(bl_raw_pool(p.raw), pool);
+	ck_assert_mem_eq(bl_ptr_data(&p), msg, sizeof(msg));
+	bl_ptr_release(&p);
+	/* the segment that was not copied keeps its own pool */
+	ck_assert_int_eq(bl_list_get_ptr(&l, 0, &p), 0);
+	ck_assert_ptr_eq(p.raw, head.raw);
+	ck_assert_ptr_eq(bl_raw_pool(p.raw), bl_pool_default());
+	bl_ptr_release(&p);
+	ck_assert_uint_eq(bl_uring_bufring_available(br), 4);
+	bl_list_clear(&l);
+	bl_ptr_release(&head);
+	bl_pool_get_stats(pool, &ps1);
+	ck_assert_int_eq(ps1.raws, ps0.raws);
+	bl_uring_bufring_destroy(br);
+	bl_uring_destroy(u);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
 /* ---- registered buffers ---------------------------------------------------- */
 
 START_TEST(test_registered_raws_know_their_index_and_use_fixed_io)
@@ -2097,6 +2196,8 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_buffer_released_on_another_thread_returns_to_the_ring);
 		tcase_add_test(tc, test_multishot_ends_with_enobufs_when_the_ring_runs_dry);
 		tcase_add_test(tc, test_detach_pooled_copies_ring_segments_and_frees_buffers);
+		tcase_add_test(tc, test_detach_pooled_leaves_a_list_without_ring_slices_alone);
+		tcase_add_test(tc, test_detach_pooled_copies_into_the_lists_pool);
 		suite_add_tcase(s, tc);
 
 		tc = tcase_create(names[b][4]);

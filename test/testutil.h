@@ -6,7 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <check.h>
-#include "internal.h"
+#include "list_int.h"	/* bl__list_validate() and the list internals */
+#include <bufferlist.h>
 
 /*
  * A counting allocator that can fail the Nth allocation.  Installed with

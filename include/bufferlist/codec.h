@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * codec.h - a cursor over a list, and little-endian encode/decode.
- *
- * struct bl_iter is a complete type: keep it on the stack and copy it by
- * assignment to get an independent cursor.  It borrows the list: any change
- * to the list invalidates it.  A move or decode that fails returns a
- * negative errno and leaves the cursor where it was.
+ * codec.h - little-endian encode/decode over lists and cursors (the
+ * cursor itself is in iter.h, included here).  A decode that fails
+ * returns a negative errno and leaves the cursor where it was.
  *
  * Encoding follows Ceph's denc: fixed-width integers little-endian,
  * varints unsigned LEB128, blobs as a u32 length then the bytes.
@@ -17,51 +14,9 @@
 #include <stdint.h>
 #include <bufferlist/common.h>
 #include <bufferlist/list.h>
+#include <bufferlist/iter.h>
 
 BL_BEGIN_DECLS
-
-/* All fields private. */
-struct bl_iter {
-	const struct bl_list *_l;
-	const struct bl__chunk_hdr *_chunk;	/* chunk of the current segment */
-	uint32_t _idx;		/* slot in _chunk */
-	size_t _seg_off;	/* offset inside the current segment */
-	size_t _off;		/* offset from the start of the list */
-};
-
-/** bl_iter_init() - cursor at byte @off of @l (borrowed).  0 or -ERANGE. */
-BL_API int bl_iter_init(struct bl_iter *it, const struct bl_list *l,
-			size_t off);
-
-/** bl_iter_offset() - bytes from the start of the list. */
-BL_API size_t bl_iter_offset(const struct bl_iter *it);
-
-/** bl_iter_remaining() - bytes left after the cursor. */
-BL_API size_t bl_iter_remaining(const struct bl_iter *it);
-
-/** bl_iter_advance() - moves forward @n bytes.  0 or -ERANGE. */
-BL_API int bl_iter_advance(struct bl_iter *it, size_t n);
-
-/** bl_iter_seek() - moves to byte @off of the list.  0 or -ERANGE. */
-BL_API int bl_iter_seek(struct bl_iter *it, size_t off);
-
-/** bl_iter_copy() - copies the next @len bytes into @dst and advances. */
-BL_API int bl_iter_copy(struct bl_iter *it, size_t len, void *dst);
-
-/**
- * bl_iter_copy_list() - appends the next @len bytes to @dst as shared
- * slices (no copy) and advances.  0, -ERANGE or -ENOMEM.
- */
-BL_API int bl_iter_copy_list(struct bl_iter *it, size_t len,
-			     struct bl_list *dst);
-
-/**
- * bl_iter_get_ptr_and_advance() - zero copy: points *@data at the next
- * contiguous run (borrowed from the list's raw), at most @want bytes, and
- * advances over it.  Return: bytes in the run, 0 at the end.
- */
-BL_API size_t bl_iter_get_ptr_and_advance(struct bl_iter *it, size_t want,
-					  const char **data);
 
 /* Encoders append to @l (copying the few bytes); 0 or -ENOMEM. */
 BL_API int bl_encode_u8(struct bl_list *l, uint8_t v);

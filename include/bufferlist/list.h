@@ -114,7 +114,12 @@ BL_API int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p);
  */
 BL_API int bl_list_append_ptr_move(struct bl_list *l, struct bl_ptr *p);
 
-/** bl_list_append_list() - shares all of @src at the end of @l (no copy). */
+/**
+ * bl_list_append_list() - shares all of @src at the end of @l (no copy:
+ * one reference per segment).  @src == @l appends a second copy of the
+ * same slices.
+ * Return: 0 or -ENOMEM (then @l is unchanged).
+ */
 BL_API int bl_list_append_list(struct bl_list *l, const struct bl_list *src);
 
 /**
@@ -131,7 +136,13 @@ BL_API int bl_list_prepend_ptr(struct bl_list *l, const struct bl_ptr *p);
  */
 BL_API int bl_list_claim_append(struct bl_list *l, struct bl_list *src);
 
-/** bl_list_claim_prepend() - moves all of @src to the front of @l. */
+/**
+ * bl_list_claim_prepend() - moves every segment of @src to the front of
+ * @l; @src ends empty (it keeps its append buffer).  No copy, no reference
+ * count touched.
+ * Return: 0, or -ENOMEM (only when @l's own inline segments need a chunk
+ * to make room), -EINVAL when @l == @src.
+ */
 BL_API int bl_list_claim_prepend(struct bl_list *l, struct bl_list *src);
 
 /**
@@ -200,9 +211,11 @@ BL_API int bl_list_rebuild_aligned_size_and_memory(struct bl_list *l,
 /**
  * bl_list_c_str() - contiguous bytes of @l.  A list of several segments is
  * rebuilt into one (copies) and releases its old raws; a list of one
- * segment returns that memory without copying.
- * Return: borrowed (valid until @l changes); NULL if @l is empty or memory
- * runs out (then @l is unchanged).
+ * segment returns that memory without copying.  An empty list returns a
+ * static "" (no allocation, @l unchanged).  The bytes are not
+ * NUL-terminated.
+ * Return: borrowed (valid until @l changes); NULL only when memory runs
+ * out (then @l is unchanged).
  */
 BL_API char *bl_list_c_str(struct bl_list *l);
 

@@ -223,8 +223,10 @@ BL_API int bl_uring_recv_pooled(struct bl_uring *u, int fd,
 /**
  * bl_list_detach_pooled() - copies out every segment of @l that lies in a
  * ring buffer, so that data kept for long does not starve the ring.
- * Neighbouring such segments share one new raw.  Return: bytes copied, or
- * -ENOMEM with @l unchanged.
+ * Neighbouring such segments share one new raw, allocated in @l's pool
+ * (bl_list_set_pool()); the other segments stay shared.  A list with no
+ * ring segment is left exactly as it is (no allocation).
+ * Return: bytes copied, or -ENOMEM with @l unchanged.
  */
 BL_API ssize_t bl_list_detach_pooled(struct bl_list *l);
 

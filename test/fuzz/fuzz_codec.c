@@ -30,7 +30,7 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <bufferlist.h>
-#include "internal.h"
+#include "list_int.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 #define MAXSTEPS 4096

@@ -33,7 +33,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include <bufferlist.h>
-#include "internal.h"
+#include "list_int.h"
 
 #define NL 4			/* lists */
 #define MAXLEN (1u << 13)	/* the harness keeps each list below this */
@@ -721,7 +721,7 @@ static int step(struct in *in, uint8_t op)
 		char *p = bl_list_c_str(l);
 
 		if (!m->n) {
-			CHECK(!p);
+			CHECK(p && !*p);	/* "", never NULL */
 			ret = 0;
 		} else if (!p) {
 			ret = -ENOMEM;

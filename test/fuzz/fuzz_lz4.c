@@ -43,8 +43,8 @@
 #include <sys/uio.h>
 #include <lz4frame.h>
 #include <bufferlist.h>
-#include "internal.h"
 #include "../lz4_walk.h"
+#include "list_int.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 #define REF_MAX ((size_t)8 << 20)	/* the reference stops here */

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * iter.h - a cursor over a list.
+ *
+ * struct bl_iter is a complete type: keep it on the stack and copy it by
+ * assignment to get an independent cursor.  It borrows the list: any change
+ * to the list invalidates it.  A move that fails returns a negative errno
+ * and leaves the cursor where it was.
+ */
+#ifndef BUFFERLIST_ITER_H
+#define BUFFERLIST_ITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <bufferlist/common.h>
+#include <bufferlist/list.h>
+
+BL_BEGIN_DECLS
+
+/* All fields private. */
+struct bl_iter {
+	const struct bl_list *_l;
+	const struct bl__chunk_hdr *_chunk;	/* chunk of the current segment */
+	uint32_t _idx;		/* slot in _chunk */
+	size_t _seg_off;	/* offset inside the current segment */
+	size_t _off;		/* offset from the start of the list */
+};
+
+/**
+ * bl_iter_init() - cursor at byte @off of @l (borrowed).
+ * Return: 0 or -ERANGE (@off past the end; @it untouched).
+ */
+BL_API int bl_iter_init(struct bl_iter *it, const struct bl_list *l,
+			size_t off);
+
+/** bl_iter_offset() - Return: bytes from the start of the list to @it. */
+BL_API size_t bl_iter_offset(const struct bl_iter *it);
+
+/** bl_iter_remaining() - Return: bytes left after the cursor. */
+BL_API size_t bl_iter_remaining(const struct bl_iter *it);
+
+/** bl_iter_advance() - moves forward @n bytes.  Return: 0 or -ERANGE. */
+BL_API int bl_iter_advance(struct bl_iter *it, size_t n);
+
+/** bl_iter_seek() - moves to byte @off of the list.  Return: 0 or -ERANGE. */
+BL_API int bl_iter_seek(struct bl_iter *it, size_t off);
+
+/**
+ * bl_iter_copy() - copies the next @len bytes into @dst and advances.
+ * Return: 0 or -ERANGE (fewer than @len bytes left).
+ */
+BL_API int bl_iter_copy(struct bl_iter *it, size_t len, void *dst);
+
+/**
+ * bl_iter_copy_list() - appends the next @len bytes to @dst as shared
+ * slices (no copy) and advances.  On failure @dst and the cursor are
+ * unchanged.
+ * Return: 0, -ERANGE or -ENOMEM.
+ */
+BL_API int bl_iter_copy_list(struct bl_iter *it, size_t len,
+			     struct bl_list *dst);
+
+/**
+ * bl_iter_get_ptr_and_advance() - zero copy: points *@data at the next
+ * contiguous run (borrowed from the list's raw), at most @want bytes, and
+ * advances over it.  Return: bytes in the run, 0 at the end.
+ */
+BL_API size_t bl_iter_get_ptr_and_advance(struct bl_iter *it, size_t want,
+					  const char **data);
+
+BL_END_DECLS
+
+#endif /* BUFFERLIST_ITER_H */

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * list_int.h - the list layer's private API: what the other layers may do
+ * with a list beyond the public list.h, and the only place outside list*.c
+ * that touches the fields of struct bl_list and of its chunks (the guard
+ * test/check_layers.sh holds everyone to that).  The readers are inline
+ * so that a layer above pays no call for them: lengths and room, the front
+ * segment, a segment cursor; the messenger's fast paths move a lone slice
+ * in and out of a list without the general machinery.  Includes only
+ * raw_int.h.  Never installed.
+ */
+#ifndef BUFFERLIST_LIST_INT_H
+#define BUFFERLIST_LIST_INT_H
+
+#include "raw_int.h"	/* first: config.h sets _GNU_SOURCE */
+#include <sys/types.h>
+#include <bufferlist/list.h>
+
+/* A chunk: its header, then its slots (the inline chunk's are _inl_seg). */
+struct bl__chunk {
+	struct bl__chunk_hdr h;
+	struct bl_ptr seg[];
+};
+
+static inline struct bl__chunk *bl__chunk(const struct bl__chunk_hdr *h)
+{
+	return (struct bl__chunk *)h;
+}
+
+/* ---- reading a list's state ------------------------------------------- */
+
+/* Bytes in @l (bl_list_length() without the call). */
+static inline size_t bl__list_len(const struct bl_list *l)
+{
+	return l->_len;
+}
+
+/* Segments in @l (bl_list_num_buffers() without the call). */
+static inline unsigned bl__list_nseg(const struct bl_list *l)
+{
+	return l->_nseg;
+}
+
+/* Where @l's appends allocate (NULL: the default pool). */
+static inline struct bl_pool *bl__list_pool(const struct bl_list *l)
+{
+	return l->_pool;
+}
+
+/* Bytes that fit @l's append buffer without a new raw (0: none). */
+static inline size_t bl__list_abuf_room(const struct bl_list *l)
+{
+	const struct bl_raw *ab = l->_abuf;
+
+	return ab ? ab->len - ab->used : 0;
+}
+
+/* Segments that can be pushed onto @l without allocating a chunk. */
+static inline unsigned bl__list_tail_room(const struct bl_list *l)
+{
+	return l->_tail->cap - l->_tail->count;
+}
+
+/* The first segment of a non-empty list (only the inline chunk can be
+ * empty, and then a heap chunk follows). */
+static inline const struct bl_ptr *bl__list_front(const struct bl_list *l)
+{
+	const struct bl__chunk_hdr *c = l->_inl.count ? &l->_inl : l->_inl.next;
+
+	return &bl__chunk(c)->seg[c->start];
+}
+
+/* ---- the segment cursor: the one way to walk a list's segments -------- */
+
+/* (chunk, slot); the chunk is NULL past the last segment. */
+struct bl__seg_cursor {
+	const struct bl__chunk_hdr *c;
+	uint32_t i;
+};
+
+/* The segment under @cur, which is on one. */
+static inline const struct bl_ptr *bl__seg_at(const struct bl__seg_cursor *cur)
+{
+	return &bl__chunk(cur->c)->seg[cur->i];
+}
+
+/* Puts @cur on @l's first segment and returns it (NULL: @l is empty). */
+static inline const struct bl_ptr *bl__seg_first(const struct bl_list *l,
+						 struct bl__seg_cursor *cur)
+{
+	const struct bl__chunk_hdr *c = l->_inl.count ? &l->_inl : l->_inl.next;
+
+	cur->c = c;
+	cur->i = c ? c->start : 0;
+	return c ? bl__seg_at(cur) : NULL;
+}
+
+/* Moves @cur (on a segment) to the next and returns it (NULL: past the
+ * last).  Heap chunks are never empty, so one step of chunk suffices. */
+static inline const struct bl_ptr *bl__seg_next(struct bl__seg_cursor *cur)
+{
+	const struct bl__chunk_hdr *c = cur->c;
+
+	if (++cur->i == c->start + c->count) {
+		cur->c = c = c->next;
+		cur->i = c ? c->start : 0;
+	}
+	return c ? bl__seg_at(cur) : NULL;
+}
+
+/* Every segment @s of @l, in order, with @cur (a struct bl__seg_cursor). */
+#define BL__LIST_FOREACH_SEG(l, cur, s)					\
+	for ((s) = bl__seg_first((l), &(cur)); (s); (s) = bl__seg_next(&(cur)))
+
+/* ---- whole-list state ------------------------------------------------- */
+
+/*
+ * Empties @l's chain without touching a reference: the references of its
+ * segments were moved elsewhere or dropped, its heap chunks freed or
+ * handed over.
+ * The append buffer and the pool stay.  The one reset: clearing, the
+ * claims, the reshapes and bl__list_take_one() all end here.
+ */
+static inline void bl__list_reset(struct bl_list *l)
+{
+	l->_ext = NULL;
+	l->_tail = &l->_inl;
+	l->_inl.next = NULL;
+	l->_inl.start = 0;
+	l->_inl.count = 0;
+	l->_len = 0;
+	l->_nseg = 0;
+}
+
+/* bl_list_init() inline, for the paths that build many lists. */
+static inline void bl__list_init(struct bl_list *l)
+{
+	l->_pool = NULL;
+	l->_abuf = NULL;
+	l->_abuf_next = 0;
+	l->_inl.cap = BL_LIST_INLINE;
+	l->_inl._pad = 0;
+	bl__list_reset(l);
+}
+
+/*
+ * The segment of a list that is exactly one slice, held in its inline
+ * slots, and owns nothing else (no heap chunk, no append buffer); NULL for
+ * any other list.  Taking that slice out leaves a list that needs no
+ * bl_list_clear().
+ */
+static inline const struct bl_ptr *bl__list_lone(const struct bl_list *l)
+{
+	if (l->_inl.count != 1 || l->_inl.next || l->_abuf)
+		return NULL;
+	return &l->_inl_seg[l->_inl.start];
+}
+
+/*
+ * Moves the lone slice of @l (see bl__list_lone()) into @out, its
+ * reference with it, and leaves @l empty.  Return: true, or false (then
+ * nothing changed) when @l is not one lone slice.
+ */
+static inline bool bl__list_take_one(struct bl_list *l, struct bl_ptr *out)
+{
+	const struct bl_ptr *s = bl__list_lone(l);
+
+	if (!s)
+		return false;
+	*out = *s;
+	bl__list_reset(l);
+	return true;
+}
+
+/*
+ * Makes @l (uninitialised, or owning nothing) the one slice {@raw, @off,
+ * @len}, len > 0; the reference to @raw moves in.  Like bl_list_init()
+ * then bl_list_append_ptr_move(), without the calls.
+ */
+static inline void bl__list_set_one(struct bl_list *l, struct bl_raw *raw,
+				    size_t off, size_t len)
+{
+	bl__list_init(l);
+	l->_inl_seg[0].raw = raw;
+	l->_inl_seg[0].off = off;
+	l->_inl_seg[0].len = len;
+	l->_inl.count = 1;
+	l->_len = len;
+	l->_nseg = 1;
+}
+
+/*
+ * Drops the first @n bytes of @l, all inside its front segment @s (from
+ * bl__list_front(l)), n < s->len: no reference changes hands.
+ */
+static inline void bl__list_trim_front(struct bl_list *l,
+				       const struct bl_ptr *s, size_t n)
+{
+	struct bl_ptr *f = (struct bl_ptr *)s;	/* @l's own slot */
+
+	BL_ASSERT(n < s->len);
+	f->off += n;
+	f->len -= n;
+	l->_len -= n;
+}
+
+/* ---- operations of the list that only the library calls --------------- */
+
+/*
+ * Checks every invariant of @l (lengths add up, counts match, no empty
+ * segment, every slice within its raw's frontier).  Returns 0 or a negative
+ * number naming the first broken one; tests call it after every mutation.
+ */
+int bl__list_validate(const struct bl_list *l);
+
+/*
+ * Appends @a (NULL: zeros) then @b as one operation: both or neither, and
+ * on failure the list (append buffer included) is as it was.  Copies.
+ */
+int bl__list_append2(struct bl_list *l, const void *a, size_t alen,
+		     const void *b, size_t blen);
+
+/*
+ * bl__list_append_frame() - appends @pre, then @mid (its slices shared, or
+ * with @copy_mid its bytes copied), then @post, as one operation: every
+ * allocation is made before anything changes, so on failure (-ENOMEM) @l,
+ * its append buffer included, is exactly as it was.  @pre and @post are
+ * copied into the append buffer (one new raw of their own when the whole
+ * copied part is 4 KiB or more and does not fit).  -EINVAL when @mid is
+ * @l.  The messenger's frame encoder.
+ */
+int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
+			  const struct bl_list *mid, bool copy_mid,
+			  const void *post, size_t postlen);
+
+/*
+ * bl__list_reshape() - rebuilds @l's chain: a segment that @keep accepts is
+ * shared as it is; otherwise a run starts there, grows while @more accepts
+ * the next segment, and is copied into one new raw aligned to @align, in
+ * the pool of the run's first raw (@in_list_pool: in @l's pool).  When
+ * @keep accepts every segment nothing is done at all.  @keep is called
+ * once per segment that could start a run, in order.  Failure atomic:
+ * -ENOMEM leaves @l as it was.  Return: bytes copied.
+ */
+struct bl__reshape {
+	bool (*keep)(const struct bl_ptr *s, bool last, void *ctx);
+	bool (*more)(size_t run_len, const struct bl_ptr *next, bool last,
+		     void *ctx);
+	size_t align;
+	void *ctx;
+	bool in_list_pool;
+};
+ssize_t bl__list_reshape(struct bl_list *l, const struct bl__reshape *rs);
+
+#endif /* BUFFERLIST_LIST_INT_H */

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * list_priv.h - what the files of the list layer share: the chunks and
+ * their slots, pushing a segment, marks that undo appends, and positions.
+ * Included only by list.c, list_append.c, list_reshape.c and list_read.c;
+ * never installed (the other layers see list_int.h).  The short names
+ * (struct mark, struct pos, inl(), slots(), push_seg() ...) have no
+ * linkage and are the layer's own vocabulary.  What a hot path of one file
+ * calls in another is static inline here, so that the split into files
+ * added no call.
+ *
+ * Representation: a singly linked chain of chunks, each an array of
+ * slices stored by value.  The first chunk is always the inline one inside
+ * struct bl_list (possibly empty); heap chunks follow and are never empty.
+ */
+#ifndef BUFFERLIST_LIST_PRIV_H
+#define BUFFERLIST_LIST_PRIV_H
+
+#include "list_int.h"	/* first: config.h sets _GNU_SOURCE */
+#include <errno.h>
+
+#define CHUNK_MIN 8
+#define CHUNK_MAX 64
+#define ABUF_MIN 128u		/* first append buffer's capacity */
+#define LARGE_APPEND 4096	/* appends this big get a raw of their own */
+
+/* ---- chunks ----------------------------------------------------------- */
+
+static inline struct bl__chunk_hdr *inl(const struct bl_list *l)
+{
+	return (struct bl__chunk_hdr *)&l->_inl;
+}
+
+static inline struct bl_ptr *slots(const struct bl__chunk_hdr *c)
+{
+	return bl__chunk(c)->seg;
+}
+
+/* A heap chunk of @cap slots, empty; NULL when memory runs out. */
+struct bl__chunk_hdr *bl__chunk_new(uint32_t cap);
+void bl__chunk_free(struct bl__chunk_hdr *c);
+
+static inline uint32_t next_chunk_cap(const struct bl__chunk_hdr *tail)
+{
+	uint32_t cap = tail->cap * 2;
+
+	if (cap < CHUNK_MIN)
+		cap = CHUNK_MIN;
+	return cap > CHUNK_MAX ? CHUNK_MAX : cap;
+}
+
+static inline struct bl_ptr *last_seg(const struct bl_list *l)
+{
+	const struct bl__chunk_hdr *t = l->_tail;
+
+	return t->count ? &slots(t)[t->start + t->count - 1] : NULL;
+}
+
+/* Moves a chunk's slots to its front so free room is at the end. */
+static inline void chunk_compact(struct bl__chunk_hdr *c)
+{
+	if (c->start) {
+		memmove(slots(c), slots(c) + c->start,
+			c->count * sizeof(struct bl_ptr));
+		c->start = 0;
+	}
+}
+
+/*
+ * Pushes a slice whose reference the list now owns.  @spare, when not
+ * NULL, is a chunk allocated in advance and consumed if needed (so that a
+ * caller can do all its allocation before it changes anything).
+ * Return: 0, or -ENOMEM with nothing changed.
+ */
+static inline int push_seg(struct bl_list *l, struct bl_raw *raw, size_t off,
+			   size_t len, struct bl__chunk_hdr **spare)
+{
+	struct bl__chunk_hdr *t = l->_tail;
+	struct bl_ptr *s;
+
+	if (bl__unlikely(t->start + t->count == t->cap)) {
+		if (t->count < t->cap) {
+			chunk_compact(t);	/* push clears _ext below */
+		} else {
+			struct bl__chunk_hdr *c;
+
+			if (spare && *spare) {
+				c = *spare;
+				*spare = NULL;
+			} else {
+				c = bl__chunk_new(next_chunk_cap(t));
+				if (!c)
+					return -ENOMEM;
+			}
+			if (t == inl(l)) {
+				/*
+				 * The first heap chunk takes the inline slices
+				 * too: a list that outgrew its inline slots then
+				 * lives wholly in heap chunks, and claim_append
+				 * of it relinks without copying any slot.
+				 */
+				for (uint32_t k = 0; k < t->count; k++)
+					slots(c)[k] = slots(t)[t->start + k];
+				c->count = t->count;
+				t->start = 0;
+				t->count = 0;
+			}
+			t->next = c;
+			l->_tail = t = c;
+		}
+	}
+	s = &slots(t)[t->start + t->count++];
+	l->_ext = NULL;
+	s->raw = raw;
+	s->off = off;
+	s->len = len;
+	l->_nseg++;
+	l->_len += len;
+	return 0;
+}
+
+/* ---- marks: undo of appends ------------------------------------------- */
+
+/*
+ * A mark records the end of a list so that everything appended after it
+ * can be taken back: the way an operation that appends many segments stays
+ * atomic when an allocation fails halfway.
+ */
+struct mark {
+	struct bl__chunk_hdr *tail;
+	uint32_t start;		/* the tail chunk's first slot then ... */
+	uint32_t count;		/* ... and its number of slots */
+	size_t last_len;	/* length of the last segment then */
+	size_t len;
+	unsigned nseg;
+};
+
+static inline void mark_take(const struct bl_list *l, struct mark *m)
+{
+	struct bl_ptr *ls = last_seg(l);
+
+	m->tail = l->_tail;
+	m->start = m->tail->start;
+	m->count = m->tail->count;
+	m->last_len = ls ? ls->len : 0;
+	m->len = l->_len;
+	m->nseg = l->_nseg;
+}
+
+/* Drops what was appended after @m; @release: the list owned references. */
+void bl__list_mark_rollback(struct bl_list *l, const struct mark *m,
+			    bool release);
+
+/* Drops the segments, keeps the append buffer. */
+void bl__list_drop_segments(struct bl_list *l);
+
+/* ---- positions -------------------------------------------------------- */
+
+struct pos {
+	struct bl__chunk_hdr *c;	/* NULL at the end of the list */
+	struct bl__chunk_hdr *prev;	/* chunk before c (NULL for inline) */
+	uint32_t i;			/* slot index in c */
+	size_t inner;			/* offset inside that segment */
+};
+
+/* The segment holding byte @off (< length), or the end when off == length. */
+static inline void locate(const struct bl_list *l, size_t off, struct pos *p)
+{
+	struct bl__chunk_hdr *c, *prev = NULL;
+
+	for (c = inl(l); c; prev = c, c = c->next) {
+		struct bl_ptr *s = slots(c);
+
+		for (uint32_t i = c->start; i < c->start + c->count; i++) {
+			if (off < s[i].len) {
+				p->c = c;
+				p->prev = prev;
+				p->i = i;
+				p->inner = off;
+				return;
+			}
+			off -= s[i].len;
+		}
+	}
+	p->c = NULL;
+	p->prev = NULL;
+	p->i = 0;
+	p->inner = 0;
+}
+
+static inline bool range_ok(const struct bl_list *l, size_t off, size_t len)
+{
+	return off <= l->_len && len <= l->_len - off;
+}
+
+/* Next slot after (c, i), moving to the next chunk at a chunk's end. */
+static inline void pos_next(struct bl__chunk_hdr **c, uint32_t *i)
+{
+	if (++*i == (*c)->start + (*c)->count) {
+		*c = (*c)->next;
+		if (*c)
+			*i = (*c)->start;
+	}
+}
+
+/* ---- sharing slices --------------------------------------------------- */
+
+/* Extends the last segment over @p when @p continues it in the same raw. */
+static inline bool try_extend(struct bl_list *l, const struct bl_ptr *p)
+{
+	struct bl_ptr *ls = last_seg(l);
+
+	l->_ext = NULL;
+	if (ls && ls->raw == p->raw && ls->off + ls->len == p->off) {
+		ls->len += p->len;
+		l->_len += p->len;
+		return true;
+	}
+	return false;
+}
+
+/* Shares [off, off + len) of @src onto the end of @dst (dst != src).
+ * Return: 0, or -ENOMEM with @dst unchanged. */
+int bl__list_share_range(struct bl_list *dst, const struct bl_list *src,
+			 size_t off, size_t len);
+
+/* ---- memory held ------------------------------------------------------ */
+
+/* What @l uses of each raw it holds: one entry per distinct raw. */
+struct raw_use {
+	struct bl_raw *raw;
+	size_t used;
+};
+
+/*
+ * A sorted array of the distinct raws of @l (and its append buffer, with
+ * what the segments use of them); *@n gets its length.  Free it with
+ * bl__list_usage_free().
+ * Return: NULL when @l holds nothing or memory runs out (*@n = 0 / SIZE_MAX).
+ */
+struct raw_use *bl__list_usage(const struct bl_list *l, size_t *n,
+			       size_t *cap);
+void bl__list_usage_free(struct raw_use *v, size_t cap);
+/* Bytes of @r that @l pins without using (overlapping slices count once). */
+size_t bl__list_waste_of(const struct raw_use *v, size_t n, struct bl_raw *r);
+
+#endif /* BUFFERLIST_LIST_PRIV_H */

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * list_read.c - what reads a list without changing its bytes: compare,
+ * iovec export, get_ptr, crc32c (and forgetting the cached crcs), hexdump,
+ * c_str, the memory a list pins, and the invariant check the tests run.
+ */
+#include "list_priv.h"	/* first: config.h sets _GNU_SOURCE */
+#include <stdio.h>
+#include <stdlib.h>
+#include <bufferlist/crc32c.h>
+
+/* ---- comparing -------------------------------------------------------- */
+
+int bl_list_compare(const struct bl_list *a, const struct bl_list *b)
+{
+	struct bl__seg_cursor ca, cb;
+	const struct bl_ptr *sa = bl__seg_first(a, &ca);
+	const struct bl_ptr *sb = bl__seg_first(b, &cb);
+	size_t oa = 0, ob = 0;
+
+	while (sa && sb) {
+		size_t n = sa->len - oa < sb->len - ob ? sa->len - oa
+						       : sb->len - ob;
+		int r = memcmp(sa->raw->data + sa->off + oa,
+			       sb->raw->data + sb->off + ob, n);
+
+		if (r)
+			return r < 0 ? -1 : 1;
+		oa += n;
+		ob += n;
+		if (oa == sa->len) {
+			oa = 0;
+			sa = bl__seg_next(&ca);
+		}
+		if (ob == sb->len) {
+			ob = 0;
+			sb = bl__seg_next(&cb);
+		}
+	}
+	if (sa)
+		return 1;
+	if (sb)
+		return -1;
+	return 0;
+}
+
+bool bl_list_contents_equal(const struct bl_list *a, const struct bl_list *b)
+{
+	return a->_len == b->_len && !bl_list_compare(a, b);
+}
+
+/* ---- export ----------------------------------------------------------- */
+
+int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
+		     int iovcnt)
+{
+	struct bl__chunk_hdr *c;
+	struct pos p;
+	uint32_t i;
+	int n = 0;
+
+	if (iovcnt < 0)
+		return -EINVAL;
+	if (off > l->_len)
+		return -ERANGE;
+	if (off == l->_len || !iovcnt)
+		return 0;
+	locate(l, off, &p);
+	for (c = p.c, i = p.i; c && n < iovcnt; pos_next(&c, &i)) {
+		const struct bl_ptr *s = &slots(c)[i];
+		size_t so = n ? 0 : p.inner;
+
+		iov[n].iov_base = s->raw->data + s->off + so;
+		iov[n].iov_len = s->len - so;
+		n++;
+	}
+	return n;
+}
+
+int bl_list_get_ptr(const struct bl_list *l, unsigned idx, struct bl_ptr *p)
+{
+	const struct bl__chunk_hdr *c;
+
+	if (idx >= l->_nseg)
+		return -ERANGE;
+	for (c = inl(l); c; c = c->next) {
+		if (idx < c->count) {
+			bl_ptr_copy(p, &slots(c)[c->start + idx]);
+			return 0;
+		}
+		idx -= c->count;
+	}
+	return -ERANGE;
+}
+
+/* ---- crc32c ----------------------------------------------------------- */
+
+uint32_t bl_list_crc32c(const struct bl_list *l, uint32_t seed)
+{
+	struct bl__seg_cursor cur;
+	const struct bl_ptr *s;
+	uint32_t crc = seed;
+
+	BL__LIST_FOREACH_SEG(l, cur, s)
+		crc = bl__raw_crc32c(s->raw, s->off, s->len, crc);
+	return crc;
+}
+
+void bl_list_invalidate_crc(struct bl_list *l)
+{
+	struct bl__seg_cursor cur;
+	const struct bl_ptr *s;
+
+	BL__LIST_FOREACH_SEG(l, cur, s)
+		bl_raw_invalidate_crc(s->raw);
+}
+
+/* ---- hexdump ---------------------------------------------------------- */
+
+static int hex_line(FILE *out, size_t off, const unsigned char *b, size_t n)
+{
+	char line[80], *p = line;
+
+	p += sprintf(p, "%08zx  ", off);
+	for (size_t k = 0; k < 16; k++) {
+		if (k < n)
+			p += sprintf(p, "%02x ", b[k]);
+		else
+			p += sprintf(p, "   ");
+		if (k == 7)
+			*p++ = ' ';
+	}
+	*p++ = ' ';
+	*p++ = '|';
+	for (size_t k = 0; k < n; k++)
+		*p++ = b[k] >= 0x20 && b[k] < 0x7f ? (char)b[k] : '.';
+	*p++ = '|';
+	*p++ = '\n';
+	*p = 0;
+	return fputs(line, out) < 0 ? -EIO : 0;
+}
+
+int bl_list_hexdump(const struct bl_list *l, FILE *out)
+{
+	unsigned char cur[16], prev[16];
+	bool have_prev = false, starred = false;
+	size_t off;
+
+	for (off = 0; off < l->_len; off += 16) {
+		size_t n = l->_len - off < 16 ? l->_len - off : 16;
+
+		/* 16-byte lines: a copy is simpler than walking seams */
+		{
+			struct bl__chunk_hdr *c;
+			struct pos p;
+			uint32_t i;
+			size_t got = 0;
+
+			locate(l, off, &p);
+			for (c = p.c, i = p.i; got < n; pos_next(&c, &i)) {
+				const struct bl_ptr *s = &slots(c)[i];
+				size_t so = got ? 0 : p.inner;
+				size_t k = s->len - so < n - got ? s->len - so
+								 : n - got;
+
+				memcpy(cur + got, s->raw->data + s->off + so, k);
+				got += k;
+			}
+		}
+		if (have_prev && n == 16 && !memcmp(cur, prev, 16)) {
+			if (!starred && fputs("*\n", out) < 0)
+				return -EIO;
+			starred = true;
+			continue;
+		}
+		starred = false;
+		if (hex_line(out, off, cur, n))
+			return -EIO;
+		memcpy(prev, cur, 16);
+		have_prev = n == 16;
+	}
+	if (l->_len && fprintf(out, "%08zx\n", l->_len) < 0)
+		return -EIO;
+	return 0;
+}
+
+/* ---- c_str ------------------------------------------------------------ */
+
+char *bl_list_c_str(struct bl_list *l)
+{
+	static char empty[1];	/* "": NULL must mean only ENOMEM */
+	struct bl_ptr *s;
+
+	if (!l->_len)
+		return empty;
+	if (l->_nseg > 1 && bl_list_rebuild(l))
+		return NULL;
+	s = last_seg(l);
+	return s->raw->data + s->off;
+}
+
+/* ---- memory ----------------------------------------------------------- */
+
+static int cmp_raw_use(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)((const struct raw_use *)a)->raw;
+	uintptr_t y = (uintptr_t)((const struct raw_use *)b)->raw;
+
+	return x < y ? -1 : x > y;
+}
+
+struct raw_use *bl__list_usage(const struct bl_list *l, size_t *n, size_t *cap)
+{
+	struct bl__seg_cursor cur;
+	const struct bl_ptr *s;
+	struct raw_use *v;
+	size_t k = 0, m = l->_nseg + (l->_abuf ? 1 : 0), out = 0;
+
+	*n = 0;
+	*cap = m;
+	if (!m)
+		return NULL;
+	v = bl__alloc(bl__allocator_current(), m * sizeof(*v), sizeof(void *));
+	if (!v) {
+		*n = SIZE_MAX;
+		return NULL;
+	}
+	BL__LIST_FOREACH_SEG(l, cur, s) {
+		v[k].raw = s->raw;
+		v[k++].used = s->len;
+	}
+	if (l->_abuf) {
+		v[k].raw = l->_abuf;
+		v[k++].used = 0;
+	}
+	qsort(v, m, sizeof(*v), cmp_raw_use);
+	for (k = 0; k < m; k++) {
+		if (out && v[out - 1].raw == v[k].raw)
+			v[out - 1].used += v[k].used;
+		else
+			v[out++] = v[k];
+	}
+	*n = out;
+	return v;
+}
+
+void bl__list_usage_free(struct raw_use *v, size_t cap)
+{
+	if (v)
+		bl__free(bl__allocator_current(), v, cap * sizeof(*v),
+			 sizeof(void *));
+}
+
+size_t bl__list_waste_of(const struct raw_use *v, size_t n, struct bl_raw *r)
+{
+	struct raw_use key = { r, 0 };
+	const struct raw_use *f = bsearch(&key, v, n, sizeof(*v), cmp_raw_use);
+	size_t used = f ? f->used : 0;
+
+	return r->len > used ? r->len - used : 0;
+}
+
+size_t bl_list_pinned_unused(const struct bl_list *l)
+{
+	struct raw_use *v;
+	size_t n, cap, total = 0;
+
+	v = bl__list_usage(l, &n, &cap);
+	if (!v)
+		return 0;
+	for (size_t k = 0; k < n; k++)
+		total += bl__list_waste_of(v, n, v[k].raw);
+	bl__list_usage_free(v, cap);
+	return total;
+}
+
+/* ---- validation ------------------------------------------------------- */
+
+int bl__list_validate(const struct bl_list *l)
+{
+	const struct bl__chunk_hdr *c, *last = NULL;
+	size_t len = 0;
+	unsigned nseg = 0;
+
+	if (l->_inl.cap != BL_LIST_INLINE)
+		return -1;
+	for (c = inl(l); c; c = c->next) {
+		if (c->start + c->count > c->cap)
+			return -2;
+		if (c != inl(l) && !c->count)
+			return -3;	/* empty heap chunk */
+		for (uint32_t i = c->start; i < c->start + c->count; i++) {
+			const struct bl_ptr *s = &slots(c)[i];
+
+			if (!s->raw || !s->len)
+				return -4;
+			if (s->off + s->len > s->raw->used ||
+			    s->raw->used > s->raw->len)
+				return -5;
+			if (!bl_raw_nref(s->raw))
+				return -6;
+			len += s->len;
+			nseg++;
+		}
+		last = c;
+	}
+	if (last != l->_tail)
+		return -7;
+	if (len != l->_len)
+		return -8;
+	if (nseg != l->_nseg)
+		return -9;
+	if (l->_abuf && l->_abuf->used > l->_abuf->len)
+		return -10;
+	if (l->_ext && (l->_ext != last_seg(l) || l->_ext->raw != l->_abuf ||
+			l->_ext->off + l->_ext->len != l->_abuf->used))
+		return -11;	/* stale append hint */
+	return 0;
+}
