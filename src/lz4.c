@@ -59,6 +59,7 @@
 #include <string.h>
 #include <lz4.h>
 #include <lz4hc.h>
+#include "endian_int.h"
 #include "iter_int.h"
 #include "lz4_int.h"
 #include <bufferlist/lz4.h>
@@ -83,25 +84,6 @@
 
 _Static_assert(LZ4_INPLACE_MIN >= LZ4_WINDOW,
 	       "an in-place segment must hold a whole window");
-
-static inline uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t get_le64(const uint8_t *p)
-{
-	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
-
-static inline void put_le32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
 
 static inline size_t min_sz(size_t a, size_t b)
 {
@@ -497,10 +479,10 @@ static int cc_block(struct cctx *c, const char *src, size_t n)
 	if (cs <= 0) {
 		memcpy(dst + 4, src, n);
 		bl__count_copy(n);
-		put_le32(dst, (uint32_t)n | LZ4_UNCOMPRESSED);
+		bl__le32_store(dst, (uint32_t)n | LZ4_UNCOMPRESSED);
 		cs = (int)n;
 	} else {
-		put_le32(dst, (uint32_t)cs);
+		bl__le32_store(dst, (uint32_t)cs);
 	}
 	cc_out_advance(c, 4 + (size_t)cs);
 	return 0;
@@ -597,14 +579,14 @@ static int cc_header(struct cctx *c, int id, bool csize, size_t len)
 	if (ret)
 		return ret;
 	h = (uint8_t *)c->raw->data + c->raw->used;
-	put_le32(h, LZ4_FRAME_MAGIC);
+	bl__le32_store(h, LZ4_FRAME_MAGIC);
 	h[4] = FLG_VERSION | (c->indep ? FLG_INDEP : 0) |
 	       (csize ? FLG_CSIZE : 0) |
 	       (c->cchk ? FLG_CCHK : 0);
 	h[5] = (uint8_t)(id << 4);
 	if (csize) {
-		put_le32(h + 6, (uint32_t)len);
-		put_le32(h + 10, (uint32_t)((uint64_t)len >> 32));
+		bl__le32_store(h + 6, (uint32_t)len);
+		bl__le32_store(h + 10, (uint32_t)((uint64_t)len >> 32));
 		n += 8;
 	}
 	h[n] = (uint8_t)(bl__xxh32(h + 4, n - 4, 0) >> 8);
@@ -649,9 +631,9 @@ static int cc_run(struct cctx *c, const struct bl_list *in)
 	if (ret)
 		return ret;
 	/* EndMark, then the content checksum */
-	put_le32((uint8_t *)c->raw->data + c->raw->used, 0);
+	bl__le32_store((uint8_t *)c->raw->data + c->raw->used, 0);
 	if (c->cchk)
-		put_le32((uint8_t *)c->raw->data + c->raw->used + 4,
+		bl__le32_store((uint8_t *)c->raw->data + c->raw->used + 4,
 			 bl__xxh32_digest(&c->xs));
 	cc_out_advance(c, c->cchk ? 8 : 4);
 	return cc_out_flush(c);
@@ -1163,7 +1145,7 @@ static int dec_header(struct bl_lz4_decoder *d, struct bl_iter *it,
 	d->bchk = flg & FLG_BCHK;
 	d->cchk = flg & FLG_CCHK;
 	/* as LZ4F: a content size of 0 means "unknown" */
-	d->csize = flg & FLG_CSIZE ? get_le64(h + 6) : 0;
+	d->csize = flg & FLG_CSIZE ? bl__le64_load(h + 6) : 0;
 	d->has_csize = d->csize != 0;
 	if (d->has_csize && d->max_out && d->csize > d->max_out - d->total)
 		return -E2BIG;
@@ -1271,7 +1253,7 @@ static int dec_run(struct bl_lz4_decoder *d, struct bl_iter *it,
 				return magic_prefix_ok(h, avail) ? 0 : -EBADMSG;
 			}
 			peek(it, h, 4);
-			magic = get_le32(h);
+			magic = bl__le32_load(h);
 			if (magic == LZ4_FRAME_MAGIC) {
 				ret = dec_header(d, it, &more);
 				if (ret || more)
@@ -1280,7 +1262,7 @@ static int dec_run(struct bl_lz4_decoder *d, struct bl_iter *it,
 				if (avail < 8)
 					return 0;
 				peek(it, h, 8);
-				d->skip = get_le32(h + 4);
+				d->skip = bl__le32_load(h + 4);
 				bl_iter_advance(it, 8);
 				d->st = ST_SKIP;
 			} else {
@@ -1305,7 +1287,7 @@ static int dec_run(struct bl_lz4_decoder *d, struct bl_iter *it,
 			if (avail < 4)
 				return 0;
 			peek(it, h, 4);
-			w = get_le32(h);
+			w = bl__le32_load(h);
 			if (!w) {	/* EndMark */
 				bl_iter_advance(it, 4);
 				if (d->cchk) {
@@ -1337,7 +1319,7 @@ static int dec_run(struct bl_lz4_decoder *d, struct bl_iter *it,
 					left -= k;
 				}
 				peek(&t, h, 4);
-				if (get_le32(h) != bl__xxh32_digest(&xs))
+				if (bl__le32_load(h) != bl__xxh32_digest(&xs))
 					return -EBADMSG;
 			}
 			if (n) {
@@ -1353,7 +1335,7 @@ static int dec_run(struct bl_lz4_decoder *d, struct bl_iter *it,
 			if (avail < 4)
 				return 0;
 			peek(it, h, 4);
-			if (get_le32(h) != bl__xxh32_digest(&d->xs))
+			if (bl__le32_load(h) != bl__xxh32_digest(&d->xs))
 				return -EBADMSG;
 			bl_iter_advance(it, 4);
 			ret = dec_frame_end(d);
