@@ -2,7 +2,7 @@
 /*
  * list_read.c - what reads a list without changing its bytes: compare,
  * iovec export, get_ptr, crc32c (and forgetting the cached crcs), hexdump,
- * c_str, the memory a list pins, and the invariant check the tests run.
+ * the memory a list pins, and the invariant check the tests run.
  */
 #include "list_priv.h"	/* first: config.h sets _GNU_SOURCE */
 #include <stdio.h>
@@ -182,21 +182,6 @@ int bl_list_hexdump(const struct bl_list *l, FILE *out)
 	if (l->_len && fprintf(out, "%08zx\n", l->_len) < 0)
 		return -EIO;
 	return 0;
-}
-
-/* ---- c_str ------------------------------------------------------------ */
-
-char *bl_list_c_str(struct bl_list *l)
-{
-	static char empty[1];	/* "": NULL must mean only ENOMEM */
-	struct bl_ptr *s;
-
-	if (!l->_len)
-		return empty;
-	if (l->_nseg > 1 && bl_list_rebuild(l))
-		return NULL;
-	s = last_seg(l);
-	return s->raw->data + s->off;
 }
 
 /* ---- memory ----------------------------------------------------------- */

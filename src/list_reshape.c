@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * list_reshape.c - changing how a list's bytes are laid out without
- * changing the bytes: rebuild into one segment, rebuild_aligned and the
+ * changing the bytes: rebuild into one segment (and c_str, which hands
+ * that segment out), rebuild_aligned and the
  * O_DIRECT preparation (alignment of addresses and lengths, a cap on the
  * segment count), compact (copy small values out of large buffers they
  * pin).  All but rebuild go through bl__list_reshape(): segments that can
@@ -45,6 +46,21 @@ int bl_list_rebuild(struct bl_list *l)
 	bl__list_drop_segments(l);
 	push_seg(l, r, 0, r->len, NULL);	/* inline slot: cannot fail */
 	return 0;
+}
+
+/* ---- c_str ------------------------------------------------------------ */
+
+char *bl_list_c_str(struct bl_list *l)
+{
+	static char empty[1];	/* "": NULL must mean only ENOMEM */
+	struct bl_ptr *s;
+
+	if (!l->_len)
+		return empty;
+	if (l->_nseg > 1 && bl_list_rebuild(l))
+		return NULL;
+	s = last_seg(l);
+	return s->raw->data + s->off;
 }
 
 /* ---- reshaping: share what can stay, copy runs of what cannot --------- */
