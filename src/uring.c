@@ -284,8 +284,11 @@ static void set_pollfirst(struct bl_uring *u, struct uop *op)
 int bl_uring_write(struct bl_uring *u, int fd, off_t off,
 		   const struct bl_list *l, bl_uring_cb cb, void *arg)
 {
-	struct uop *op = bl__uring_op_new(u, OP_WRITE, bl_list_num_buffers(l));
+	struct uop *op;
 
+	if (!u || !l)
+		return -EINVAL;
+	op = bl__uring_op_new(u, OP_WRITE, bl_list_num_buffers(l));
 	if (!op)
 		return -ENOMEM;
 	bl__uring_op_share_list(op, l);
@@ -302,10 +305,13 @@ int bl_uring_write(struct bl_uring *u, int fd, off_t off,
 int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
 		  size_t align, bl_uring_cb cb, void *arg)
 {
-	struct bl_uring_regpool *rp = u->regpool;
+	struct bl_uring_regpool *rp;
 	unsigned n = 0;
 	struct uop *op;
 
+	if (!u)
+		return -EINVAL;
+	rp = u->regpool;
 	if (!align)
 		align = BL_CACHELINE;
 	if (!bl__is_pow2(align))
@@ -356,8 +362,11 @@ int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
 int bl_uring_send(struct bl_uring *u, int fd, const struct bl_list *l,
 		  int flags, bl_uring_cb cb, void *arg)
 {
-	struct uop *op = bl__uring_op_new(u, OP_SEND, bl_list_num_buffers(l));
+	struct uop *op;
 
+	if (!u || !l)
+		return -EINVAL;
+	op = bl__uring_op_new(u, OP_SEND, bl_list_num_buffers(l));
 	if (!op)
 		return -ENOMEM;
 	bl__uring_op_share_list(op, l);
@@ -376,6 +385,8 @@ int bl_uring_recv(struct bl_uring *u, int fd, size_t len, bl_uring_cb cb,
 	struct uop *op;
 	struct bl_raw *r;
 
+	if (!u)
+		return -EINVAL;
 	if (len > (size_t)INT_MAX)
 		len = (size_t)INT_MAX;
 	op = bl__uring_op_new(u, OP_RECV, 1);
@@ -404,7 +415,7 @@ int bl_uring_recv_pooled(struct bl_uring *u, int fd,
 	struct uop *op;
 	int ret;
 
-	if (!br || br->u != u)
+	if (!u || !br || br->u != u)
 		return -EINVAL;
 	op = bl__uring_op_new(u, OP_POOLED, 0);
 	if (!op)

@@ -208,7 +208,8 @@ void bl__uring_op_finish(struct bl_uring *u, struct uop *op)
 	}
 	bl__uring_mark_called(u, op);
 	u->ncomplete++;
-	op->cb(op->arg, op->res, data);
+	if (op->cb)		/* NULL: fire and forget */
+		op->cb(op->arg, op->res, data);
 	bl_list_clear(&op->data);
 	bl__uring_op_maybe_free(u, op);
 }

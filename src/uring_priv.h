@@ -291,7 +291,8 @@ static inline void bl__uring_pooled_call(struct bl_uring *u, struct uop *op,
 	if (!more)
 		bl__uring_mark_called(u, op);
 	u->ncomplete++;
-	op->rcb(op->arg, res, &op->data, more);
+	if (op->rcb)		/* NULL: fire and forget */
+		op->rcb(op->arg, res, &op->data, more);
 	bl_list_clear(&op->data);
 }
 

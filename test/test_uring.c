@@ -429,6 +429,93 @@ START_TEST(test_write_of_empty_list_completes_with_zero)
 }
 END_TEST
 
+/* Runs @u until nothing is in flight (at most 20 s: a hang fails). */
+static void run_idle(struct bl_uring *u)
+{
+	time_t end = time(NULL) + 20;
+
+	while (bl_uring_inflight(u) && time(NULL) < end)
+		ck_assert_int_ge(bl_uring_run(u, 1, 500), 0);
+	ck_assert_uint_eq(bl_uring_inflight(u), 0);
+}
+
+START_TEST(test_null_callback_is_fire_and_forget_on_every_submission)
+{
+	uint64_t rng = seed + 20;
+	const size_t len = 70000;
+	unsigned char *want = rand_buf(len, &rng), *got;
+	struct bl_uring *u;
+	struct bl_uring_bufring *br;
+	struct bl_list l;
+	char path[PATH_MAX];
+	int fd = tmp_open(path, sizeof(path)), sv[2];
+	ssize_t n;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	tu_alloc_install(0, 0);
+	u = new_ring(0);
+	br = bl_uring_bufring_create(u, 4, 4096, 7);
+	ck_assert_ptr_nonnull(br);
+	make_list(&l, want, len, 30, &rng);
+	ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, NULL, NULL), 0);
+	run_idle(u);
+	got = file_bytes(fd, 0, len);
+	ck_assert_mem_eq(got, want, len);
+	free(got);
+	/* what a read or receive got is released with nobody to take it */
+	ck_assert_int_eq(bl_uring_read(u, fd, 0, len, 0, NULL, NULL), 0);
+	ck_assert_int_eq(bl_uring_send(u, sv[0], &l, 0, NULL, NULL), 0);
+	ck_assert_int_eq(bl_uring_recv(u, sv[1], 1000, NULL, NULL), 0);
+	ck_assert_int_eq(bl_uring_recv_pooled(u, sv[1], br, false, NULL, NULL),
+			 0);
+	bl_list_clear(&l);
+	run_idle(u);
+	/* the send went out whole: what the receives did not take is there */
+	n = recv(sv[1], want, len, MSG_DONTWAIT);
+	ck_assert_int_gt(n, 0);
+	ck_assert_uint_le(len - (size_t)n, 1000 + 4096);
+	ck_assert_uint_eq(bl_uring_bufring_available(br), 4);
+	bl_uring_bufring_destroy(br);
+	bl_uring_destroy(u);
+	ck_assert_uint_eq(live_bytes(), 0);
+	tu_alloc_uninstall();
+	close(sv[0]);
+	close(sv[1]);
+	close(fd);
+	free(want);
+}
+END_TEST
+
+START_TEST(test_null_ring_or_list_is_einval_at_submission)
+{
+	struct bl_uring *u = new_ring(0);
+	struct bl_list l;
+	struct rec r;
+	char path[PATH_MAX];
+	int fd = tmp_open(path, sizeof(path));
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "x", 1), 0);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_write(u, fd, 0, NULL, rec_cb, &r), -EINVAL);
+	ck_assert_int_eq(bl_uring_write(u, fd, -1, NULL, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_send(u, fd, NULL, 0, rec_cb, &r), -EINVAL);
+	ck_assert_int_eq(bl_uring_write(NULL, fd, 0, &l, rec_cb, &r), -EINVAL);
+	ck_assert_int_eq(bl_uring_send(NULL, fd, &l, 0, rec_cb, &r), -EINVAL);
+	ck_assert_int_eq(bl_uring_read(NULL, fd, 0, 1, 0, rec_cb, &r), -EINVAL);
+	ck_assert_int_eq(bl_uring_recv(NULL, fd, 1, rec_cb, &r), -EINVAL);
+	ck_assert_int_eq(bl_uring_recv_pooled(NULL, fd, NULL, false, NULL,
+					      NULL), -EINVAL);
+	ck_assert_uint_eq(bl_uring_inflight(u), 0);
+	ck_assert_int_eq(bl_uring_run(u, 0, 0), 0);
+	ck_assert_int_eq(r.calls, 0);
+	tu_assert_list_eq(&l, "x", 1);
+	bl_list_clear(&l);
+	bl_uring_destroy(u);
+	close(fd);
+}
+END_TEST
+
 /* A directory on a filesystem that takes O_DIRECT, or NULL. */
 static const char *dio_dir(char *buf, size_t size)
 {
@@ -2061,6 +2148,8 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_caller_clears_its_list_right_after_submit);
 		tcase_add_test(tc, test_read_is_short_only_at_end_of_file);
 		tcase_add_test(tc, test_write_of_empty_list_completes_with_zero);
+		tcase_add_test(tc, test_null_callback_is_fire_and_forget_on_every_submission);
+		tcase_add_test(tc, test_null_ring_or_list_is_einval_at_submission);
 		tcase_add_test(tc, test_o_direct_round_trip_copies_only_misaligned_runs);
 		suite_add_tcase(s, tc);
 

@@ -113,7 +113,9 @@ BL_API const char *bl_uring_backend_reason(const struct bl_uring *u);
 BL_API struct io_uring *bl_uring_ring(struct bl_uring *u);
 
 /**
- * bl_uring_cb - a completion.
+ * bl_uring_cb - a completion.  Every submission takes one; NULL makes it
+ * fire and forget: the operation runs all the same, and what it would
+ * have passed (the result, received data) is dropped when it ends.
  * @arg:  the caller's pointer.
  * @res:  bytes transferred (all that was asked, or fewer only at end of
  *        file / when the peer closed), or -errno.
@@ -129,9 +131,10 @@ typedef void (*bl_uring_cb)(void *arg, ssize_t res, struct bl_list *data);
  * segment, no copy); @l may change right after the call.  Lists of more
  * than IOV_MAX segments go out as several requests.  A single slice of a
  * registered raw uses WRITE_FIXED.
- * Return: 0 (the callback will run), or -ENOMEM / -EBUSY (queue full even
- * after submitting) / -ECANCELED (bl_uring_destroy() is running) with
- * nothing submitted.
+ * @cb: called once from bl_uring_run(); NULL: fire and forget.
+ * Return: 0 (the callback will run), or, with nothing submitted: -EINVAL
+ * (@u or @l is NULL), -ENOMEM, -EBUSY (queue full even after submitting),
+ * -ECANCELED (bl_uring_destroy() is running).
  */
 BL_API int bl_uring_write(struct bl_uring *u, int fd, off_t off,
 			  const struct bl_list *l, bl_uring_cb cb, void *arg);
@@ -142,8 +145,10 @@ BL_API int bl_uring_write(struct bl_uring *u, int fd, off_t off,
  * files).  The callback gets the list; short only at end of file.  A read
  * that fits a free buffer of the ring's registered pool reads into it
  * with READ_FIXED.
+ * @cb: called once from bl_uring_run(); NULL: fire and forget (the bytes
+ * read are released).
  * Return: 0, -ENOMEM, -EBUSY, -ECANCELED (as bl_uring_write()), or
- * -EINVAL (@align not a power of two).
+ * -EINVAL (@u is NULL, or @align not a power of two).
  */
 BL_API int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
 			 size_t align, bl_uring_cb cb, void *arg);
@@ -153,7 +158,9 @@ BL_API int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
  * SENDMSG_ZC at or above the zero-copy threshold; the raws stay referenced
  * until the kernel's notification; the callback may run before that).
  * @flags: MSG_* for sendmsg; MSG_NOSIGNAL is always added.
- * Return: 0, -ENOMEM, -EBUSY or -ECANCELED (as bl_uring_write()).
+ * @cb: called once from bl_uring_run(); NULL: fire and forget.
+ * Return: 0, or -EINVAL (@u or @l is NULL), -ENOMEM, -EBUSY or -ECANCELED
+ * (as bl_uring_write()).
  */
 BL_API int bl_uring_send(struct bl_uring *u, int fd, const struct bl_list *l,
 			 int flags, bl_uring_cb cb, void *arg);
@@ -161,7 +168,10 @@ BL_API int bl_uring_send(struct bl_uring *u, int fd, const struct bl_list *l,
 /**
  * bl_uring_recv() - receives up to @len bytes (one recv; fewer is normal)
  * into a new raw.  res 0 means the peer closed.
- * Return: 0, -ENOMEM, -EBUSY or -ECANCELED (as bl_uring_write()).
+ * @cb: called once from bl_uring_run(); NULL: fire and forget (the bytes
+ * received are released).
+ * Return: 0, or -EINVAL (@u is NULL), -ENOMEM, -EBUSY or -ECANCELED (as
+ * bl_uring_write()).
  */
 BL_API int bl_uring_recv(struct bl_uring *u, int fd, size_t len,
 			 bl_uring_cb cb, void *arg);
@@ -213,8 +223,10 @@ typedef void (*bl_uring_recv_cb)(void *arg, ssize_t res,
  * bl_uring_recv_pooled() - receives into @br's buffers: one completion
  * (single shot) or one per arriving chunk until error, EOF or cancel
  * (@multishot, where the kernel supports it; else re-armed by the library).
+ * @cb: called from bl_uring_run() for every chunk and the end; NULL: fire
+ * and forget (the chunks go back to @br at once).
  * Return: 0, -ENOMEM, -EBUSY, -ECANCELED (as bl_uring_write()), or
- * -EINVAL (@br is NULL or belongs to another ring).
+ * -EINVAL (@u or @br is NULL, or @br belongs to another ring).
  */
 BL_API int bl_uring_recv_pooled(struct bl_uring *u, int fd,
 				struct bl_uring_bufring *br, bool multishot,
