@@ -24,6 +24,10 @@
  *    bl_list_read_file() reads a regular file into one raw of its size.
  *  - A write or read at a negative offset is -EINVAL; a write whose end
  *    would overflow off_t is -EOVERFLOW, both before any system call.
+ *  - A write at the file position asks fstat what @fd is: a socket is
+ *    written with sendmsg(MSG_NOSIGNAL), a pipe or other descriptor that
+ *    can raise SIGPIPE with the signal blocked around the call, so a
+ *    reader that went away is -EPIPE, not a dead process.
  *
  * The O_DIRECT helpers at the end only ask the kernel for the alignment
  * and hand the list to the list layer's rebuild; they do no I/O.
@@ -34,10 +38,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/fs.h>
 
@@ -52,10 +60,59 @@
 #define BL__OFF_MAX \
 	((off_t)(((uint64_t)1 << (sizeof(off_t) * CHAR_BIT - 1)) - 1))
 
+/* ---- SIGPIPE ---------------------------------------------------------- */
+
+void bl__sigpipe_block(struct bl__sigpipe_guard *g)
+{
+	sigset_t set, pending;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	/* pending means blocked already: a new one would merge with it */
+	g->was_pending = !sigpending(&pending) &&
+			 sigismember(&pending, SIGPIPE) == 1;
+	pthread_sigmask(SIG_BLOCK, &set, &g->old);
+}
+
+void bl__sigpipe_restore(struct bl__sigpipe_guard *g, bool epipe)
+{
+	int saved = errno;
+
+	if (epipe && !g->was_pending) {
+		static const struct timespec zero = { 0, 0 };
+		sigset_t set;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGPIPE);
+		while (sigtimedwait(&set, NULL, &zero) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+	errno = saved;
+}
+
+/* ---- writes ----------------------------------------------------------- */
+
+/* At the file position: @how says how SIGPIPE stays away (io_int.h). */
+static ssize_t writev_nosig(int fd, const struct iovec *iov, int cnt,
+			    enum bl__nosig how)
+{
+	struct msghdr m;
+
+	if (how != BL__NOSIG_SOCK)
+		return writev(fd, iov, cnt);
+	memset(&m, 0, sizeof(m));
+	m.msg_iov = (struct iovec *)iov;
+	m.msg_iovlen = (size_t)cnt;
+	return sendmsg(fd, &m, MSG_NOSIGNAL);
+}
+
 static int write_all(const struct bl_list *l, int fd, bool positional,
 		     off_t off, size_t *done)
 {
 	struct iovec iov[BL__IOV_MAX];
+	struct bl__sigpipe_guard guard;
+	enum bl__nosig how = BL__NOSIG_NONE;
 	size_t total = bl_list_length(l), pos = 0;
 	int cnt = 0, i = 0, ret = 0;
 
@@ -68,6 +125,15 @@ static int write_all(const struct bl_list *l, int fd, bool positional,
 			ret = -EOVERFLOW;
 			goto out;
 		}
+	} else if (total) {
+		/* a pipe or socket whose reader is gone: -EPIPE, no signal
+		 * (pwritev on those is -ESPIPE, so positional writes never
+		 * raise it) */
+		struct stat st;
+
+		how = bl__nosig_of_mode(fstat(fd, &st) ? -1 : (long)st.st_mode);
+		if (how == BL__NOSIG_GUARD)
+			bl__sigpipe_block(&guard);
 	}
 
 	while (pos < total) {
@@ -86,7 +152,7 @@ static int write_all(const struct bl_list *l, int fd, bool positional,
 		if (positional)
 			n = pwritev(fd, iov + i, cnt - i, off + (off_t)pos);
 		else
-			n = writev(fd, iov + i, cnt - i);
+			n = writev_nosig(fd, iov + i, cnt - i, how);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -111,6 +177,8 @@ static int write_all(const struct bl_list *l, int fd, bool positional,
 			iov[i].iov_len -= (size_t)n;
 		}
 	}
+	if (how == BL__NOSIG_GUARD)
+		bl__sigpipe_restore(&guard, ret == -EPIPE);
 out:
 	if (done)
 		*done = pos;

@@ -37,6 +37,7 @@
 #define ZC_THRESHOLD_DEFAULT ((size_t)16 * 1024)
 
 bl__uring_cqe_hook_fn _Atomic bl__uring_cqe_hook;
+_Atomic bool bl__uring_rwf_nosignal_refused;
 
 /* ---- creation and teardown -------------------------------------------- */
 
@@ -271,14 +272,24 @@ static int op_start(struct bl_uring *u, struct uop *op)
 	return 0;
 }
 
-/* Blocking back end: descriptors other than files and block devices are
- * polled before each call so that a pipe does not block the caller. */
+/*
+ * Blocking back end: descriptors other than files and block devices are
+ * polled before each call so that a pipe does not block the caller, and
+ * a write at the position to one of them must not raise SIGPIPE.
+ */
 static void set_pollfirst(struct bl_uring *u, struct uop *op)
 {
 	struct stat st;
+	bool ok;
 
-	if (!u->ring && !fstat(op->fd, &st))
+	if (u->ring)
+		return;
+	ok = !fstat(op->fd, &st);
+	if (ok)
 		op->pollfirst = !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode);
+	if (op->kind == OP_WRITE && op->off < 0)
+		op->nosig = (uint8_t)bl__nosig_of_mode(ok ? (long)st.st_mode
+							  : -1);
 }
 
 int bl_uring_write(struct bl_uring *u, int fd, off_t off,
@@ -573,4 +584,13 @@ void bl__uring_zc_adapt(struct bl_uring *u, bool on)
 void bl__uring_set_cqe_hook(bl__uring_cqe_hook_fn fn)
 {
 	atomic_store_explicit(&bl__uring_cqe_hook, fn, memory_order_relaxed);
+}
+
+bool bl__uring_rwf_nosignal(int set)
+{
+	if (set >= 0)
+		atomic_store_explicit(&bl__uring_rwf_nosignal_refused, !set,
+				      memory_order_relaxed);
+	return !atomic_load_explicit(&bl__uring_rwf_nosignal_refused,
+				     memory_order_relaxed);
 }

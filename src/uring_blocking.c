@@ -7,7 +7,9 @@
  * MSG_DONTWAIT and other descriptors are polled first, and an op that
  * would block waits in bl_uring_run() (poll), so a single-threaded
  * request/response loop does not deadlock on it.  Every callback runs
- * from bl_uring_run().
+ * from bl_uring_run().  No write raises SIGPIPE: sends and writes to
+ * sockets carry MSG_NOSIGNAL, writes to pipes block it around the call
+ * (io_int.h).
  */
 #include "uring_priv.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
@@ -41,7 +43,21 @@ static ssize_t blk_syscall(struct bl_uring *u, struct uop *op)
 	u->cnt.sqes++;
 	switch (op->kind) {
 	case OP_WRITE:
-		r = off < 0 ? writev(op->fd, v, n) : pwritev(op->fd, v, n, off);
+		if (off >= 0) {
+			r = pwritev(op->fd, v, n, off);
+		} else if (op->nosig == BL__NOSIG_SOCK) {
+			op->msg.msg_iov = v;
+			op->msg.msg_iovlen = (size_t)n;
+			r = sendmsg(op->fd, &op->msg, MSG_NOSIGNAL);
+		} else if (op->nosig == BL__NOSIG_GUARD) {
+			struct bl__sigpipe_guard g;
+
+			bl__sigpipe_block(&g);
+			r = writev(op->fd, v, n);
+			bl__sigpipe_restore(&g, r < 0 && errno == EPIPE);
+		} else {
+			r = writev(op->fd, v, n);
+		}
 		break;
 	case OP_READ:
 		r = off < 0 ? readv(op->fd, v, n) : preadv(op->fd, v, n, off);

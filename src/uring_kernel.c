@@ -76,6 +76,16 @@ void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
 		} else {
 			io_uring_prep_writev(sqe, op->fd, v, n, off);
 		}
+		/*
+		 * At the position the file may be a pipe or a socket, and
+		 * io_uring would raise SIGPIPE in this thread at any of its
+		 * later system calls; RWF_NOSIGNAL (6.18) stops it.
+		 */
+		op->rwf_nosig = op->off < 0 &&
+			!atomic_load_explicit(&bl__uring_rwf_nosignal_refused,
+					      memory_order_relaxed);
+		if (op->rwf_nosig)
+			sqe->rw_flags |= RWF_NOSIGNAL;
 		break;
 	case OP_READ:
 		if (op->bufidx >= 0) {

@@ -136,6 +136,13 @@ enum step bl__uring_op_progress(struct bl_uring *u, struct uop *op, ssize_t res)
 			bl__uring_zc_avoid(u, op->fd);
 			return STEP_NEXT;
 		}
+		/* a kernel before 6.18 refuses RWF_NOSIGNAL: without it */
+		if (res == -EOPNOTSUPP && op->rwf_nosig) {
+			op->rwf_nosig = 0;
+			atomic_store_explicit(&bl__uring_rwf_nosignal_refused,
+					      true, memory_order_relaxed);
+			return STEP_NEXT;
+		}
 		/* a kernel before 6.2 refuses the usage report */
 		if (res == -EINVAL && op->zc && u->zc_report) {
 			u->zc_report = false;

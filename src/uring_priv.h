@@ -47,6 +47,11 @@
 #define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
 #endif
 
+/* 6.18: a write that fails with EPIPE raises no SIGPIPE */
+#ifndef RWF_NOSIGNAL
+#define RWF_NOSIGNAL 0x00000100
+#endif
+
 /*
  * Reads allocate raws of at most 1 GiB, so a read of up to 2 GiB (a
  * single transfer's cap) becomes at most two segments, which fit the
@@ -101,6 +106,8 @@ struct uop {
 	uint8_t multishot;	/* pooled: armed as a kernel multishot */
 	uint8_t more;		/* pooled, blocking: more will follow */
 	uint8_t got_any;	/* pooled: delivered at least one chunk */
+	uint8_t nosig;		/* blocking write at the position: bl__nosig */
+	uint8_t rwf_nosig;	/* io_uring: the request carries RWF_NOSIGNAL */
 	int fd;
 	int msg_flags;
 	int bufidx;		/* registered buffer index, or -1 */
@@ -202,6 +209,9 @@ struct bl_uring_regpool {
 
 /* The completion hook of the tests (uring_int.h); NULL almost always. */
 extern bl__uring_cqe_hook_fn _Atomic bl__uring_cqe_hook;
+
+/* The kernel refused RWF_NOSIGNAL (before 6.18): writes go without it. */
+extern _Atomic bool bl__uring_rwf_nosignal_refused;
 
 /* ---- uring_op.c: the operation engine, completion logic of both ends ---- */
 

@@ -1349,6 +1349,117 @@ START_TEST(test_recv_sees_zero_when_the_peer_closes)
 }
 END_TEST
 
+static bool sigpipe_pending(void)
+{
+	sigset_t set;
+
+	ck_assert_int_eq(sigpending(&set), 0);
+	return sigismember(&set, SIGPIPE) == 1;
+}
+
+/* Writes and sends to a pipe / socket whose reader is gone: -EPIPE. */
+static void epipe_no_signal(struct bl_uring *u)
+{
+	struct bl_list l;
+	struct rec r;
+	int fds[2];
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "hello", 5), 0);
+	for (int k = 0; k < 3; k++) {
+		if (k)		/* 1: write to a socket, 2: send */
+			ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0,
+						    fds), 0);
+		else
+			ck_assert_int_eq(pipe(fds), 0);
+		close(fds[0]);
+		rec_init(&r);
+		if (k < 2)
+			ck_assert_int_eq(bl_uring_write(u, fds[1], -1, &l,
+							rec_cb, &r), 0);
+		else
+			ck_assert_int_eq(bl_uring_send(u, fds[1], &l, 0, rec_cb,
+						       &r), 0);
+		run_until(u, &r.calls, 1);
+		ck_assert_int_eq(r.res, -EPIPE);
+		ck_assert_uint_eq(bl_list_length(&r.data), 0);
+		/* a signal raised by the kernel's task work comes at a later
+		 * system call: make some */
+		ck_assert_int_eq(bl_uring_run(u, 0, 0), 0);
+		usleep(1000);
+		ck_assert(!sigpipe_pending());
+		close(fds[1]);
+	}
+	bl_list_clear(&l);
+}
+
+/* With SIGPIPE at its default disposition (which kills) the process
+ * lives: no write or send of the library raises it. */
+START_TEST(test_write_to_a_gone_reader_is_epipe_without_sigpipe)
+{
+	struct bl_uring *u = new_ring(0);
+	struct sigaction dfl, old;
+
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	ck_assert_int_eq(sigaction(SIGPIPE, &dfl, &old), 0);
+	epipe_no_signal(u);
+	ck_assert_int_eq(sigaction(SIGPIPE, &old, NULL), 0);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+static int eopnotsupp_once(struct io_uring_cqe *cqe, void *arg)
+{
+	(void)arg;
+	if (!hook_hits++)
+		return -EOPNOTSUPP;
+	return cqe->res;
+}
+
+/*
+ * A kernel before 6.18 refuses RWF_NOSIGNAL (-EOPNOTSUPP): the write is
+ * issued again without it and later writes leave it off.  SIGPIPE is
+ * ignored here, since such a kernel would raise it.
+ */
+START_TEST(test_write_refused_rwf_nosignal_goes_again_without_it)
+{
+	struct bl_uring *u = new_ring(0);
+	struct sigaction ign, old;
+	char path[PATH_MAX];
+	int fd = tmp_open(path, sizeof(path));
+	struct bl_list l;
+	struct rec r;
+	unsigned char *got;
+
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	ck_assert_int_eq(sigaction(SIGPIPE, &ign, &old), 0);
+	ck_assert(bl__uring_rwf_nosignal(-1));
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "hello", 5), 0);
+	hook_hits = 0;
+	bl__uring_set_cqe_hook(eopnotsupp_once);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_write(u, fd, -1, &l, rec_cb, &r), 0);
+	run_until(u, &r.calls, 1);
+	bl__uring_set_cqe_hook(NULL);
+	ck_assert_int_eq(r.res, 5);
+	ck_assert_int_eq(hook_hits, 2);
+	ck_assert(!bl__uring_rwf_nosignal(-1));
+	got = file_bytes(fd, 0, 5);
+	ck_assert_mem_eq(got, "hello", 5);
+	free(got);
+	/* without it a gone reader is still -EPIPE */
+	epipe_no_signal(u);
+	ck_assert(bl__uring_rwf_nosignal(1));
+	ck_assert_int_eq(sigaction(SIGPIPE, &old, NULL), 0);
+	bl_list_clear(&l);
+	bl_uring_destroy(u);
+	close(fd);
+}
+END_TEST
+
 /* ---- pooled receive ----------------------------------------------------- */
 
 #define NFRAMES 10000
@@ -2177,6 +2288,7 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_zero_copy_on_unix_socket_falls_back_to_copy);
 		tcase_add_test(tc, test_zero_copy_raw_is_freed_only_after_the_notification);
 		tcase_add_test(tc, test_recv_sees_zero_when_the_peer_closes);
+		tcase_add_test(tc, test_write_to_a_gone_reader_is_epipe_without_sigpipe);
 		suite_add_tcase(s, tc);
 
 		tc = tcase_create(names[b][3]);
@@ -2212,6 +2324,7 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_attached_ring_shares_the_application_event_loop);
 		tcase_add_test(tc, test_destroy_of_attached_ring_leaves_the_application_cqes);
 		tcase_add_test(tc, test_defer_taskrun_ring_sees_completions_without_waiting);
+		tcase_add_test(tc, test_write_refused_rwf_nosignal_goes_again_without_it);
 	}
 	suite_add_tcase(s, tc);
 	return s;

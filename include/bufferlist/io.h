@@ -23,9 +23,14 @@
 BL_BEGIN_DECLS
 
 /**
- * bl_list_write_fd() - writes all of @l (borrowed) to @fd with writev.
+ * bl_list_write_fd() - writes all of @l (borrowed) to @fd with writev
+ * (sendmsg on a socket).  It never raises SIGPIPE: a socket is written
+ * with MSG_NOSIGNAL, and around a write to a pipe or other descriptor
+ * the calling thread blocks SIGPIPE and consumes the one the write raised
+ * (a SIGPIPE already pending stays pending).
  * Return: 0 or -errno (-EAGAIN on a non-blocking fd that would block,
- * -EIO when the descriptor takes no more bytes).
+ * -EIO when the descriptor takes no more bytes, -EPIPE when the reader of
+ * a pipe or socket went away).
  */
 BL_API int bl_list_write_fd(const struct bl_list *l, int fd, size_t *done);
 

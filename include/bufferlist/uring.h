@@ -23,6 +23,15 @@
  * bl_uring_run() (never inside a submit call), so callers see the same
  * order of events on both.  bl_uring_backend() says which one is in use.
  *
+ * A pipe or socket whose reader went away fails a write or send with
+ * -EPIPE; neither back end raises SIGPIPE (sends carry MSG_NOSIGNAL,
+ * io_uring writes at the file position RWF_NOSIGNAL, the blocking back
+ * end blocks SIGPIPE around such a write).  One exception: io_uring on
+ * a kernel before 6.18 refuses RWF_NOSIGNAL, and a bl_uring_write() at
+ * the file position to a pipe or socket whose reader is gone then raises
+ * SIGPIPE in the ring's thread (at any of its later system calls).  Ignore
+ * SIGPIPE, or send to sockets with bl_uring_send(), where that matters.
+ *
  * A struct bl_uring belongs to the thread that created it: submit, run
  * and destroy from it, never from inside one of its callbacks (submitting
  * from a callback is fine).  Raws it handed out (received data) may be
@@ -130,7 +139,8 @@ typedef void (*bl_uring_cb)(void *arg, ssize_t res, struct bl_list *data);
  * file's position, as write(2)).  Shares @l's segments (one reference per
  * segment, no copy); @l may change right after the call.  Lists of more
  * than IOV_MAX segments go out as several requests.  A single slice of a
- * registered raw uses WRITE_FIXED.
+ * registered raw uses WRITE_FIXED.  A pipe or socket whose reader is
+ * gone gives -EPIPE (SIGPIPE: see the top of this file).
  * @cb: called once from bl_uring_run(); NULL: fire and forget.
  * Return: 0 (the callback will run), or, with nothing submitted: -EINVAL
  * (@u or @l is NULL), -ENOMEM, -EBUSY (queue full even after submitting),
