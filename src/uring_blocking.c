@@ -195,6 +195,21 @@ int bl__uring_run_blocking(struct bl_uring *u, unsigned min, int timeout_ms)
 	uint64_t start = u->ncomplete;
 	int64_t deadline = timeout_ms > 0 ? bl__uring_now_ms() + timeout_ms : 0;
 
+	/*
+	 * Only what is ready, as io_uring reaps what the kernel finished:
+	 * the waiting ops whose descriptors are ready now make progress.
+	 */
+	if (!min) {
+		int ret = 0;
+
+		bl__uring_deliver(u);
+		if (u->waitq)
+			ret = blk_poll(u, 0);
+		bl__uring_deliver(u);
+		if (ret < 0 && ret != -EINTR)
+			return ret;
+		return (int)(u->ncomplete - start);
+	}
 	for (;;) {
 		int ms = timeout_ms, ret;
 

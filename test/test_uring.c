@@ -1349,6 +1349,67 @@ START_TEST(test_recv_sees_zero_when_the_peer_closes)
 }
 END_TEST
 
+/*
+ * bl_uring_run(u, 0, 0) in a loop drives both back ends: a receive whose
+ * data arrived completes, and a send larger than the socket buffer goes
+ * out whole while the same loop drains the peer.  (The loop is bounded by
+ * a 20 s deadline only so that a hang fails.)
+ */
+START_TEST(test_run_with_min_complete_zero_advances_waiting_ops)
+{
+	uint64_t rng = seed + 21;
+	const size_t len = 4 << 20;
+	unsigned char *want = rand_buf(len, &rng), *got = malloc(len);
+	struct bl_uring *u = new_ring(SIZE_MAX);
+	time_t end = time(NULL) + 20;
+	struct bl_list l;
+	struct rec r, s;
+	size_t have = 0;
+	int sv[2];
+
+	ck_assert_ptr_nonnull(got);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, rec_cb, &r), 0);
+	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
+	ck_assert_int_eq(r.calls, 0);
+	ck_assert_int_eq(write(sv[0], "ping", 4), 4);
+	while (!r.calls && time(NULL) < end)
+		ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
+	ck_assert_int_eq(r.calls, 1);
+	ck_assert_int_eq(r.res, 4);
+	tu_assert_list_eq(&r.data, "ping", 4);
+	bl_list_clear(&r.data);
+
+	make_list(&l, want, len, 64, &rng);
+	rec_init(&s);
+	ck_assert_int_eq(bl_uring_send(u, sv[0], &l, 0, rec_cb, &s), 0);
+	bl_list_clear(&l);
+	set_nonblock(sv[1]);
+	while ((!s.calls || have < len) && time(NULL) < end) {
+		ssize_t n;
+
+		ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
+		if (have == len)
+			continue;
+		n = read(sv[1], got + have, len - have);
+		if (n > 0)
+			have += (size_t)n;
+		else
+			ck_assert(n < 0 && errno == EAGAIN);
+	}
+	ck_assert_int_eq(s.calls, 1);
+	ck_assert_int_eq(s.res, (ssize_t)len);
+	ck_assert_uint_eq(have, len);
+	ck_assert_mem_eq(got, want, len);
+	bl_uring_destroy(u);
+	close(sv[0]);
+	close(sv[1]);
+	free(got);
+	free(want);
+}
+END_TEST
+
 static bool sigpipe_pending(void)
 {
 	sigset_t set;
@@ -2289,6 +2350,7 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_zero_copy_raw_is_freed_only_after_the_notification);
 		tcase_add_test(tc, test_recv_sees_zero_when_the_peer_closes);
 		tcase_add_test(tc, test_write_to_a_gone_reader_is_epipe_without_sigpipe);
+		tcase_add_test(tc, test_run_with_min_complete_zero_advances_waiting_ops);
 		suite_add_tcase(s, tc);
 
 		tc = tcase_create(names[b][3]);

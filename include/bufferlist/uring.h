@@ -299,7 +299,10 @@ BL_API int bl_uring_submit(struct bl_uring *u);
 /**
  * bl_uring_run() - submits, then reaps completions and runs callbacks
  * until at least @min_complete operations finished or @timeout_ms passed
- * (-1: no limit; 0: only what is ready).
+ * (-1: no limit; 0: only what is ready).  @min_complete 0 never waits,
+ * whatever @timeout_ms: it handles what is ready (the blocking back end
+ * polls its waiting descriptors without a timeout and advances those that
+ * are ready) and returns, so a loop calling it makes progress on both.
  * Callbacks count one each (every chunk of a multishot receive).  With
  * nothing in flight it returns at once, unless zero-copy sends still wait
  * for their notifications (then it waits for those).  On an attached ring
