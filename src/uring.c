@@ -248,10 +248,15 @@ static int op_start(struct bl_uring *u, struct uop *op)
 		bl__uring_op_release(op);
 		return -ECANCELED;
 	}
+	if (bl__uring_op_ordered(op) && !bl__uring_seq_enter(u, op)) {
+		op_link(u, op);
+		return 0;	/* starts when the one before it ends */
+	}
 	if (!op->total && op->kind != OP_RECV && op->kind != OP_POOLED) {
 		op_link(u, op);
 		op->res = 0;
 		bl__uring_doneq_push(u, op);
+		bl__uring_seq_pop(u, op);	/* alone in its queue */
 		return 0;
 	}
 	if (!u->ring) {
@@ -264,6 +269,7 @@ static int op_start(struct bl_uring *u, struct uop *op)
 	}
 	sqe = bl__uring_get_sqe(u);
 	if (!sqe) {
+		bl__uring_seq_pop(u, op);	/* alone in its queue */
 		bl__uring_op_release(op);
 		return -EBUSY;
 	}

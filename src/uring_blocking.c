@@ -48,7 +48,8 @@ static ssize_t blk_syscall(struct bl_uring *u, struct uop *op)
 		} else if (op->nosig == BL__NOSIG_SOCK) {
 			op->msg.msg_iov = v;
 			op->msg.msg_iovlen = (size_t)n;
-			r = sendmsg(op->fd, &op->msg, MSG_NOSIGNAL);
+			r = sendmsg(op->fd, &op->msg,
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
 		} else if (op->nosig == BL__NOSIG_GUARD) {
 			struct bl__sigpipe_guard g;
 
@@ -86,12 +87,24 @@ static ssize_t blk_hook(struct uop *op, ssize_t r)
 		       ? bl__uring_apply_hook(op, &c) : r;
 }
 
+/*
+ * Runs @op as far as it goes; when it ends, the op queued behind it on
+ * its descriptor (bl__uring_seq_pop) runs next, in this same loop, so a
+ * file's writes at the position still end in the submit call.
+ */
 void bl__uring_blk_perform(struct bl_uring *u, struct uop *op)
 {
-	for (;;) {
+	while (op) {
 		enum step st;
 		ssize_t r;
 
+		if (op->seq && (u->destroying || !op->total)) {
+			/* a turn come with nothing to do, or during destroy */
+			op->res = u->destroying ? -ECANCELED : 0;
+			bl__uring_doneq_push(u, op);
+			op = bl__uring_seq_pop(u, op);
+			continue;
+		}
 		if (op->pollfirst && !fd_ready(op)) {
 			waitq_push(u, op);
 			return;
@@ -100,11 +113,12 @@ void bl__uring_blk_perform(struct bl_uring *u, struct uop *op)
 		st = bl__uring_op_progress(u, op, r);
 		if (st == STEP_NEXT)
 			continue;
-		if (st == STEP_WAIT)
+		if (st == STEP_WAIT) {
 			waitq_push(u, op);
-		else
-			bl__uring_doneq_push(u, op);
-		return;
+			return;
+		}
+		bl__uring_doneq_push(u, op);
+		op = bl__uring_seq_pop(u, op);
 	}
 }
 

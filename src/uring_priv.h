@@ -65,6 +65,9 @@
 /* Slots of the per-ring table of sockets that go by copy (zc_hint). */
 #define ZC_HINTS 64u
 
+/* Buckets (by fd) of the ops that keep a descriptor's order (seq). */
+#define SEQ_BUCKETS 256u
+
 /*
  * user_data: op | TAG_OP for an op's data request, op | TAG_POLL for the
  * readiness poll linked in front of it after -EAGAIN, TAG_INTERNAL alone
@@ -84,6 +87,13 @@ enum op_kind {
 	OP_POOLED,
 };
 
+/* uop.seq: where an ordered op (bl__uring_op_ordered) stands */
+enum seq_state {
+	SEQ_NONE,	/* not ordered, or its transfer is over */
+	SEQ_HEAD,	/* running: the first of its descriptor's queue */
+	SEQ_QUEUED,	/* waits for the ops before it on its descriptor */
+};
+
 enum step {
 	STEP_DONE,	/* op->res is final */
 	STEP_NEXT,	/* issue the next request */
@@ -93,6 +103,9 @@ enum step {
 struct uop {
 	struct uop *lnext, *lprev;	/* u->live */
 	struct uop *qnext;		/* doneq, backlog or waitq */
+	struct uop *snext;		/* seq: the next op on the same fd */
+	struct uop *sbnext;		/* seq head: the next head in its bucket */
+	struct uop *stail;		/* seq head: the last op on its fd */
 	struct bl_uring *u;
 	const struct bl__allocator *al;
 	size_t asize;
@@ -108,6 +121,7 @@ struct uop {
 	uint8_t got_any;	/* pooled: delivered at least one chunk */
 	uint8_t nosig;		/* blocking write at the position: bl__nosig */
 	uint8_t rwf_nosig;	/* io_uring: the request carries RWF_NOSIGNAL */
+	uint8_t seq;		/* enum seq_state */
 	int fd;
 	int msg_flags;
 	int bufidx;		/* registered buffer index, or -1 */
@@ -158,6 +172,13 @@ struct bl_uring {
 	struct uop *doneq, *doneq_tail;
 	struct uop *backlog, *backlog_tail;
 	struct uop *waitq;
+	/*
+	 * Writes at the file position and sends keep their descriptor's
+	 * order: per bucket (fd % SEQ_BUCKETS) the chain of the ops now
+	 * running, one per descriptor, each heading the queue of the ops
+	 * submitted after it on that descriptor (uring_op.c).
+	 */
+	struct uop *seq[SEQ_BUCKETS];
 	struct bl_uring_bufring *bufrings;
 	struct bl_uring_regpool *regpool;
 	struct bl__uring_counters cnt;
@@ -224,6 +245,12 @@ enum step bl__uring_op_progress(struct bl_uring *u, struct uop *op,
 void bl__uring_op_finish(struct bl_uring *u, struct uop *op);
 void bl__uring_op_abort(struct bl_uring *u, struct uop *op, ssize_t res);
 void bl__uring_deliver(struct bl_uring *u);
+/* descriptor order: true if @op runs now, false if it waits its turn */
+bool bl__uring_seq_enter(struct bl_uring *u, struct uop *op);
+/* @op's transfer is over: the next op on its fd, now the head, or NULL */
+struct uop *bl__uring_seq_pop(struct bl_uring *u, struct uop *op);
+/* starts @op, just made the head by bl__uring_seq_pop() */
+void bl__uring_seq_start(struct bl_uring *u, struct uop *op);
 
 /* ---- uring_kernel.c: issuing and completing on io_uring ---------------- */
 
@@ -231,6 +258,8 @@ struct io_uring_sqe *bl__uring_get_sqe(struct bl_uring *u);
 void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
 		       struct io_uring_sqe *sqe);
 void bl__uring_flush_backlog(struct bl_uring *u);
+/* the next request of an op: never fails (the backlog takes it) */
+void bl__uring_issue(struct bl_uring *u, struct uop *op);
 void bl__uring_handle(struct bl_uring *u, const struct io_uring_cqe *kc);
 /* bl_uring_run() and bl_uring_destroy()'s wait on this back end */
 int bl__uring_run_kernel(struct bl_uring *u, unsigned min, int timeout_ms);
@@ -280,6 +309,17 @@ static inline void bl__uring_doneq_push(struct bl_uring *u, struct uop *op)
 	else
 		u->doneq = op;
 	u->doneq_tail = op;
+}
+
+/*
+ * Ops that must not overlap another such op on their descriptor: their
+ * bytes go where the previous one's ended (a write at the file position,
+ * a send on a stream), so a second one running at the same time would
+ * interleave with the first's pieces.
+ */
+static inline bool bl__uring_op_ordered(const struct uop *op)
+{
+	return op->kind == OP_WRITE && op->off < 0;
 }
 
 static inline short bl__uring_op_events(const struct uop *op)

@@ -1521,6 +1521,101 @@ START_TEST(test_write_refused_rwf_nosignal_goes_again_without_it)
 }
 END_TEST
 
+/* ---- order on a descriptor ----------------------------------------------- */
+
+#define NLETTERS 10
+#define LETTER_SEGS 1100	/* over IOV_MAX: two requests each */
+#define LETTER_SEG 100
+
+/* @l = LETTER_SEGS segments of LETTER_SEG bytes, each its own raw, all @c. */
+static void letter_list(struct bl_list *l, char c)
+{
+	bl_list_init(l);
+	for (unsigned i = 0; i < LETTER_SEGS; i++) {
+		struct bl_ptr p;
+
+		ck_assert_int_eq(bl_ptr_alloc(&p, LETTER_SEG), 0);
+		memset(bl_ptr_data(&p), c, LETTER_SEG);
+		ck_assert_int_eq(bl_list_append_ptr_move(l, &p), 0);
+	}
+}
+
+/* @buf holds each letter's LETTER_SEGS * LETTER_SEG bytes, A first. */
+static void assert_letters(const unsigned char *buf, size_t len)
+{
+	const size_t each = (size_t)LETTER_SEGS * LETTER_SEG;
+
+	ck_assert_uint_eq(len, NLETTERS * each);
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] != 'A' + i / each)
+			ck_abort_msg("byte %zu is %c, not %c", i, buf[i],
+				     (int)('A' + i / each));
+}
+
+/*
+ * Ten lists of 1100 segments (two requests each), one letter each,
+ * written back to back at the file position: the file holds them whole
+ * and in submission order, as ten write(2) calls would leave it; the
+ * callbacks run in that order too.  Then the same through a pipe read by
+ * a slow thread, where every write comes back short many times.
+ */
+START_TEST(test_writes_at_the_file_position_land_whole_and_in_order)
+{
+	const size_t each = (size_t)LETTER_SEGS * LETTER_SEG;
+	struct bl_uring *u = new_ring(0);
+	struct rec r[NLETTERS];
+	struct bl_list l;
+	char path[PATH_MAX];
+	int fd = tmp_open(path, sizeof(path)), pfd[2];
+	struct drain d = { 0, NLETTERS * each, malloc(NLETTERS * each), 0,
+			   true };
+	unsigned char *got;
+	pthread_t t;
+
+	for (int pass = 0; pass < 2; pass++) {
+		int wfd = fd;
+
+		if (pass) {
+			ck_assert_int_eq(pipe(pfd), 0);
+			d.fd = pfd[0];
+			wfd = pfd[1];
+			ck_assert_int_eq(pthread_create(&t, NULL, drain_thread,
+							&d), 0);
+		}
+		for (int i = 0; i < NLETTERS; i++) {
+			rec_init(&r[i]);
+			letter_list(&l, (char)('A' + i));
+			ck_assert_int_eq(bl_uring_write(u, wfd, -1, &l, rec_cb,
+							&r[i]), 0);
+			bl_list_clear(&l);
+		}
+		run_until(u, &r[NLETTERS - 1].calls, 1);
+		for (int i = 0; i < NLETTERS; i++) {
+			ck_assert_int_eq(r[i].calls, 1);
+			ck_assert_int_eq(r[i].res, (ssize_t)each);
+			if (i)
+				ck_assert_int_gt(r[i].seq, r[i - 1].seq);
+		}
+		if (pass) {
+			pthread_join(t, NULL);
+			assert_letters(d.got, d.n);
+			close(pfd[0]);
+			close(pfd[1]);
+		} else {
+			ck_assert_int_eq(lseek(fd, 0, SEEK_CUR),
+					 (off_t)(NLETTERS * each));
+			got = file_bytes(fd, 0, NLETTERS * each);
+			assert_letters(got, NLETTERS * each);
+			free(got);
+		}
+	}
+	ck_assert_uint_eq(bl_uring_inflight(u), 0);
+	bl_uring_destroy(u);
+	close(fd);
+	free(d.got);
+}
+END_TEST
+
 /* ---- pooled receive ----------------------------------------------------- */
 
 #define NFRAMES 10000
@@ -2351,6 +2446,7 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_recv_sees_zero_when_the_peer_closes);
 		tcase_add_test(tc, test_write_to_a_gone_reader_is_epipe_without_sigpipe);
 		tcase_add_test(tc, test_run_with_min_complete_zero_advances_waiting_ops);
+		tcase_add_test(tc, test_writes_at_the_file_position_land_whole_and_in_order);
 		suite_add_tcase(s, tc);
 
 		tc = tcase_create(names[b][3]);
