@@ -319,7 +319,7 @@ static inline void bl__uring_doneq_push(struct bl_uring *u, struct uop *op)
  */
 static inline bool bl__uring_op_ordered(const struct uop *op)
 {
-	return op->kind == OP_WRITE && op->off < 0;
+	return op->kind == OP_SEND || (op->kind == OP_WRITE && op->off < 0);
 }
 
 static inline short bl__uring_op_events(const struct uop *op)

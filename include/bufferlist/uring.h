@@ -23,13 +23,14 @@
  * bl_uring_run() (never inside a submit call), so callers see the same
  * order of events on both.  bl_uring_backend() says which one is in use.
  *
- * Writes at the file position (off -1) keep their descriptor's order, as
- * write(2) calls one after the other would: such a write starts only when
- * the one submitted before it on the same descriptor has ended (its short
- * transfers resumed to the end), so the bytes of each land whole and in
- * submission order, and the callbacks run in that order.  Writes at an
- * offset, reads and receives are not ordered: they run at once, as many
- * as are submitted.
+ * Writes at the file position (off -1) and sends keep their descriptor's
+ * order, as write(2) and send(2) calls one after the other would: such an
+ * operation starts only when the one submitted before it on the same
+ * descriptor has ended (its short transfers resumed to the end), so the
+ * bytes of each land whole and in submission order, and the callbacks run
+ * in that order.  A write at the position and a send on one socket share
+ * that queue.  Writes at an offset, reads and receives are not ordered:
+ * they run at once, as many as are submitted.
  *
  * A pipe or socket whose reader went away fails a write or send with
  * -EPIPE; neither back end raises SIGPIPE (sends carry MSG_NOSIGNAL,
@@ -148,7 +149,8 @@ typedef void (*bl_uring_cb)(void *arg, ssize_t res, struct bl_list *data);
  * segment, no copy); @l may change right after the call.  Lists of more
  * than IOV_MAX segments go out as several requests.  A single slice of a
  * registered raw uses WRITE_FIXED.  At the file position it waits for
- * the writes submitted before it on @fd (see the top of this file).  A pipe or socket whose reader is gone gives -EPIPE (SIGPIPE:
+ * the writes and sends submitted before it on @fd (see the top of this
+ * file).  A pipe or socket whose reader is gone gives -EPIPE (SIGPIPE:
  * see the top of this file too).
  * @cb: called once from bl_uring_run(); NULL: fire and forget.
  * Return: 0 (the callback will run), or, with nothing submitted: -EINVAL
@@ -176,7 +178,9 @@ BL_API int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
  * bl_uring_send() - sends all of @l on a stream socket (SENDMSG, or
  * SENDMSG_ZC at or above the zero-copy threshold; the raws stay referenced
  * until the kernel's notification; the callback may run before that).
- * Shares @l's segments, as bl_uring_write().
+ * Shares @l's segments, as bl_uring_write().  It starts when the sends
+ * (and writes at the position) submitted before it on @fd have ended, so
+ * the stream carries each whole and in submission order.
  * @flags: MSG_* for sendmsg; MSG_NOSIGNAL is always added.
  * @cb: called once from bl_uring_run(); NULL: fire and forget.
  * Return: 0, or -EINVAL (@u or @l is NULL), -ENOMEM, -EBUSY or -ECANCELED
