@@ -171,8 +171,8 @@ void bl_uring_destroy(struct bl_uring *u)
 		bl__uring_drain_kernel(u);
 	else
 		bl__uring_drain_blocking(u);
-	bl__uring_bufrings_unregister(u);
-	bl__uring_regpool_unregister(u);
+	bl__uring_bufrings_destroy(u);
+	bl__uring_regpool_destroy(u);
 	if (u->ring && !u->attached)
 		io_uring_queue_exit(u->ring);
 	bl__free(u->al, u, sizeof(*u), _Alignof(struct bl_uring));

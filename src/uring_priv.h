@@ -281,14 +281,15 @@ void bl__uring_br_put_back(struct bl_uring_bufring *br, unsigned id);
 void bl__uring_br_drain(struct bl_uring_bufring *br);
 int bl__uring_br_chunk(struct bl_uring_bufring *br, unsigned id, size_t n,
 		       struct bl_list *out);
-/* bl_uring_destroy(): every ring of @u is unregistered (buffers lent out
- * stay valid) */
-void bl__uring_bufrings_unregister(struct bl_uring *u);
+/* bl_uring_destroy(): every ring of @u is destroyed (buffers lent out
+ * stay valid until released) */
+void bl__uring_bufrings_destroy(struct bl_uring *u);
 
 /* ---- regbuf.c: the registered-buffer pool ------------------------------- */
 
-/* bl_uring_destroy(): @u's pool, if any, is unregistered */
-void bl__uring_regpool_unregister(struct bl_uring *u);
+/* bl_uring_destroy(): @u's pool, if any, is destroyed (raws out stay
+ * valid until released) */
+void bl__uring_regpool_destroy(struct bl_uring *u);
 
 /* ---- inline helpers of more than one file ------------------------------- */
 

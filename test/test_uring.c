@@ -242,6 +242,13 @@ static void rec_cb(void *arg, ssize_t res, struct bl_list *data)
 		ck_assert_int_eq(bl_list_claim_append(&r->data, data), 0);
 }
 
+static void pooled_rec_cb(void *arg, ssize_t res, struct bl_list *data,
+			  bool more)
+{
+	ck_assert(!more);
+	rec_cb(arg, res, data);
+}
+
 /* Runs @u until *@flag reaches @want (at most 20 s: a hang fails). */
 static void run_until(struct bl_uring *u, const int *flag, int want)
 {
@@ -2112,6 +2119,52 @@ END_TEST
 
 /* ---- back ends ---------------------------------------------------------- */
 
+/*
+ * The ring owns its buffer rings and registered pool: destroying it frees
+ * those the caller left, while a pooled chunk and a registered raw still
+ * held stay valid until released, which frees the rest.
+ */
+START_TEST(test_destroy_frees_the_bufrings_and_regpool_left_to_it)
+{
+	struct bl_uring *u;
+	struct bl_uring_bufring *br, *br2;
+	struct bl_uring_regpool *rp;
+	struct bl_raw *held;
+	struct rec r;
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	tu_alloc_install(0, 0);
+	u = new_ring(0);
+	br = bl_uring_bufring_create(u, 4, 4096, 3);
+	br2 = bl_uring_bufring_create(u, 8, 1024, 4);
+	rp = bl_uring_regpool_create(u, 2, 8192);
+	ck_assert_ptr_nonnull(br);
+	ck_assert_ptr_nonnull(br2);
+	ck_assert_ptr_nonnull(rp);
+	held = bl_uring_regpool_get(rp);
+	ck_assert_ptr_nonnull(held);
+	rec_init(&r);
+	ck_assert_int_eq(write(sv[0], "chunk", 5), 5);
+	ck_assert_int_eq(bl_uring_recv_pooled(u, sv[1], br, false, pooled_rec_cb,
+					      &r), 0);
+	run_until(u, &r.calls, 1);
+	ck_assert_int_eq(r.res, 5);
+	ck_assert_uint_eq(bl_uring_bufring_available(br), 3);
+
+	bl_uring_destroy(u);
+	ck_assert_uint_gt(live_bytes(), 0);
+	tu_assert_list_eq(&r.data, "chunk", 5);
+	memset(bl_raw_data(held), 7, 8192);
+	bl_list_clear(&r.data);
+	bl_raw_put(held);
+	ck_assert_uint_eq(live_bytes(), 0);
+	tu_alloc_uninstall();
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 START_TEST(test_forced_blocking_back_end_says_so)
 {
 	struct bl_uring_params p;
@@ -2397,7 +2450,7 @@ START_TEST(test_destroy_with_io_in_flight_cancels_everything_without_leaks)
 	ck_assert(!cpool.more);
 	ck_assert_int_eq(cwrite.calls, 1);
 	ck_assert_int_eq(cwrite.last, -ECANCELED);
-	bl_uring_bufring_destroy(br);
+	/* the ring destroyed its buffer ring too */
 	ck_assert_uint_eq(live_bytes(), 0);
 	tu_alloc_uninstall();
 	close(s1[0]);
@@ -2596,6 +2649,7 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_destroy_with_io_in_flight_cancels_everything_without_leaks);
 		tcase_add_test(tc, test_destroy_waits_for_zero_copy_notifications);
 		tcase_add_test(tc, test_destroy_cancels_the_ops_waiting_their_turn_on_a_descriptor);
+		tcase_add_test(tc, test_destroy_frees_the_bufrings_and_regpool_left_to_it);
 		suite_add_tcase(s, tc);
 	}
 

@@ -107,7 +107,10 @@ BL_API struct bl_uring *bl_uring_attach(struct io_uring *ring,
  * bl_uring_destroy() - cancels what is in flight, waits for the kernel to
  * let go of every buffer (including zero-copy notifications), calls the
  * pending callbacks with -ECANCELED (or their real result if they finished
- * first), drops every reference and frees @u.  NULL is a no-op.
+ * first), drops every reference and frees @u, together with the buffer
+ * rings and the registered pool of @u that were not destroyed before (it
+ * owns them: their handles are invalid afterwards; buffers still lent out
+ * as raws stay valid until released).  NULL is a no-op.
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_uring_destroy(struct bl_uring *u);
@@ -209,6 +212,8 @@ struct bl_uring_bufring;
  * @buf_size bytes registered as buffer group @bgid.  A received chunk
  * becomes a slice of its buffer's raw; the buffer goes back to the ring
  * when the last reference to it is dropped, from whatever thread.
+ * Owned by @u: bl_uring_bufring_destroy() frees it early, else
+ * bl_uring_destroy() does (never call the former after the latter).
  * Return: new, or NULL (errno is not set): @u is NULL or being destroyed,
  * @nbufs is not a power of two or above 32768, @buf_size is 0 or above
  * 4 GiB - 1, memory ran out, or the kernel refused the registration.
@@ -226,9 +231,11 @@ bl_uring_bufring_create(struct bl_uring *u, unsigned nbufs, size_t buf_size,
 BL_API unsigned bl_uring_bufring_available(const struct bl_uring_bufring *br);
 
 /**
- * bl_uring_bufring_destroy() - unregisters the ring; buffers still held
- * by slices stay valid until released.  Call after the receives using it
- * have finished or been cancelled.  NULL is a no-op.
+ * bl_uring_bufring_destroy() - unregisters the ring and frees @br (takes
+ * it); buffers still held by slices stay valid until released.  Call after
+ * the receives using it have finished or been cancelled, and before the
+ * ring's bl_uring_destroy(), which destroys what is left.  NULL is a
+ * no-op.
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_uring_bufring_destroy(struct bl_uring_bufring *br);
@@ -273,6 +280,8 @@ struct bl_uring_regpool;
  * aligned) registered with io_uring_register_buffers; raws taken from it
  * know their buffer index, and single-slice reads and writes of them use
  * READ_FIXED / WRITE_FIXED.  One per ring (the kernel keeps one table).
+ * Owned by @u: bl_uring_regpool_destroy() frees it early, else
+ * bl_uring_destroy() does (never call the former after the latter).
  * Return: new, or NULL (errno is not set): @u has one already or is being
  * destroyed, @nbufs is 0 or above 16384, @buf_size is 0 or above 1 GiB,
  * memory ran out, or the kernel refused the registration.
@@ -288,8 +297,9 @@ bl_uring_regpool_create(struct bl_uring *u, unsigned nbufs, size_t buf_size);
 BL_API struct bl_raw *bl_uring_regpool_get(struct bl_uring_regpool *p);
 
 /**
- * bl_uring_regpool_destroy() - unregisters; raws still out stay valid.
- * NULL is a no-op.
+ * bl_uring_regpool_destroy() - unregisters and frees @p (takes it); raws
+ * still out stay valid until released.  Call before the ring's
+ * bl_uring_destroy(), which destroys a pool still there.  NULL is a no-op.
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_uring_regpool_destroy(struct bl_uring_regpool *p);
