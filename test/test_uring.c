@@ -523,6 +523,54 @@ START_TEST(test_null_ring_or_list_is_einval_at_submission)
 }
 END_TEST
 
+/*
+ * bl_uring_inflight counts an operation until its callback has run, on
+ * both back ends: a file write the blocking back end finished in the
+ * submit call, or one io_uring finished whose completion waits in the
+ * queue, still counts, as does a write waiting its turn on the fd.
+ */
+START_TEST(test_inflight_counts_ops_until_their_callback_ran)
+{
+	struct bl_uring *u = new_ring(0);
+	char path[PATH_MAX];
+	int fd = tmp_open(path, sizeof(path));
+	struct bl_list l;
+	struct rec r[2];
+	unsigned char *got;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
+	rec_init(&r[0]);
+	rec_init(&r[1]);
+	ck_assert_int_eq(bl_uring_write(u, fd, -1, &l, rec_cb, &r[0]), 0);
+	ck_assert_int_eq(bl_uring_write(u, fd, -1, &l, rec_cb, &r[1]), 0);
+	ck_assert_uint_eq(bl_uring_inflight(u), 2);
+	if (blocking) {
+		/* both done already, in the submit calls */
+		got = file_bytes(fd, 0, 6);
+		ck_assert_mem_eq(got, "abcabc", 6);
+		free(got);
+	} else {
+		/* the first one's completion is in the queue, not reaped */
+		struct io_uring_cqe *cqe;
+
+		ck_assert_int_ge(bl_uring_submit(u), 1);
+		ck_assert_int_eq(io_uring_wait_cqe(bl_uring_ring(u), &cqe), 0);
+		got = file_bytes(fd, 0, 3);
+		ck_assert_mem_eq(got, "abc", 3);
+		free(got);
+	}
+	ck_assert_uint_eq(bl_uring_inflight(u), 2);
+	ck_assert_int_eq(r[0].calls + r[1].calls, 0);
+	run_until(u, &r[1].calls, 1);
+	ck_assert_int_eq(r[0].calls, 1);
+	ck_assert_uint_eq(bl_uring_inflight(u), 0);
+	bl_list_clear(&l);
+	bl_uring_destroy(u);
+	close(fd);
+}
+END_TEST
+
 /* A directory on a filesystem that takes O_DIRECT, or NULL. */
 static const char *dio_dir(char *buf, size_t size)
 {
@@ -860,6 +908,103 @@ START_TEST(test_injected_eagain_is_retried)
 	bl_uring_destroy(u);
 	close(fd);
 	free(want);
+}
+END_TEST
+
+/* What a failed read or receive hands its callback. */
+struct seen {
+	int calls;
+	ssize_t res;
+	bool data_null;
+	size_t data_len;
+};
+
+static void seen_cb(void *arg, ssize_t res, struct bl_list *data)
+{
+	struct seen *w = arg;
+
+	w->calls++;
+	w->res = res;
+	w->data_null = !data;
+	w->data_len = data ? bl_list_length(data) : 0;
+}
+
+static void seen_rcb(void *arg, ssize_t res, struct bl_list *data, bool more)
+{
+	ck_assert(!more);
+	seen_cb(arg, res, data);
+}
+
+static void seen_run(struct bl_uring *u, struct seen *w)
+{
+	run_until(u, &w->calls, 1);
+	ck_assert_int_eq(w->calls, 1);
+	ck_assert(!w->data_null);
+	ck_assert_uint_eq(w->data_len, 0);
+}
+
+/* The first completion moves half, the second fails with -EIO. */
+static int short_then_eio(struct io_uring_cqe *cqe, void *arg)
+{
+	if (arg != hook_target)
+		return cqe->res;
+	if (!hook_hits++)
+		return cqe->res > 1 ? cqe->res / 2 : cqe->res;
+	return -EIO;
+}
+
+/*
+ * A read or receive that fails passes an empty list, not NULL, on both
+ * back ends; one that fails after part of it arrived drops that part.
+ */
+START_TEST(test_failed_read_passes_an_empty_list_not_null)
+{
+	struct bl_uring *u = new_ring(0);
+	struct bl_uring_bufring *br = bl_uring_bufring_create(u, 2, 4096, 5);
+	char path[PATH_MAX];
+	int fd = tmp_open(path, sizeof(path)), wo;
+	struct seen w;
+
+	ck_assert_ptr_nonnull(br);
+	ck_assert_int_eq(pwrite(fd, "0123456789", 10, 0), 10);
+	wo = open(path, O_WRONLY);
+	ck_assert_int_ge(wo, 0);
+
+	memset(&w, 0, sizeof(w));
+	ck_assert_int_eq(bl_uring_read(u, wo, 0, 10, 0, seen_cb, &w), 0);
+	seen_run(u, &w);
+	ck_assert_int_eq(w.res, -EBADF);
+
+	memset(&w, 0, sizeof(w));
+	ck_assert_int_eq(bl_uring_recv(u, fd, 10, seen_cb, &w), 0);
+	seen_run(u, &w);
+	ck_assert_int_eq(w.res, -ENOTSOCK);
+
+	memset(&w, 0, sizeof(w));
+	ck_assert_int_eq(bl_uring_recv_pooled(u, fd, br, false, seen_rcb, &w),
+			 0);
+	seen_run(u, &w);
+	ck_assert_int_eq(w.res, -ENOTSOCK);
+
+	memset(&w, 0, sizeof(w));
+	hook_hits = 0;
+	hook_target = &w;
+	bl__uring_set_cqe_hook(short_then_eio);
+	ck_assert_int_eq(bl_uring_read(u, fd, 0, 10, 0, seen_cb, &w), 0);
+	seen_run(u, &w);
+	bl__uring_set_cqe_hook(NULL);
+	ck_assert_int_eq(hook_hits, 2);
+	ck_assert_int_eq(w.res, -EIO);
+
+	/* at end of file: 0 and an empty list too */
+	memset(&w, 0, sizeof(w));
+	ck_assert_int_eq(bl_uring_read(u, fd, 10, 10, 0, seen_cb, &w), 0);
+	seen_run(u, &w);
+	ck_assert_int_eq(w.res, 0);
+	bl_uring_bufring_destroy(br);
+	bl_uring_destroy(u);
+	close(wo);
+	close(fd);
 }
 END_TEST
 
@@ -2595,6 +2740,7 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_write_of_empty_list_completes_with_zero);
 		tcase_add_test(tc, test_null_callback_is_fire_and_forget_on_every_submission);
 		tcase_add_test(tc, test_null_ring_or_list_is_einval_at_submission);
+		tcase_add_test(tc, test_inflight_counts_ops_until_their_callback_ran);
 		tcase_add_test(tc, test_o_direct_round_trip_copies_only_misaligned_runs);
 		suite_add_tcase(s, tc);
 
@@ -2606,6 +2752,7 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_injected_short_counts_are_resumed_to_the_end);
 		tcase_add_test(tc, test_injected_eio_and_enospc_reach_the_callback_and_release_refs);
 		tcase_add_test(tc, test_injected_eagain_is_retried);
+		tcase_add_test(tc, test_failed_read_passes_an_empty_list_not_null);
 		tcase_add_test(tc, test_allocation_failure_at_submit_is_enomem_and_leaks_nothing);
 		suite_add_tcase(s, tc);
 

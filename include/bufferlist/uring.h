@@ -142,7 +142,10 @@ BL_API struct io_uring *bl_uring_ring(struct bl_uring *u);
  *        file / when the peer closed), or -errno.
  * @data: for reads and receives, the bytes received: the callback may take
  *        them (bl_list_claim_append, bl_list_swap); what it leaves is
- *        released after it returns.  NULL for writes and sends.
+ *        released after it returns.  An empty list, never NULL, when @res
+ *        is 0 or -errno (a read that fails after part of it arrived drops
+ *        that part).  NULL for writes and sends.  The same on both back
+ *        ends.
  */
 typedef void (*bl_uring_cb)(void *arg, ssize_t res, struct bl_list *data);
 
@@ -164,9 +167,12 @@ BL_API int bl_uring_write(struct bl_uring *u, int fd, off_t off,
 			  const struct bl_list *l, bl_uring_cb cb, void *arg);
 
 /**
- * bl_uring_read() - reads @len bytes at @off into new raws whose data is
- * aligned to @align (0: 64; pass the O_DIRECT memory alignment for such
- * files).  The callback gets the list; short only at end of file.  A read
+ * bl_uring_read() - reads @len bytes at file offset @off (-1: at the
+ * file's position, as read(2), which it advances; reads are not ordered
+ * against each other, so keep one at the position in flight per
+ * descriptor) into new raws whose data is aligned to @align (0: 64; pass
+ * the O_DIRECT memory alignment for such files).  The callback gets the
+ * list (new: it may take it); short only at end of file.  A read
  * that fits a free buffer of the ring's registered pool reads into it
  * with READ_FIXED.
  * @cb: called once from bl_uring_run(); NULL: fire and forget (the bytes
@@ -348,8 +354,13 @@ BL_API int bl_uring_run(struct bl_uring *u, unsigned min_complete,
 BL_API int bl_uring_handle_cqe(struct bl_uring *u, struct io_uring_cqe *cqe);
 
 /**
- * bl_uring_inflight() - operations submitted and not yet completed.
- * Return: that count (retiring zero-copy sends excluded).
+ * bl_uring_inflight() - operations submitted whose final callback has not
+ * run yet, on both back ends alike: one that ended but whose callback
+ * waits for bl_uring_run() counts (the blocking back end ends file
+ * operations in the submit call; io_uring's may sit in the completion
+ * queue), and so does one waiting its turn on its descriptor.
+ * Return: that count (zero-copy sends whose callback ran but whose
+ * notification is due excluded).
  */
 BL_API unsigned bl_uring_inflight(const struct bl_uring *u);
 
