@@ -30,6 +30,7 @@
  *    reader that went away is -EPIPE, not a dead process.
  *
  * The O_DIRECT helpers at the end only ask the kernel for the alignment
+ * (and, where it does not say, whether the file takes O_DIRECT at all)
  * and hand the list to the list layer's rebuild; they do no I/O.
  */
 #include "config.h"
@@ -37,9 +38,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdint.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -377,27 +379,68 @@ int bl_list_write_file(const struct bl_list *l, const char *path,
 #define STATX_DIOALIGN 0x00002000U
 #endif
 
+/*
+ * Whether the regular file open at @fd takes O_DIRECT, where statx did not
+ * say: opening it again with O_DIRECT (through /proc/self/fd) is what
+ * open(2) checks, and a filesystem without direct I/O (tmpfs before 6.6,
+ * procfs, ...) refuses it with EINVAL.  Read access first, so that the
+ * probe opens nothing for writing where it need not.  Return: 0 (it does,
+ * or the probe could not tell: no /proc, no permission), or -EINVAL.
+ */
+static int dio_probe(int fd)
+{
+	char path[32];
+	int fl = fcntl(fd, F_GETFL), pfd, acc = O_RDONLY;
+
+	if (fl >= 0 && (fl & O_DIRECT))
+		return 0;	/* opened so already */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	for (;;) {
+		pfd = open(path, acc | O_DIRECT | O_CLOEXEC | O_NOCTTY);
+		if (pfd >= 0) {
+			close(pfd);
+			return 0;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EINVAL)
+			return -EINVAL;
+		if (errno != EACCES || acc != O_RDONLY || fl < 0 ||
+		    (fl & O_ACCMODE) == O_RDONLY)
+			return 0;
+		acc = O_WRONLY;	/* a write-only descriptor of ours */
+	}
+}
+
 int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align)
 {
 	struct statx stx;
 	struct stat st;
-	int ss;
+	int ss, ret;
 
 	memset(&stx, 0, sizeof(stx));
 	if (!statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) &&
 	    (stx.stx_mask & STATX_DIOALIGN)) {
 		/* reported as zero: this file cannot do direct I/O at all */
 		if (!stx.stx_dio_offset_align || !stx.stx_dio_mem_align)
-			return -EOPNOTSUPP;
+			return -EINVAL;
 		*mem_align = stx.stx_dio_mem_align;
 		*off_align = stx.stx_dio_offset_align;
 		return 0;
 	}
 	if (fstat(fd, &st))
 		return -errno;
+	/* pipes, sockets, character devices: no direct I/O */
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return -EINVAL;
 	if (S_ISBLK(st.st_mode) && !ioctl(fd, BLKSSZGET, &ss) && ss > 0) {
 		*mem_align = *off_align = (size_t)ss;
 		return 0;
+	}
+	if (S_ISREG(st.st_mode)) {
+		ret = dio_probe(fd);
+		if (ret)
+			return ret;
 	}
 	*mem_align = *off_align = 4096;
 	return 0;

@@ -696,19 +696,86 @@ START_TEST(test_o_direct_round_trip_copies_only_misaligned_runs)
 }
 END_TEST
 
-START_TEST(test_dio_align_without_statx_answer_falls_back_to_4096)
+/* bl_fd_dio_align on @fd agrees with what open(@path, O_DIRECT) says. */
+static void dio_align_agrees_with_open(int fd, const char *path)
 {
 	size_t mem = 1, off = 1;
-	int pfd[2];
+	int d = open(path, O_RDONLY | O_DIRECT), ret;
 
-	/* a pipe reports no direct-I/O alignment and is no block device */
-	ck_assert_int_eq(pipe(pfd), 0);
-	ck_assert_int_eq(bl_fd_dio_align(pfd[0], &mem, &off), 0);
-	ck_assert_uint_eq(mem, 4096);
-	ck_assert_uint_eq(off, 4096);
-	close(pfd[0]);
-	close(pfd[1]);
+	ck_assert(d >= 0 || errno == EINVAL);
+	ret = bl_fd_dio_align(fd, &mem, &off);
+	if (d >= 0) {
+		ck_assert_int_eq(ret, 0);
+		ck_assert_uint_gt(mem, 0);
+		ck_assert_uint_gt(off, 0);
+		close(d);
+	} else {
+		ck_assert_int_eq(ret, -EINVAL);
+		ck_assert_uint_eq(mem, 1);
+		ck_assert_uint_eq(off, 1);
+	}
+}
+
+/*
+ * Where direct I/O cannot be, bl_fd_dio_align says -EINVAL (and leaves
+ * its outputs): pipes, sockets, and files whose filesystem refuses
+ * O_DIRECT (procfs; tmpfs before Linux 6.6), also where statx does not
+ * report the alignment.
+ */
+START_TEST(test_dio_align_is_einval_where_direct_io_cannot_be)
+{
+	size_t mem = 1, off = 1;
+	char path[PATH_MAX];
+	const char *dir;
+	struct bl_list l;
+	struct stat st;
+	int fds[2], fd;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_eq(bl_fd_dio_align(fds[0], &mem, &off), -EINVAL);
+	ck_assert_int_eq(bl_fd_dio_align(fds[1], &mem, &off), -EINVAL);
+	ck_assert_uint_eq(mem, 1);
+	ck_assert_uint_eq(off, 1);
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
+	ck_assert_int_eq(bl_list_prepare_dio(&l, fds[1]), -EINVAL);
+	tu_assert_list_eq(&l, "abc", 3);
+	bl_list_clear(&l);
+	close(fds[0]);
+	close(fds[1]);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+	ck_assert_int_eq(bl_fd_dio_align(fds[0], &mem, &off), -EINVAL);
+	ck_assert_uint_eq(mem, 1);
+	close(fds[0]);
+	close(fds[1]);
 	ck_assert_int_eq(bl_fd_dio_align(-1, &mem, &off), -EBADF);
+
+	/* a procfs file: regular, and no direct I/O */
+	fd = open("/proc/self/status", O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	dio_align_agrees_with_open(fd, "/proc/self/status");
+	close(fd);
+	/* tmpfs, which statx says nothing about: the probe decides */
+	if (!stat("/dev/shm", &st) && S_ISDIR(st.st_mode)) {
+		snprintf(path, sizeof(path), "/dev/shm/bl-dio-XXXXXX");
+		fd = mkstemp(path);
+		if (fd >= 0) {
+			dio_align_agrees_with_open(fd, path);
+			unlink(path);
+			close(fd);
+		}
+	}
+	/* and a file of a filesystem that takes it */
+	dir = dio_dir(path, sizeof(path));
+	if (dir) {
+		snprintf(path, sizeof(path), "%s/bl-dio-XXXXXX", dir);
+		fd = mkstemp(path);
+		ck_assert_int_ge(fd, 0);
+		dio_align_agrees_with_open(fd, path);
+		ck_assert_int_eq(bl_fd_dio_align(fd, &mem, &off), 0);
+		unlink(path);
+		close(fd);
+	}
 }
 END_TEST
 
@@ -2805,7 +2872,7 @@ static Suite *uring_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_forced_blocking_back_end_says_so);
 	tcase_add_test(tc, test_seccomp_denying_io_uring_setup_selects_blocking_back_end);
-	tcase_add_test(tc, test_dio_align_without_statx_answer_falls_back_to_4096);
+	tcase_add_test(tc, test_dio_align_is_einval_where_direct_io_cannot_be);
 	if (uring_ok) {
 		tcase_add_test(tc, test_attached_ring_shares_the_application_event_loop);
 		tcase_add_test(tc, test_destroy_of_attached_ring_leaves_the_application_cqes);
