@@ -257,9 +257,11 @@ typedef void (*bl_uring_recv_cb)(void *arg, ssize_t res,
 				 struct bl_list *data, bool more);
 
 /**
- * bl_uring_recv_pooled() - receives into @br's buffers: one completion
- * (single shot) or one per arriving chunk until error, EOF or cancel
- * (@multishot, where the kernel supports it; else re-armed by the library).
+ * bl_uring_recv_pooled() - receives into @br's buffers (borrowed: the
+ * receive pins it until its last callback): one completion (single shot)
+ * or one per arriving chunk until error, EOF or cancel (@multishot, where
+ * the kernel supports it; else re-armed by the library).  Each chunk is
+ * a new slice of a ring buffer that the callback may take.
  * @cb: called from bl_uring_run() for every chunk and the end; NULL: fire
  * and forget (the chunks go back to @br at once).
  * Return: 0, -ENOMEM, -EBUSY, -ECANCELED (as bl_uring_write()), or
