@@ -344,8 +344,8 @@ static void *receiver_thread(void *arg)
 		while (r->got < r->total && !r->eof && !r->err)
 			if (bl_uring_run(r->u, 1, -1) < 0)
 				die("bl_uring_run", -EIO);
-		bl_uring_destroy(r->u);
 		bl_uring_bufring_destroy(r->br);
+		bl_uring_destroy(r->u);
 	} else {
 		char *buf = malloc(1 << 20);
 

@@ -240,13 +240,17 @@ static void br_unregister(struct bl_uring_bufring *br)
 	br->u = NULL;
 }
 
-void bl__uring_bufrings_unregister(struct bl_uring *u)
+void bl__uring_bufrings_destroy(struct bl_uring *u)
 {
 	while (u->bufrings) {
 		struct bl_uring_bufring *br = u->bufrings;
 
 		u->bufrings = br->next;
 		br_unregister(br);
+		/* as bl_uring_bufring_destroy(): the ring owned the handle */
+		br->handle_gone = true;
+		if (!br->op_pins)
+			bl__uring_br_unref(br);
 	}
 }
 

@@ -24,8 +24,13 @@
  *    bl_list_read_file() reads a regular file into one raw of its size.
  *  - A write or read at a negative offset is -EINVAL; a write whose end
  *    would overflow off_t is -EOVERFLOW, both before any system call.
+ *  - A write at the file position asks fstat what @fd is: a socket is
+ *    written with sendmsg(MSG_NOSIGNAL), a pipe or other descriptor that
+ *    can raise SIGPIPE with the signal blocked around the call, so a
+ *    reader that went away is -EPIPE, not a dead process.
  *
  * The O_DIRECT helpers at the end only ask the kernel for the alignment
+ * (and, where it does not say, whether the file takes O_DIRECT at all)
  * and hand the list to the list layer's rebuild; they do no I/O.
  */
 #include "config.h"
@@ -33,11 +38,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/fs.h>
 
@@ -53,10 +63,59 @@
 #define BL__OFF_MAX \
 	((off_t)(((uint64_t)1 << (sizeof(off_t) * CHAR_BIT - 1)) - 1))
 
+/* ---- SIGPIPE ---------------------------------------------------------- */
+
+void bl__sigpipe_block(struct bl__sigpipe_guard *g)
+{
+	sigset_t set, pending;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	/* pending means blocked already: a new one would merge with it */
+	g->was_pending = !sigpending(&pending) &&
+			 sigismember(&pending, SIGPIPE) == 1;
+	pthread_sigmask(SIG_BLOCK, &set, &g->old);
+}
+
+void bl__sigpipe_restore(struct bl__sigpipe_guard *g, bool epipe)
+{
+	int saved = errno;
+
+	if (epipe && !g->was_pending) {
+		static const struct timespec zero = { 0, 0 };
+		sigset_t set;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGPIPE);
+		while (sigtimedwait(&set, NULL, &zero) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+	errno = saved;
+}
+
+/* ---- writes ----------------------------------------------------------- */
+
+/* At the file position: @how says how SIGPIPE stays away (io_int.h). */
+static ssize_t writev_nosig(int fd, const struct iovec *iov, int cnt,
+			    enum bl__nosig how)
+{
+	struct msghdr m;
+
+	if (how != BL__NOSIG_SOCK)
+		return writev(fd, iov, cnt);
+	memset(&m, 0, sizeof(m));
+	m.msg_iov = (struct iovec *)iov;
+	m.msg_iovlen = (size_t)cnt;
+	return sendmsg(fd, &m, MSG_NOSIGNAL);
+}
+
 static int write_all(const struct bl_list *l, int fd, bool positional,
 		     off_t off, size_t *done)
 {
 	struct iovec iov[BL__IOV_MAX];
+	struct bl__sigpipe_guard guard;
+	enum bl__nosig how = BL__NOSIG_NONE;
 	size_t total = bl__list_len(l), pos = 0;
 	int cnt = 0, i = 0, ret = 0;
 
@@ -69,6 +128,15 @@ static int write_all(const struct bl_list *l, int fd, bool positional,
 			ret = -EOVERFLOW;
 			goto out;
 		}
+	} else if (total) {
+		/* a pipe or socket whose reader is gone: -EPIPE, no signal
+		 * (pwritev on those is -ESPIPE, so positional writes never
+		 * raise it) */
+		struct stat st;
+
+		how = bl__nosig_of_mode(fstat(fd, &st) ? -1 : (long)st.st_mode);
+		if (how == BL__NOSIG_GUARD)
+			bl__sigpipe_block(&guard);
 	}
 
 	while (pos < total) {
@@ -87,7 +155,7 @@ static int write_all(const struct bl_list *l, int fd, bool positional,
 		if (positional)
 			n = pwritev(fd, iov + i, cnt - i, off + (off_t)pos);
 		else
-			n = writev(fd, iov + i, cnt - i);
+			n = writev_nosig(fd, iov + i, cnt - i, how);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -112,6 +180,8 @@ static int write_all(const struct bl_list *l, int fd, bool positional,
 			iov[i].iov_len -= (size_t)n;
 		}
 	}
+	if (how == BL__NOSIG_GUARD)
+		bl__sigpipe_restore(&guard, ret == -EPIPE);
 out:
 	if (done)
 		*done = pos;
@@ -310,27 +380,68 @@ int bl_list_write_file(const struct bl_list *l, const char *path,
 #define STATX_DIOALIGN 0x00002000U
 #endif
 
+/*
+ * Whether the regular file open at @fd takes O_DIRECT, where statx did not
+ * say: opening it again with O_DIRECT (through /proc/self/fd) is what
+ * open(2) checks, and a filesystem without direct I/O (tmpfs before 6.6,
+ * procfs, ...) refuses it with EINVAL.  Read access first, so that the
+ * probe opens nothing for writing where it need not.  Return: 0 (it does,
+ * or the probe could not tell: no /proc, no permission), or -EINVAL.
+ */
+static int dio_probe(int fd)
+{
+	char path[32];
+	int fl = fcntl(fd, F_GETFL), pfd, acc = O_RDONLY;
+
+	if (fl >= 0 && (fl & O_DIRECT))
+		return 0;	/* opened so already */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	for (;;) {
+		pfd = open(path, acc | O_DIRECT | O_CLOEXEC | O_NOCTTY);
+		if (pfd >= 0) {
+			close(pfd);
+			return 0;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EINVAL)
+			return -EINVAL;
+		if (errno != EACCES || acc != O_RDONLY || fl < 0 ||
+		    (fl & O_ACCMODE) == O_RDONLY)
+			return 0;
+		acc = O_WRONLY;	/* a write-only descriptor of ours */
+	}
+}
+
 int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align)
 {
 	struct statx stx;
 	struct stat st;
-	int ss;
+	int ss, ret;
 
 	memset(&stx, 0, sizeof(stx));
 	if (!statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) &&
 	    (stx.stx_mask & STATX_DIOALIGN)) {
 		/* reported as zero: this file cannot do direct I/O at all */
 		if (!stx.stx_dio_offset_align || !stx.stx_dio_mem_align)
-			return -EOPNOTSUPP;
+			return -EINVAL;
 		*mem_align = stx.stx_dio_mem_align;
 		*off_align = stx.stx_dio_offset_align;
 		return 0;
 	}
 	if (fstat(fd, &st))
 		return -errno;
+	/* pipes, sockets, character devices: no direct I/O */
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return -EINVAL;
 	if (S_ISBLK(st.st_mode) && !ioctl(fd, BLKSSZGET, &ss) && ss > 0) {
 		*mem_align = *off_align = (size_t)ss;
 		return 0;
+	}
+	if (S_ISREG(st.st_mode)) {
+		ret = dio_probe(fd);
+		if (ret)
+			return ret;
 	}
 	*mem_align = *off_align = 4096;
 	return 0;

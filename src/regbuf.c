@@ -142,10 +142,10 @@ static void rp_unregister(struct bl_uring_regpool *p)
 	p->u = NULL;
 }
 
-void bl__uring_regpool_unregister(struct bl_uring *u)
+void bl__uring_regpool_destroy(struct bl_uring *u)
 {
 	if (u->regpool)
-		rp_unregister(u->regpool);
+		bl_uring_regpool_destroy(u->regpool);
 }
 
 void bl_uring_regpool_destroy(struct bl_uring_regpool *p)

@@ -37,6 +37,7 @@
 #define ZC_THRESHOLD_DEFAULT ((size_t)16 * 1024)
 
 bl__uring_cqe_hook_fn _Atomic bl__uring_cqe_hook;
+_Atomic bool bl__uring_rwf_nosignal_refused;
 
 /* ---- creation and teardown -------------------------------------------- */
 
@@ -170,8 +171,8 @@ void bl_uring_destroy(struct bl_uring *u)
 		bl__uring_drain_kernel(u);
 	else
 		bl__uring_drain_blocking(u);
-	bl__uring_bufrings_unregister(u);
-	bl__uring_regpool_unregister(u);
+	bl__uring_bufrings_destroy(u);
+	bl__uring_regpool_destroy(u);
 	if (u->ring && !u->attached)
 		io_uring_queue_exit(u->ring);
 	bl__free(u->al, u, sizeof(*u), _Alignof(struct bl_uring));
@@ -247,10 +248,15 @@ static int op_start(struct bl_uring *u, struct uop *op)
 		bl__uring_op_release(op);
 		return -ECANCELED;
 	}
+	if (bl__uring_op_ordered(op) && !bl__uring_seq_enter(u, op)) {
+		op_link(u, op);
+		return 0;	/* starts when the one before it ends */
+	}
 	if (!op->total && op->kind != OP_RECV && op->kind != OP_POOLED) {
 		op_link(u, op);
 		op->res = 0;
 		bl__uring_doneq_push(u, op);
+		bl__uring_seq_pop(u, op);	/* alone in its queue */
 		return 0;
 	}
 	if (!u->ring) {
@@ -263,6 +269,7 @@ static int op_start(struct bl_uring *u, struct uop *op)
 	}
 	sqe = bl__uring_get_sqe(u);
 	if (!sqe) {
+		bl__uring_seq_pop(u, op);	/* alone in its queue */
 		bl__uring_op_release(op);
 		return -EBUSY;
 	}
@@ -271,21 +278,34 @@ static int op_start(struct bl_uring *u, struct uop *op)
 	return 0;
 }
 
-/* Blocking back end: descriptors other than files and block devices are
- * polled before each call so that a pipe does not block the caller. */
+/*
+ * Blocking back end: descriptors other than files and block devices are
+ * polled before each call so that a pipe does not block the caller, and
+ * a write at the position to one of them must not raise SIGPIPE.
+ */
 static void set_pollfirst(struct bl_uring *u, struct uop *op)
 {
 	struct stat st;
+	bool ok;
 
-	if (!u->ring && !fstat(op->fd, &st))
+	if (u->ring)
+		return;
+	ok = !fstat(op->fd, &st);
+	if (ok)
 		op->pollfirst = !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode);
+	if (op->kind == OP_WRITE && op->off < 0)
+		op->nosig = (uint8_t)bl__nosig_of_mode(ok ? (long)st.st_mode
+							  : -1);
 }
 
 int bl_uring_write(struct bl_uring *u, int fd, off_t off,
 		   const struct bl_list *l, bl_uring_cb cb, void *arg)
 {
-	struct uop *op = bl__uring_op_new(u, OP_WRITE, bl_list_num_buffers(l));
+	struct uop *op;
 
+	if (!u || !l)
+		return -EINVAL;
+	op = bl__uring_op_new(u, OP_WRITE, bl_list_num_buffers(l));
 	if (!op)
 		return -ENOMEM;
 	bl__uring_op_share_list(op, l);
@@ -302,10 +322,13 @@ int bl_uring_write(struct bl_uring *u, int fd, off_t off,
 int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
 		  size_t align, bl_uring_cb cb, void *arg)
 {
-	struct bl_uring_regpool *rp = u->regpool;
+	struct bl_uring_regpool *rp;
 	unsigned n = 0;
 	struct uop *op;
 
+	if (!u)
+		return -EINVAL;
+	rp = u->regpool;
 	if (!align)
 		align = BL_CACHELINE;
 	if (!bl__is_pow2(align))
@@ -356,8 +379,11 @@ int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
 int bl_uring_send(struct bl_uring *u, int fd, const struct bl_list *l,
 		  int flags, bl_uring_cb cb, void *arg)
 {
-	struct uop *op = bl__uring_op_new(u, OP_SEND, bl_list_num_buffers(l));
+	struct uop *op;
 
+	if (!u || !l)
+		return -EINVAL;
+	op = bl__uring_op_new(u, OP_SEND, bl_list_num_buffers(l));
 	if (!op)
 		return -ENOMEM;
 	bl__uring_op_share_list(op, l);
@@ -376,6 +402,8 @@ int bl_uring_recv(struct bl_uring *u, int fd, size_t len, bl_uring_cb cb,
 	struct uop *op;
 	struct bl_raw *r;
 
+	if (!u)
+		return -EINVAL;
 	if (len > (size_t)INT_MAX)
 		len = (size_t)INT_MAX;
 	op = bl__uring_op_new(u, OP_RECV, 1);
@@ -404,7 +432,7 @@ int bl_uring_recv_pooled(struct bl_uring *u, int fd,
 	struct uop *op;
 	int ret;
 
-	if (!br || br->u != u)
+	if (!u || !br || br->u != u)
 		return -EINVAL;
 	op = bl__uring_op_new(u, OP_POOLED, 0);
 	if (!op)
@@ -562,4 +590,13 @@ void bl__uring_zc_adapt(struct bl_uring *u, bool on)
 void bl__uring_set_cqe_hook(bl__uring_cqe_hook_fn fn)
 {
 	atomic_store_explicit(&bl__uring_cqe_hook, fn, memory_order_relaxed);
+}
+
+bool bl__uring_rwf_nosignal(int set)
+{
+	if (set >= 0)
+		atomic_store_explicit(&bl__uring_rwf_nosignal_refused, !set,
+				      memory_order_relaxed);
+	return !atomic_load_explicit(&bl__uring_rwf_nosignal_refused,
+				     memory_order_relaxed);
 }

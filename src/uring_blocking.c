@@ -7,7 +7,9 @@
  * MSG_DONTWAIT and other descriptors are polled first, and an op that
  * would block waits in bl_uring_run() (poll), so a single-threaded
  * request/response loop does not deadlock on it.  Every callback runs
- * from bl_uring_run().
+ * from bl_uring_run().  No write raises SIGPIPE: sends and writes to
+ * sockets carry MSG_NOSIGNAL, writes to pipes block it around the call
+ * (io_int.h).
  */
 #include "uring_priv.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
@@ -41,7 +43,22 @@ static ssize_t blk_syscall(struct bl_uring *u, struct uop *op)
 	u->cnt.sqes++;
 	switch (op->kind) {
 	case OP_WRITE:
-		r = off < 0 ? writev(op->fd, v, n) : pwritev(op->fd, v, n, off);
+		if (off >= 0) {
+			r = pwritev(op->fd, v, n, off);
+		} else if (op->nosig == BL__NOSIG_SOCK) {
+			op->msg.msg_iov = v;
+			op->msg.msg_iovlen = (size_t)n;
+			r = sendmsg(op->fd, &op->msg,
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
+		} else if (op->nosig == BL__NOSIG_GUARD) {
+			struct bl__sigpipe_guard g;
+
+			bl__sigpipe_block(&g);
+			r = writev(op->fd, v, n);
+			bl__sigpipe_restore(&g, r < 0 && errno == EPIPE);
+		} else {
+			r = writev(op->fd, v, n);
+		}
 		break;
 	case OP_READ:
 		r = off < 0 ? readv(op->fd, v, n) : preadv(op->fd, v, n, off);
@@ -70,12 +87,24 @@ static ssize_t blk_hook(struct uop *op, ssize_t r)
 		       ? bl__uring_apply_hook(op, &c) : r;
 }
 
+/*
+ * Runs @op as far as it goes; when it ends, the op queued behind it on
+ * its descriptor (bl__uring_seq_pop) runs next, in this same loop, so a
+ * file's writes at the position still end in the submit call.
+ */
 void bl__uring_blk_perform(struct bl_uring *u, struct uop *op)
 {
-	for (;;) {
+	while (op) {
 		enum step st;
 		ssize_t r;
 
+		if (op->seq && (u->destroying || !op->total)) {
+			/* a turn come with nothing to do, or during destroy */
+			op->res = u->destroying ? -ECANCELED : 0;
+			bl__uring_doneq_push(u, op);
+			op = bl__uring_seq_pop(u, op);
+			continue;
+		}
 		if (op->pollfirst && !fd_ready(op)) {
 			waitq_push(u, op);
 			return;
@@ -84,11 +113,12 @@ void bl__uring_blk_perform(struct bl_uring *u, struct uop *op)
 		st = bl__uring_op_progress(u, op, r);
 		if (st == STEP_NEXT)
 			continue;
-		if (st == STEP_WAIT)
+		if (st == STEP_WAIT) {
 			waitq_push(u, op);
-		else
-			bl__uring_doneq_push(u, op);
-		return;
+			return;
+		}
+		bl__uring_doneq_push(u, op);
+		op = bl__uring_seq_pop(u, op);
 	}
 }
 
@@ -179,6 +209,21 @@ int bl__uring_run_blocking(struct bl_uring *u, unsigned min, int timeout_ms)
 	uint64_t start = u->ncomplete;
 	int64_t deadline = timeout_ms > 0 ? (int64_t)bl__now_ms() + timeout_ms : 0;
 
+	/*
+	 * Only what is ready, as io_uring reaps what the kernel finished:
+	 * the waiting ops whose descriptors are ready now make progress.
+	 */
+	if (!min) {
+		int ret = 0;
+
+		bl__uring_deliver(u);
+		if (u->waitq)
+			ret = blk_poll(u, 0);
+		bl__uring_deliver(u);
+		if (ret < 0 && ret != -EINTR)
+			return ret;
+		return (int)(u->ncomplete - start);
+	}
 	for (;;) {
 		int ms = timeout_ms, ret;
 

@@ -70,6 +70,13 @@ typedef int (*bl__uring_cqe_hook_fn)(struct io_uring_cqe *cqe, void *op_arg);
 void bl__uring_set_cqe_hook(bl__uring_cqe_hook_fn fn);
 
 /*
+ * Whether io_uring writes at the file position carry RWF_NOSIGNAL: on
+ * until a kernel (before 6.18) refuses it with -EOPNOTSUPP, then off for
+ * the process.  @set 0 or 1 sets it, -1 only asks.  Return: the state.
+ */
+bool bl__uring_rwf_nosignal(int set);
+
+/*
  * For the messenger: stops the multishot pooled receive on @fd (no more
  * re-arming; the kernel's request is cancelled).  Every chunk already
  * taken off the socket is still delivered, then the final callback comes

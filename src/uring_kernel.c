@@ -76,6 +76,16 @@ void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
 		} else {
 			io_uring_prep_writev(sqe, op->fd, v, n, off);
 		}
+		/*
+		 * At the position the file may be a pipe or a socket, and
+		 * io_uring would raise SIGPIPE in this thread at any of its
+		 * later system calls; RWF_NOSIGNAL (6.18) stops it.
+		 */
+		op->rwf_nosig = op->off < 0 &&
+			!atomic_load_explicit(&bl__uring_rwf_nosignal_refused,
+					      memory_order_relaxed);
+		if (op->rwf_nosig)
+			sqe->rw_flags |= RWF_NOSIGNAL;
 		break;
 	case OP_READ:
 		if (op->bufidx >= 0) {
@@ -131,7 +141,7 @@ void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
 }
 
 /* The next request of an op already in flight: never fails, may wait. */
-static void op_issue(struct bl_uring *u, struct uop *op)
+void bl__uring_issue(struct bl_uring *u, struct uop *op)
 {
 	struct io_uring_sqe *sqe = bl__uring_get_sqe(u);
 
@@ -222,7 +232,7 @@ static void pooled_cqe(struct bl_uring *u, struct uop *op,
 	    !u->destroying) {
 		u->has_recv_multishot = false;
 		op->multishot = 0;
-		op_issue(u, op);
+		bl__uring_issue(u, op);
 		return;
 	}
 	if (res > 0) {
@@ -239,7 +249,7 @@ static void pooled_cqe(struct bl_uring *u, struct uop *op,
 		op->got_any = 1;
 		if (again) {	/* single shot, or the kernel stopped early */
 			u->cnt.rearms++;
-			op_issue(u, op);
+			bl__uring_issue(u, op);
 		}
 		bl__uring_pooled_call(u, op, res, more || again);
 		bl__uring_op_maybe_free(u, op);
@@ -299,7 +309,7 @@ void bl__uring_handle(struct bl_uring *u, const struct io_uring_cqe *kc)
 	op->sqe = 0;
 	switch (bl__uring_op_progress(u, op, c.res)) {
 	case STEP_NEXT:
-		op_issue(u, op);
+		bl__uring_issue(u, op);
 		return;
 	case STEP_WAIT:
 		op_issue_polled(u, op);
@@ -493,6 +503,8 @@ void bl__uring_drain_kernel(struct bl_uring *u)
 			bl__uring_op_abort(u, op, -ECANCELED);
 		if (!u->live)
 			break;
+		if (u->doneq)
+			continue;	/* ops that waited their turn: ended */
 		wait_cqes(u, keep, 100);
 		if (++rounds % 10 == 0)
 			cancel_all(u);

@@ -133,6 +133,13 @@ enum step bl__uring_op_progress(struct bl_uring *u, struct uop *op, ssize_t res)
 			bl__uring_zc_avoid(u, op->fd);
 			return STEP_NEXT;
 		}
+		/* a kernel before 6.18 refuses RWF_NOSIGNAL: without it */
+		if (res == -EOPNOTSUPP && op->rwf_nosig) {
+			op->rwf_nosig = 0;
+			atomic_store_explicit(&bl__uring_rwf_nosignal_refused,
+					      true, memory_order_relaxed);
+			return STEP_NEXT;
+		}
 		/* a kernel before 6.2 refuses the usage report */
 		if (res == -EINVAL && op->zc && u->zc_report) {
 			u->zc_report = false;
@@ -197,6 +204,11 @@ static void op_collect(struct uop *op)
 void bl__uring_op_finish(struct bl_uring *u, struct uop *op)
 {
 	struct bl_list *data = NULL;
+	struct uop *next = bl__uring_seq_pop(u, op);
+
+	/* the next on the descriptor goes before this callback runs */
+	if (next)
+		bl__uring_seq_start(u, next);
 
 	if (op->kind == OP_READ || op->kind == OP_RECV) {
 		data = &op->data;
@@ -205,9 +217,86 @@ void bl__uring_op_finish(struct bl_uring *u, struct uop *op)
 	}
 	bl__uring_mark_called(u, op);
 	u->ncomplete++;
-	op->cb(op->arg, op->res, data);
+	if (op->cb)		/* NULL: fire and forget */
+		op->cb(op->arg, op->res, data);
 	bl_list_clear(&op->data);
 	bl__uring_op_maybe_free(u, op);
+}
+
+/* ---- order on a descriptor --------------------------------------------- */
+
+/*
+ * A write at the file position or a send runs only while no other such op
+ * runs on its descriptor: it starts when the one submitted before it
+ * there has ended (its short transfers resumed to the end), so the bytes
+ * of each land whole and in submission order, as with write(2), on both
+ * back ends.  An op waiting its turn is in flight (linked, counted) but
+ * has no request anywhere.  The queues live in the ops themselves: a
+ * bucket chains the heads, one per descriptor, and a head keeps its
+ * queue's tail; submitting and ending cost a walk of one (short) bucket
+ * and no allocation.
+ */
+static inline struct uop **seq_bucket(struct bl_uring *u, int fd)
+{
+	return &u->seq[(unsigned)fd % SEQ_BUCKETS];
+}
+
+bool bl__uring_seq_enter(struct bl_uring *u, struct uop *op)
+{
+	struct uop **b = seq_bucket(u, op->fd);
+
+	op->snext = NULL;
+	for (struct uop *h = *b; h; h = h->sbnext) {
+		if (h->fd != op->fd)
+			continue;
+		h->stail->snext = op;
+		h->stail = op;
+		op->seq = SEQ_QUEUED;
+		return false;
+	}
+	op->seq = SEQ_HEAD;
+	op->stail = op;
+	op->sbnext = *b;
+	*b = op;
+	return true;
+}
+
+struct uop *bl__uring_seq_pop(struct bl_uring *u, struct uop *op)
+{
+	struct uop **pp, *next;
+
+	if (op->seq != SEQ_HEAD)
+		return NULL;	/* not ordered, or popped already */
+	pp = seq_bucket(u, op->fd);
+	while (*pp != op)
+		pp = &(*pp)->sbnext;
+	op->seq = SEQ_NONE;
+	next = op->snext;
+	if (!next) {
+		*pp = op->sbnext;
+		return NULL;
+	}
+	next->seq = SEQ_HEAD;
+	next->stail = op->stail;
+	next->sbnext = op->sbnext;
+	*pp = next;
+	return next;
+}
+
+void bl__uring_seq_start(struct bl_uring *u, struct uop *op)
+{
+	if (!u->ring) {
+		bl__uring_blk_perform(u, op);	/* takes the queue along */
+		return;
+	}
+	/* nothing to send, or no more starts: over at once, next please */
+	while (op && (u->destroying || !op->total)) {
+		op->res = u->destroying ? -ECANCELED : 0;
+		bl__uring_doneq_push(u, op);
+		op = bl__uring_seq_pop(u, op);
+	}
+	if (op)
+		bl__uring_issue(u, op);
 }
 
 /* Ends @op (no request of it in the kernel) with @res. */

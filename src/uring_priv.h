@@ -47,6 +47,11 @@
 #define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
 #endif
 
+/* 6.18: a write that fails with EPIPE raises no SIGPIPE */
+#ifndef RWF_NOSIGNAL
+#define RWF_NOSIGNAL 0x00000100
+#endif
+
 /*
  * Reads allocate raws of at most 1 GiB, so a read of up to 2 GiB (a
  * single transfer's cap) becomes at most two segments, which fit the
@@ -59,6 +64,9 @@
 
 /* Slots of the per-ring table of sockets that go by copy (zc_hint). */
 #define ZC_HINTS 64u
+
+/* Buckets (by fd) of the ops that keep a descriptor's order (seq). */
+#define SEQ_BUCKETS 256u
 
 /*
  * user_data: op | TAG_OP for an op's data request, op | TAG_POLL for the
@@ -79,6 +87,13 @@ enum op_kind {
 	OP_POOLED,
 };
 
+/* uop.seq: where an ordered op (bl__uring_op_ordered) stands */
+enum seq_state {
+	SEQ_NONE,	/* not ordered, or its transfer is over */
+	SEQ_HEAD,	/* running: the first of its descriptor's queue */
+	SEQ_QUEUED,	/* waits for the ops before it on its descriptor */
+};
+
 enum step {
 	STEP_DONE,	/* op->res is final */
 	STEP_NEXT,	/* issue the next request */
@@ -88,6 +103,9 @@ enum step {
 struct uop {
 	struct uop *lnext, *lprev;	/* u->live */
 	struct uop *qnext;		/* doneq, backlog or waitq */
+	struct uop *snext;		/* seq: the next op on the same fd */
+	struct uop *sbnext;		/* seq head: the next head in its bucket */
+	struct uop *stail;		/* seq head: the last op on its fd */
 	struct bl_uring *u;
 	const struct bl__allocator *al;
 	size_t asize;
@@ -101,6 +119,9 @@ struct uop {
 	uint8_t multishot;	/* pooled: armed as a kernel multishot */
 	uint8_t more;		/* pooled, blocking: more will follow */
 	uint8_t got_any;	/* pooled: delivered at least one chunk */
+	uint8_t nosig;		/* blocking write at the position: bl__nosig */
+	uint8_t rwf_nosig;	/* io_uring: the request carries RWF_NOSIGNAL */
+	uint8_t seq;		/* enum seq_state */
 	int fd;
 	int msg_flags;
 	int bufidx;		/* registered buffer index, or -1 */
@@ -151,6 +172,13 @@ struct bl_uring {
 	struct uop *doneq, *doneq_tail;
 	struct uop *backlog, *backlog_tail;
 	struct uop *waitq;
+	/*
+	 * Writes at the file position and sends keep their descriptor's
+	 * order: per bucket (fd % SEQ_BUCKETS) the chain of the ops now
+	 * running, one per descriptor, each heading the queue of the ops
+	 * submitted after it on that descriptor (uring_op.c).
+	 */
+	struct uop *seq[SEQ_BUCKETS];
 	struct bl_uring_bufring *bufrings;
 	struct bl_uring_regpool *regpool;
 	struct bl__uring_counters cnt;
@@ -203,6 +231,9 @@ struct bl_uring_regpool {
 /* The completion hook of the tests (uring_int.h); NULL almost always. */
 extern bl__uring_cqe_hook_fn _Atomic bl__uring_cqe_hook;
 
+/* The kernel refused RWF_NOSIGNAL (before 6.18): writes go without it. */
+extern _Atomic bool bl__uring_rwf_nosignal_refused;
+
 /* ---- uring_op.c: the operation engine, completion logic of both ends ---- */
 
 struct uop *bl__uring_op_new(struct bl_uring *u, int kind, unsigned n);
@@ -214,6 +245,12 @@ enum step bl__uring_op_progress(struct bl_uring *u, struct uop *op,
 void bl__uring_op_finish(struct bl_uring *u, struct uop *op);
 void bl__uring_op_abort(struct bl_uring *u, struct uop *op, ssize_t res);
 void bl__uring_deliver(struct bl_uring *u);
+/* descriptor order: true if @op runs now, false if it waits its turn */
+bool bl__uring_seq_enter(struct bl_uring *u, struct uop *op);
+/* @op's transfer is over: the next op on its fd, now the head, or NULL */
+struct uop *bl__uring_seq_pop(struct bl_uring *u, struct uop *op);
+/* starts @op, just made the head by bl__uring_seq_pop() */
+void bl__uring_seq_start(struct bl_uring *u, struct uop *op);
 
 /* ---- uring_kernel.c: issuing and completing on io_uring ---------------- */
 
@@ -221,6 +258,8 @@ struct io_uring_sqe *bl__uring_get_sqe(struct bl_uring *u);
 void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
 		       struct io_uring_sqe *sqe);
 void bl__uring_flush_backlog(struct bl_uring *u);
+/* the next request of an op: never fails (the backlog takes it) */
+void bl__uring_issue(struct bl_uring *u, struct uop *op);
 void bl__uring_handle(struct bl_uring *u, const struct io_uring_cqe *kc);
 /* bl_uring_run() and bl_uring_destroy()'s wait on this back end */
 int bl__uring_run_kernel(struct bl_uring *u, unsigned min, int timeout_ms);
@@ -242,14 +281,15 @@ void bl__uring_br_put_back(struct bl_uring_bufring *br, unsigned id);
 void bl__uring_br_drain(struct bl_uring_bufring *br);
 int bl__uring_br_chunk(struct bl_uring_bufring *br, unsigned id, size_t n,
 		       struct bl_list *out);
-/* bl_uring_destroy(): every ring of @u is unregistered (buffers lent out
- * stay valid) */
-void bl__uring_bufrings_unregister(struct bl_uring *u);
+/* bl_uring_destroy(): every ring of @u is destroyed (buffers lent out
+ * stay valid until released) */
+void bl__uring_bufrings_destroy(struct bl_uring *u);
 
 /* ---- regbuf.c: the registered-buffer pool ------------------------------- */
 
-/* bl_uring_destroy(): @u's pool, if any, is unregistered */
-void bl__uring_regpool_unregister(struct bl_uring *u);
+/* bl_uring_destroy(): @u's pool, if any, is destroyed (raws out stay
+ * valid until released) */
+void bl__uring_regpool_destroy(struct bl_uring *u);
 
 /* ---- inline helpers of more than one file ------------------------------- */
 
@@ -262,6 +302,17 @@ static inline void bl__uring_doneq_push(struct bl_uring *u, struct uop *op)
 	else
 		u->doneq = op;
 	u->doneq_tail = op;
+}
+
+/*
+ * Ops that must not overlap another such op on their descriptor: their
+ * bytes go where the previous one's ended (a write at the file position,
+ * a send on a stream), so a second one running at the same time would
+ * interleave with the first's pieces.
+ */
+static inline bool bl__uring_op_ordered(const struct uop *op)
+{
+	return op->kind == OP_SEND || (op->kind == OP_WRITE && op->off < 0);
 }
 
 static inline short bl__uring_op_events(const struct uop *op)
@@ -283,7 +334,8 @@ static inline void bl__uring_pooled_call(struct bl_uring *u, struct uop *op,
 	if (!more)
 		bl__uring_mark_called(u, op);
 	u->ncomplete++;
-	op->rcb(op->arg, res, &op->data, more);
+	if (op->rcb)		/* NULL: fire and forget */
+		op->rcb(op->arg, res, &op->data, more);
 	bl_list_clear(&op->data);
 }
 

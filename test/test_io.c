@@ -1075,6 +1075,70 @@ START_TEST(test_nonblocking_socket_gives_eagain_with_progress_then_resumes)
 }
 END_TEST
 
+static bool sigpipe_pending(void)
+{
+	sigset_t set;
+
+	ck_assert_int_eq(sigpending(&set), 0);
+	return sigismember(&set, SIGPIPE) == 1;
+}
+
+/*
+ * The reader of a pipe or socket went away: the write fails with -EPIPE
+ * and the process lives, with SIGPIPE at its default disposition (which
+ * kills).  A SIGPIPE the caller had pending (blocked) stays pending; none
+ * is left behind otherwise.
+ */
+START_TEST(test_write_to_a_gone_reader_is_epipe_without_sigpipe)
+{
+	struct sigaction dfl, old;
+	sigset_t pipe_set, mask0;
+	struct bl_list l;
+	size_t done = 1;
+	int fds[2];
+
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	ck_assert_int_eq(sigaction(SIGPIPE, &dfl, &old), 0);
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "hello", 5), 0);
+	for (int sock = 0; sock < 2; sock++) {
+		if (sock)
+			ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0,
+						    fds), 0);
+		else
+			ck_assert_int_eq(pipe(fds), 0);
+		close(fds[0]);
+		ck_assert_int_eq(bl_list_write_fd(&l, fds[1], &done), -EPIPE);
+		ck_assert_uint_eq(done, 0);
+		ck_assert(!sigpipe_pending());
+
+		/* blocked and pending already: the caller's stays */
+		ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, &pipe_set, &mask0),
+				 0);
+		ck_assert_int_eq(raise(SIGPIPE), 0);
+		ck_assert(sigpipe_pending());
+		ck_assert_int_eq(bl_list_write_fd(&l, fds[1], NULL), -EPIPE);
+		ck_assert(sigpipe_pending());
+		{
+			static const struct timespec zero = { 0, 0 };
+
+			ck_assert_int_eq(sigtimedwait(&pipe_set, NULL, &zero),
+					 SIGPIPE);
+		}
+		/* blocked, none pending: the write's own is consumed */
+		ck_assert_int_eq(bl_list_write_fd(&l, fds[1], NULL), -EPIPE);
+		ck_assert(!sigpipe_pending());
+		ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, &mask0, NULL), 0);
+		close(fds[1]);
+	}
+	bl_list_clear(&l);
+	ck_assert_int_eq(sigaction(SIGPIPE, &old, NULL), 0);
+}
+END_TEST
+
 START_TEST(test_nonblocking_read_gives_eagain_or_what_arrived)
 {
 	struct bl_list l;
@@ -1457,6 +1521,7 @@ static Suite *io_suite(void)
 	tcase_add_test(tc, test_read_fd_from_a_dribbling_pipe_is_short_only_at_eof);
 	tcase_add_test(tc, test_nonblocking_socket_gives_eagain_with_progress_then_resumes);
 	tcase_add_test(tc, test_nonblocking_read_gives_eagain_or_what_arrived);
+	tcase_add_test(tc, test_write_to_a_gone_reader_is_epipe_without_sigpipe);
 	tcase_add_test(tc, test_short_writes_cut_by_signals_resume_mid_segment);
 	tcase_add_test(tc, test_eintr_during_blocked_write_is_retried);
 	tcase_add_test(tc, test_eintr_during_blocked_read_is_retried);

@@ -23,9 +23,14 @@
 BL_BEGIN_DECLS
 
 /**
- * bl_list_write_fd() - writes all of @l (borrowed) to @fd with writev.
+ * bl_list_write_fd() - writes all of @l (borrowed) to @fd with writev
+ * (sendmsg on a socket).  It never raises SIGPIPE: a socket is written
+ * with MSG_NOSIGNAL, and around a write to a pipe or other descriptor
+ * the calling thread blocks SIGPIPE and consumes the one the write raised
+ * (a SIGPIPE already pending stays pending).
  * Return: 0 or -errno (-EAGAIN on a non-blocking fd that would block,
- * -EIO when the descriptor takes no more bytes).
+ * -EIO when the descriptor takes no more bytes, -EPIPE when the reader of
+ * a pipe or socket went away).
  */
 BL_API int bl_list_write_fd(const struct bl_list *l, int fd, size_t *done);
 
@@ -77,8 +82,13 @@ BL_API int bl_list_write_file(const struct bl_list *l, const char *path,
 /**
  * bl_fd_dio_align() - the memory and offset/length alignment O_DIRECT needs
  * on @fd: statx(STATX_DIOALIGN) where the kernel reports it, else the
- * device's logical block size, else 4096.  Return: 0 or -errno
- * (-EOPNOTSUPP when the kernel reports that @fd cannot do direct I/O).
+ * device's logical block size, else 4096.  Where statx does not say, a
+ * regular file is opened again with O_DIRECT (through /proc/self/fd) to
+ * learn whether its filesystem takes it.  @mem_align and @off_align
+ * (borrowed) are written only on success.
+ * Return: 0, or -errno: -EINVAL when @fd cannot do direct I/O (not a
+ * regular file or block device, or its filesystem refuses O_DIRECT),
+ * -EBADF and the other errors of statx and fstat.
  */
 BL_API int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align);
 
@@ -87,8 +97,9 @@ BL_API int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align);
  * only the misaligned runs (bl_list_rebuild_aligned_size_and_memory) and
  * keeps the list within IOV_MAX segments.  The length of @l must already
  * be a multiple of the offset alignment (-EINVAL otherwise).
- * Return: 1 if it copied, 0 if not, or -errno: those of bl_fd_dio_align(),
- * -EINVAL, or -ENOMEM with @l unchanged.
+ * Return: 1 if it copied, 0 if not, or -errno: those of bl_fd_dio_align()
+ * (-EINVAL: @fd cannot do direct I/O), -EINVAL (the length), or -ENOMEM;
+ * @l is unchanged on failure.
  */
 BL_API int bl_list_prepare_dio(struct bl_list *l, int fd);
 

@@ -23,6 +23,24 @@
  * bl_uring_run() (never inside a submit call), so callers see the same
  * order of events on both.  bl_uring_backend() says which one is in use.
  *
+ * Writes at the file position (off -1) and sends keep their descriptor's
+ * order, as write(2) and send(2) calls one after the other would: such an
+ * operation starts only when the one submitted before it on the same
+ * descriptor has ended (its short transfers resumed to the end), so the
+ * bytes of each land whole and in submission order, and the callbacks run
+ * in that order.  A write at the position and a send on one socket share
+ * that queue.  Writes at an offset, reads and receives are not ordered:
+ * they run at once, as many as are submitted.
+ *
+ * A pipe or socket whose reader went away fails a write or send with
+ * -EPIPE; neither back end raises SIGPIPE (sends carry MSG_NOSIGNAL,
+ * io_uring writes at the file position RWF_NOSIGNAL, the blocking back
+ * end blocks SIGPIPE around such a write).  One exception: io_uring on
+ * a kernel before 6.18 refuses RWF_NOSIGNAL, and a bl_uring_write() at
+ * the file position to a pipe or socket whose reader is gone then raises
+ * SIGPIPE in the ring's thread (at any of its later system calls).  Ignore
+ * SIGPIPE, or send to sockets with bl_uring_send(), where that matters.
+ *
  * A struct bl_uring belongs to the thread that created it: submit, run
  * and destroy from it, never from inside one of its callbacks (submitting
  * from a callback is fine).  Raws it handed out (received data) may be
@@ -89,7 +107,10 @@ BL_API struct bl_uring *bl_uring_attach(struct io_uring *ring,
  * bl_uring_destroy() - cancels what is in flight, waits for the kernel to
  * let go of every buffer (including zero-copy notifications), calls the
  * pending callbacks with -ECANCELED (or their real result if they finished
- * first), drops every reference and frees @u.  NULL is a no-op.
+ * first), drops every reference and frees @u, together with the buffer
+ * rings and the registered pool of @u that were not destroyed before (it
+ * owns them: their handles are invalid afterwards; buffers still lent out
+ * as raws stay valid until released).  NULL is a no-op.
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_uring_destroy(struct bl_uring *u);
@@ -113,13 +134,18 @@ BL_API const char *bl_uring_backend_reason(const struct bl_uring *u);
 BL_API struct io_uring *bl_uring_ring(struct bl_uring *u);
 
 /**
- * bl_uring_cb - a completion.
+ * bl_uring_cb - a completion.  Every submission takes one; NULL makes it
+ * fire and forget: the operation runs all the same, and what it would
+ * have passed (the result, received data) is dropped when it ends.
  * @arg:  the caller's pointer.
  * @res:  bytes transferred (all that was asked, or fewer only at end of
  *        file / when the peer closed), or -errno.
  * @data: for reads and receives, the bytes received: the callback may take
  *        them (bl_list_claim_append, bl_list_swap); what it leaves is
- *        released after it returns.  NULL for writes and sends.
+ *        released after it returns.  An empty list, never NULL, when @res
+ *        is 0 or -errno (a read that fails after part of it arrived drops
+ *        that part).  NULL for writes and sends.  The same on both back
+ *        ends.
  */
 typedef void (*bl_uring_cb)(void *arg, ssize_t res, struct bl_list *data);
 
@@ -128,22 +154,31 @@ typedef void (*bl_uring_cb)(void *arg, ssize_t res, struct bl_list *data);
  * file's position, as write(2)).  Shares @l's segments (one reference per
  * segment, no copy); @l may change right after the call.  Lists of more
  * than IOV_MAX segments go out as several requests.  A single slice of a
- * registered raw uses WRITE_FIXED.
- * Return: 0 (the callback will run), or -ENOMEM / -EBUSY (queue full even
- * after submitting) / -ECANCELED (bl_uring_destroy() is running) with
- * nothing submitted.
+ * registered raw uses WRITE_FIXED.  At the file position it waits for
+ * the writes and sends submitted before it on @fd (see the top of this
+ * file).  A pipe or socket whose reader is gone gives -EPIPE (SIGPIPE:
+ * see the top of this file too).
+ * @cb: called once from bl_uring_run(); NULL: fire and forget.
+ * Return: 0 (the callback will run), or, with nothing submitted: -EINVAL
+ * (@u or @l is NULL), -ENOMEM, -EBUSY (queue full even after submitting),
+ * -ECANCELED (bl_uring_destroy() is running).
  */
 BL_API int bl_uring_write(struct bl_uring *u, int fd, off_t off,
 			  const struct bl_list *l, bl_uring_cb cb, void *arg);
 
 /**
- * bl_uring_read() - reads @len bytes at @off into new raws whose data is
- * aligned to @align (0: 64; pass the O_DIRECT memory alignment for such
- * files).  The callback gets the list; short only at end of file.  A read
+ * bl_uring_read() - reads @len bytes at file offset @off (-1: at the
+ * file's position, as read(2), which it advances; reads are not ordered
+ * against each other, so keep one at the position in flight per
+ * descriptor) into new raws whose data is aligned to @align (0: 64; pass
+ * the O_DIRECT memory alignment for such files).  The callback gets the
+ * list (new: it may take it); short only at end of file.  A read
  * that fits a free buffer of the ring's registered pool reads into it
  * with READ_FIXED.
+ * @cb: called once from bl_uring_run(); NULL: fire and forget (the bytes
+ * read are released).
  * Return: 0, -ENOMEM, -EBUSY, -ECANCELED (as bl_uring_write()), or
- * -EINVAL (@align not a power of two).
+ * -EINVAL (@u is NULL, or @align not a power of two).
  */
 BL_API int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
 			 size_t align, bl_uring_cb cb, void *arg);
@@ -152,8 +187,13 @@ BL_API int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
  * bl_uring_send() - sends all of @l on a stream socket (SENDMSG, or
  * SENDMSG_ZC at or above the zero-copy threshold; the raws stay referenced
  * until the kernel's notification; the callback may run before that).
+ * Shares @l's segments, as bl_uring_write().  It starts when the sends
+ * (and writes at the position) submitted before it on @fd have ended, so
+ * the stream carries each whole and in submission order.
  * @flags: MSG_* for sendmsg; MSG_NOSIGNAL is always added.
- * Return: 0, -ENOMEM, -EBUSY or -ECANCELED (as bl_uring_write()).
+ * @cb: called once from bl_uring_run(); NULL: fire and forget.
+ * Return: 0, or -EINVAL (@u or @l is NULL), -ENOMEM, -EBUSY or -ECANCELED
+ * (as bl_uring_write()).
  */
 BL_API int bl_uring_send(struct bl_uring *u, int fd, const struct bl_list *l,
 			 int flags, bl_uring_cb cb, void *arg);
@@ -161,7 +201,10 @@ BL_API int bl_uring_send(struct bl_uring *u, int fd, const struct bl_list *l,
 /**
  * bl_uring_recv() - receives up to @len bytes (one recv; fewer is normal)
  * into a new raw.  res 0 means the peer closed.
- * Return: 0, -ENOMEM, -EBUSY or -ECANCELED (as bl_uring_write()).
+ * @cb: called once from bl_uring_run(); NULL: fire and forget (the bytes
+ * received are released).
+ * Return: 0, or -EINVAL (@u is NULL), -ENOMEM, -EBUSY or -ECANCELED (as
+ * bl_uring_write()).
  */
 BL_API int bl_uring_recv(struct bl_uring *u, int fd, size_t len,
 			 bl_uring_cb cb, void *arg);
@@ -175,6 +218,8 @@ struct bl_uring_bufring;
  * @buf_size bytes registered as buffer group @bgid.  A received chunk
  * becomes a slice of its buffer's raw; the buffer goes back to the ring
  * when the last reference to it is dropped, from whatever thread.
+ * Owned by @u: bl_uring_bufring_destroy() frees it early, else
+ * bl_uring_destroy() does (never call the former after the latter).
  * Return: new, or NULL (errno is not set): @u is NULL or being destroyed,
  * @nbufs is not a power of two or above 32768, @buf_size is 0 or above
  * 4 GiB - 1, memory ran out, or the kernel refused the registration.
@@ -192,9 +237,11 @@ bl_uring_bufring_create(struct bl_uring *u, unsigned nbufs, size_t buf_size,
 BL_API unsigned bl_uring_bufring_available(const struct bl_uring_bufring *br);
 
 /**
- * bl_uring_bufring_destroy() - unregisters the ring; buffers still held
- * by slices stay valid until released.  Call after the receives using it
- * have finished or been cancelled.  NULL is a no-op.
+ * bl_uring_bufring_destroy() - unregisters the ring and frees @br (takes
+ * it); buffers still held by slices stay valid until released.  Call after
+ * the receives using it have finished or been cancelled, and before the
+ * ring's bl_uring_destroy(), which destroys what is left.  NULL is a
+ * no-op.
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_uring_bufring_destroy(struct bl_uring_bufring *br);
@@ -210,11 +257,15 @@ typedef void (*bl_uring_recv_cb)(void *arg, ssize_t res,
 				 struct bl_list *data, bool more);
 
 /**
- * bl_uring_recv_pooled() - receives into @br's buffers: one completion
- * (single shot) or one per arriving chunk until error, EOF or cancel
- * (@multishot, where the kernel supports it; else re-armed by the library).
+ * bl_uring_recv_pooled() - receives into @br's buffers (borrowed: the
+ * receive pins it until its last callback): one completion (single shot)
+ * or one per arriving chunk until error, EOF or cancel (@multishot, where
+ * the kernel supports it; else re-armed by the library).  Each chunk is
+ * a new slice of a ring buffer that the callback may take.
+ * @cb: called from bl_uring_run() for every chunk and the end; NULL: fire
+ * and forget (the chunks go back to @br at once).
  * Return: 0, -ENOMEM, -EBUSY, -ECANCELED (as bl_uring_write()), or
- * -EINVAL (@br is NULL or belongs to another ring).
+ * -EINVAL (@u or @br is NULL, or @br belongs to another ring).
  */
 BL_API int bl_uring_recv_pooled(struct bl_uring *u, int fd,
 				struct bl_uring_bufring *br, bool multishot,
@@ -239,6 +290,8 @@ struct bl_uring_regpool;
  * aligned) registered with io_uring_register_buffers; raws taken from it
  * know their buffer index, and single-slice reads and writes of them use
  * READ_FIXED / WRITE_FIXED.  One per ring (the kernel keeps one table).
+ * Owned by @u: bl_uring_regpool_destroy() frees it early, else
+ * bl_uring_destroy() does (never call the former after the latter).
  * Return: new, or NULL (errno is not set): @u has one already or is being
  * destroyed, @nbufs is 0 or above 16384, @buf_size is 0 or above 1 GiB,
  * memory ran out, or the kernel refused the registration.
@@ -254,8 +307,9 @@ bl_uring_regpool_create(struct bl_uring *u, unsigned nbufs, size_t buf_size);
 BL_API struct bl_raw *bl_uring_regpool_get(struct bl_uring_regpool *p);
 
 /**
- * bl_uring_regpool_destroy() - unregisters; raws still out stay valid.
- * NULL is a no-op.
+ * bl_uring_regpool_destroy() - unregisters and frees @p (takes it); raws
+ * still out stay valid until released.  Call before the ring's
+ * bl_uring_destroy(), which destroys a pool still there.  NULL is a no-op.
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_uring_regpool_destroy(struct bl_uring_regpool *p);
@@ -279,7 +333,10 @@ BL_API int bl_uring_submit(struct bl_uring *u);
 /**
  * bl_uring_run() - submits, then reaps completions and runs callbacks
  * until at least @min_complete operations finished or @timeout_ms passed
- * (-1: no limit; 0: only what is ready).
+ * (-1: no limit; 0: only what is ready).  @min_complete 0 never waits,
+ * whatever @timeout_ms: it handles what is ready (the blocking back end
+ * polls its waiting descriptors without a timeout and advances those that
+ * are ready) and returns, so a loop calling it makes progress on both.
  * Callbacks count one each (every chunk of a multishot receive).  With
  * nothing in flight it returns at once, unless zero-copy sends still wait
  * for their notifications (then it waits for those).  On an attached ring
@@ -301,8 +358,13 @@ BL_API int bl_uring_run(struct bl_uring *u, unsigned min_complete,
 BL_API int bl_uring_handle_cqe(struct bl_uring *u, struct io_uring_cqe *cqe);
 
 /**
- * bl_uring_inflight() - operations submitted and not yet completed.
- * Return: that count (retiring zero-copy sends excluded).
+ * bl_uring_inflight() - operations submitted whose final callback has not
+ * run yet, on both back ends alike: one that ended but whose callback
+ * waits for bl_uring_run() counts (the blocking back end ends file
+ * operations in the submit call; io_uring's may sit in the completion
+ * queue), and so does one waiting its turn on its descriptor.
+ * Return: that count (zero-copy sends whose callback ran but whose
+ * notification is due excluded).
  */
 BL_API unsigned bl_uring_inflight(const struct bl_uring *u);
 
