@@ -246,7 +246,7 @@ for page in "$mandir"/man[1-9]/*.[1-9]; do
 		grep -qF -- "$decl" "$tmp/synopsis" ||
 			problem "man/$rel: SYNOPSIS lacks the declaration of $fn:" \
 				"$(awk -F'\t' -v s="$fn" '$2 == s { print $3; exit }' \
-				   "$tmp/decls.raw" | normalize | sed 's/^/  /')"
+				   "$tmp/decls.raw" | sed 's/[[:space:]][[:space:]]*/ /g')"
 	done
 done
 
