@@ -11,8 +11,9 @@
 #      declaration (from BL_API to the `;`, BL_API removed), compared after
 #      whitespace normalisation; an alias page's target names the alias;
 #   c. every page renders without a warning (groff -ww; mandoc -Tlint as
-#      well when mandoc is installed), its .TH names the file, and a man3
-#      page has the sections of the convention, in order;
+#      well when mandoc is installed), its .TH names the file, lexgrog (of
+#      man-db, when installed) can read its NAME section for whatis(1), and
+#      a man3 page has the sections of the convention, in order;
 #   d. an alias page is exactly one `.so man3/<page>.3` line naming a page
 #      that exists and is not itself an alias;
 #   e. every page is listed in a man/*.am fragment (so that `make install`
@@ -26,11 +27,13 @@
 # Checks b to e always cover every page in the tree.
 #
 # Environment: top_srcdir (set by `make check`; default: the directory
-# above this script); GROFF, MANDOC (the programs; MANDOC=: skips mandoc).
+# above this script); GROFF, MANDOC, LEXGROG (the programs; MANDOC=: or
+# LEXGROG=: skips that check).
 
 top_srcdir=${top_srcdir:-$(dirname "$0")/..}
 GROFF=${GROFF:-groff}
 MANDOC=${MANDOC:-mandoc}
+LEXGROG=${LEXGROG:-lexgrog}
 hdrdir=$top_srcdir/include/bufferlist
 mandir=$top_srcdir/man
 
@@ -43,6 +46,8 @@ if ! command -v "$GROFF" >/dev/null 2>&1; then
 fi
 have_mandoc=
 command -v "$MANDOC" >/dev/null 2>&1 && [ "$MANDOC" != : ] && have_mandoc=1
+have_lexgrog=
+command -v "$LEXGROG" >/dev/null 2>&1 && [ "$LEXGROG" != : ] && have_lexgrog=1
 
 if [ $# -gt 0 ]; then
 	headers="$*"
@@ -183,7 +188,7 @@ for page in "$mandir"/man[1-9]/*.[1-9]; do
 			continue
 		fi
 		sed -n '/^\.SH[ \t]*"*NAME/,/^\.SH/p' "$mandir/$target" |
-			grep -q "\\(^\\|[ ,]\\)$name\\([ ,]\\|\$\\)" ||
+			sed 's/\\%//g' | grep -q "\\(^\\|[ ,]\\)$name\\([ ,]\\|\$\\)" ||
 			problem "man/$rel: man/$target does not name $name in its NAME section"
 		continue
 	fi
@@ -226,11 +231,15 @@ for page in "$mandir"/man[1-9]/*.[1-9]; do
 			sed 's/^/    /' "$tmp/warn" >>"$tmp/problems"
 		fi
 	fi
+	# the NAME line must give whatis(1) its entries
+	if [ -n "$have_lexgrog" ] && ! "$LEXGROG" "$page" >/dev/null 2>&1; then
+		problem "man/$rel: lexgrog cannot parse its NAME section (whatis, apropos)"
+	fi
 	[ "$sec" = 3 ] || continue
 
 	# b. NAME against the headers, SYNOPSIS against the declarations
 	names=$(sed -n '/^\.SH[ \t]*"*NAME/,/^\.SH/{/^\.SH/d;p;}' "$page" |
-		tr '\n' ' ' | sed 's/\\-.*//' | tr ',' ' ')
+		tr '\n' ' ' | sed -e 's/\\-.*//' -e 's/\\%//g' | tr ',' ' ')
 	case " $names " in
 	*" $name "*) ;;
 	*) problem "man/$rel: the NAME section does not name $name" ;;
