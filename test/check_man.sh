@@ -91,6 +91,7 @@ for f in "$hdrdir"/*.h; do
 		s = substr(s, 1, index(s, ";"))
 		sub(/^BL_API[ \t]+/, "", s)
 		gsub(/\/\*([^*]|\*+[^*\/])*\*+\//, " ", s)
+		gsub(/[ \t]+/, " ", s)
 		d = s
 		if (index(s, "("))
 			s = substr(s, 1, index(s, "(") - 1)
@@ -255,7 +256,7 @@ for page in "$mandir"/man[1-9]/*.[1-9]; do
 		grep -qF -- "$decl" "$tmp/synopsis" ||
 			problem "man/$rel: SYNOPSIS lacks the declaration of $fn:" \
 				"$(awk -F'\t' -v s="$fn" '$2 == s { print $3; exit }' \
-				   "$tmp/decls.raw" | sed 's/[[:space:]][[:space:]]*/ /g')"
+				   "$tmp/decls.raw")"
 	done
 done
 
