@@ -5,8 +5,9 @@ set -e
 
 # build: compiler, autotools and the libraries we link
 BUILD="gcc g++ make autoconf automake libtool pkgconf check liburing-dev liblz4-dev"
-# tests: the lz4 command (interoperability), hexdump -C (bsdextrautils), valgrind
-TEST="lz4 bsdextrautils valgrind"
+# tests: the lz4 command (interoperability), hexdump -C (bsdextrautils),
+# valgrind, groff and mandoc (test/check_man.sh renders the manual)
+TEST="lz4 bsdextrautils valgrind groff-base mandoc"
 # benchmarks: the peers we compare against in the same run
 BENCH="libevent-dev librados-dev libradospp-dev fio"
 # hardening: clang's libFuzzer for make fuzz / check-fuzz
