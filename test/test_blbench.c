@@ -43,9 +43,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <unistd.h>
 #include <bufferlist/msgr.h>
 #include "testutil.h"
@@ -99,44 +101,154 @@ static const char *fmt(char *buf, size_t len, const char *f, ...)
 	return buf;
 }
 
-/* Runs blbench with @args (NULL-terminated) and, if @env, "NAME=VALUE". */
-static void run_env(struct res *r, const char *env, const char *const *args)
+/* Runs as nobody from here on (root ignores file modes); false if it cannot. */
+static bool become_nobody(void)
 {
-	char outp[PATH_MAX + 16], errp[PATH_MAX + 16];
+	if (geteuid() != 0)
+		return true;	/* the modes already apply */
+	return setgroups(0, NULL) == 0 && setgid(65534) == 0 &&
+	       setuid(65534) == 0;
+}
+
+/* How a child runs; NULL or zeroes: as the test does. */
+struct how {
+	const char *env;	/* "NAME=VALUE" */
+	bool nobody;		/* as user nobody (exit 125 if it cannot be) */
+	long long fsize;	/* > 0: RLIMIT_FSIZE, SIGXFSZ ignored */
+};
+
+/*
+ * Starts blbench with @args (NULL-terminated), its output into
+ * scratch/.TAG.out and .TAG.err, run as @how says.  Returns the pid.
+ */
+static pid_t spawn(const char *tag, const struct how *how,
+		   const char *const *args)
+{
+	static const struct how plain;
+	char outp[PATH_MAX + 64], errp[PATH_MAX + 64];
 	const char *argv[64];
-	int n = 0, st;
+	int n = 0;
 	pid_t pid;
 
-	fmt(outp, sizeof(outp), "%s/.stdout", scratch);
-	fmt(errp, sizeof(errp), "%s/.stderr", scratch);
+	fmt(outp, sizeof(outp), "%s/.%s.out", scratch, tag);
+	fmt(errp, sizeof(errp), "%s/.%s.err", scratch, tag);
+	/* made here, so that polling them never races the child's open */
+	close(open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+	close(open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
 	argv[n++] = "blbench";
 	while (*args && n < 63)
 		argv[n++] = *args++;
 	argv[n] = NULL;
+	if (!how)
+		how = &plain;
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fo = open(outp, O_WRONLY);
+		int fe = open(errp, O_WRONLY);
 
 		if (fo < 0 || fe < 0)
 			_exit(126);
 		dup2(fo, 1);
 		dup2(fe, 2);
-		if (env)
-			putenv((char *)env);
+		/* a test that fails half way must not leave a process behind */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (how->fsize > 0) {
+			struct rlimit rl = { (rlim_t)how->fsize,
+					     (rlim_t)how->fsize };
+
+			signal(SIGXFSZ, SIG_IGN);	/* EFBIG instead */
+			if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+				_exit(125);
+		}
+		if (how->nobody && !become_nobody())
+			_exit(125);
+		if (how->env)
+			putenv((char *)how->env);
 		execv(BLBENCH_PATH, (char *const *)argv);
 		_exit(127);
 	}
+	return pid;
+}
+
+/* Exit status of @pid (128 + signal if killed) from its wait status. */
+static int status_of(int st)
+{
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/*
+ * Waits up to @secs seconds for @pid; its exit status, or -1 if it was
+ * still running (it is then killed).  The bound is generous: it only
+ * tells a hang from an exit.
+ */
+static int wait_exit(pid_t pid, int secs)
+{
+	int st;
+
+	for (int i = 0; i < secs * 100; i++) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+
+		ck_assert_int_ge(w, 0);
+		if (w == pid)
+			return status_of(st);
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+/*
+ * Waits up to @secs seconds for @text in scratch/.TAG.out, written by
+ * @pid: false if it did not come, or @pid exited first.
+ */
+static bool wait_for_output(pid_t pid, const char *tag, const char *text,
+			    int secs)
+{
+	char p[PATH_MAX + 64];
+
+	fmt(p, sizeof(p), "%s/.%s.out", scratch, tag);
+	for (int i = 0; i < secs * 100; i++) {
+		char *out = slurp(p);
+		bool found = strstr(out, text) != NULL;
+
+		free(out);
+		if (found)
+			return true;
+		if (waitpid(pid, NULL, WNOHANG) != 0)
+			return false;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void run_as(struct res *r, const char *env, bool nobody,
+		   const char *const *args)
+{
+	struct how how = { .env = env, .nobody = nobody };
+	char p[PATH_MAX + 64];
+	pid_t pid = spawn("run", &how, args);
+	int st;
+
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r->out = slurp(outp);
-	r->err = slurp(errp);
+	r->status = status_of(st);
+	r->out = slurp(fmt(p, sizeof(p), "%s/.run.out", scratch));
+	r->err = slurp(fmt(p, sizeof(p), "%s/.run.err", scratch));
+}
+
+/* Runs blbench with @args (NULL-terminated) and, if @env, "NAME=VALUE". */
+static void run_env(struct res *r, const char *env, const char *const *args)
+{
+	run_as(r, env, false, args);
 }
 
 #define RUN(r, ...) run_env((r), NULL, (const char *const[]){ __VA_ARGS__, NULL })
 #define RUN_ENV(r, env, ...) \
 	run_env((r), (env), (const char *const[]){ __VA_ARGS__, NULL })
+#define RUN_NOBODY(r, ...) \
+	run_as((r), NULL, true, (const char *const[]){ __VA_ARGS__, NULL })
+#define SPAWN(tag, ...) spawn((tag), NULL, (const char *const[]){ __VA_ARGS__, NULL })
 
 static void res_free(struct res *r)
 {
@@ -985,33 +1097,20 @@ END_TEST
 
 /* ---- the TCP target ------------------------------------------------------------ */
 
-/* Starts `blbench serve` on an ephemeral port; its "tcp:127.0.0.1:PORT". */
-static void start_server(const char *target, char *tcp, size_t len)
+/*
+ * Starts `blbench serve` on an ephemeral port, run as @how says (may be
+ * NULL); its "tcp:127.0.0.1:PORT".
+ */
+static void start_server_how(const char *target, const struct how *how,
+			     char *tcp, size_t len)
 {
-	char outp[PATH_MAX + 64], errp[PATH_MAX + 64];
+	char outp[PATH_MAX + 64];
 	const char *p;
 
 	fmt(outp, sizeof(outp), "%s/.srv.out", scratch);
-	fmt(errp, sizeof(errp), "%s/.srv.err", scratch);
-	/* made here, so that polling them never races the child's open */
-	close(open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
-	close(open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
-	server = fork();
-	ck_assert_int_ge(server, 0);
-	if (server == 0) {
-		int fo = open(outp, O_WRONLY);
-		int fe = open(errp, O_WRONLY);
-
-		if (fo < 0 || fe < 0)
-			_exit(126);
-		dup2(fo, 1);
-		dup2(fe, 2);
-		/* a test that fails half way must not leave a server behind */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl(BLBENCH_PATH, "blbench", "serve", "--listen",
-		      "127.0.0.1:0", "--target", target, (char *)NULL);
-		_exit(127);
-	}
+	server = spawn("srv", how,
+		       (const char *const[]){ "serve", "--listen", "127.0.0.1:0",
+					      "--target", target, NULL });
 	/* it prints where it listens once it does; wait up to 10 s */
 	for (int i = 0; i < 1000; i++) {
 		char *out = slurp(outp);
@@ -1029,6 +1128,11 @@ static void start_server(const char *target, char *tcp, size_t len)
 		usleep(10000);
 	}
 	ck_abort_msg("blbench serve did not start listening");
+}
+
+static void start_server(const char *target, char *tcp, size_t len)
+{
+	start_server_how(target, NULL, tcp, len);
 }
 
 /* SIGTERM: the server finishes what it does and exits 0. */
@@ -1097,6 +1201,129 @@ START_TEST(test_tcp_target_with_direct_on_the_server)
 	path_in(d, sizeof(d), dio_dir, "srvd");
 	start_server(spec(t, sizeof(t), "dir", dio_dir, "srvd"), tcp, sizeof(tcp));
 	tcp_round(tcp, d, "--direct");
+	stop_server();
+}
+END_TEST
+
+/* ---- a server that stops answering ---------------------------------------- */
+
+/*
+ * Whether @sig is still pending for @pid (/proc/PID/status): two signals
+ * sent before the first is delivered would merge into one.
+ */
+static bool sig_pending(pid_t pid, int sig)
+{
+	char p[64], line[256];
+	bool pending = false;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
+	f = fopen(p, "r");
+	if (!f)
+		return false;	/* gone: nothing pending */
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "ShdPnd:", 7) || !strncmp(line, "SigPnd:", 7))
+			pending |= (strtoull(line + 7, NULL, 16) >> (sig - 1)) & 1;
+	fclose(f);
+	return pending;
+}
+
+static char *client_err(void)
+{
+	char p[PATH_MAX + 64];
+
+	return slurp(fmt(p, sizeof(p), "%s/.cl.err", scratch));
+}
+
+/*
+ * Starts a server and a client writing to it for a minute (with @timeout
+ * as --op-timeout unless NULL), waits until the client runs its ops, then
+ * stops the server (SIGSTOP): the client's ops then never complete.  The
+ * client's pid.
+ */
+static pid_t client_of_stalled_server(const char *timeout, char *tcp,
+				      size_t len)
+{
+	char t[PATH_MAX + 64];
+	pid_t pid;
+
+	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, len);
+	if (timeout)
+		pid = SPAWN("cl", "-b", "64K", "-t", "2", "--op-timeout",
+			    timeout, "60", "write", "--target", tcp);
+	else
+		pid = SPAWN("cl", "-b", "64K", "-t", "2", "60", "write",
+			    "--target", tcp);
+	/* the table's header: it said hello and its ops are under way */
+	if (!wait_for_output(pid, "cl", "  sec Cur ops", 30)) {
+		char *err = client_err();
+
+		ck_abort_msg("the client did not start:\n%s", err);
+	}
+	ck_assert_int_eq(kill(server, SIGSTOP), 0);
+	return pid;
+}
+
+START_TEST(test_op_timeout_fails_a_run_whose_server_stalled)
+{
+	char tcp[64], *err;
+	pid_t pid = client_of_stalled_server("2", tcp, sizeof(tcp));
+	int st = wait_exit(pid, 40);
+
+	err = client_err();
+	ck_assert_msg(st == 1, "client status %d (-1: still running)\n%s", st,
+		      err);
+	ck_assert_msg(strstr(err, "--op-timeout") && strstr(err, "no answer from"),
+		      "no reason given:\n%s", err);
+	/* it says what it leaves behind, and how to remove it */
+	ck_assert_ptr_nonnull(strstr(err, "blbench cleanup --prefix benchmark_data_"));
+	free(err);
+	kill(server, SIGCONT);
+	stop_server();
+}
+END_TEST
+
+/* with the default --op-timeout, which must not be what ends it */
+START_TEST(test_sigterm_stops_a_client_whose_server_stalled)
+{
+	char tcp[64], *err;
+	pid_t pid = client_of_stalled_server(NULL, tcp, sizeof(tcp));
+	int st;
+
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	st = wait_exit(pid, 20);
+	err = client_err();
+	ck_assert_msg(st == 1, "client status %d (-1: still running)\n%s", st,
+		      err);
+	ck_assert_msg(strstr(err, "stopped by a signal"), "no reason given:\n%s",
+		      err);
+	free(err);
+	kill(server, SIGCONT);
+	stop_server();
+}
+END_TEST
+
+START_TEST(test_second_sigint_stops_a_client_whose_server_stalled)
+{
+	char tcp[64], *err;
+	pid_t pid = client_of_stalled_server(NULL, tcp, sizeof(tcp));
+	int st;
+
+	/* the first lets the ops in flight finish: they never will */
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	for (int i = 0; i < 1000 && sig_pending(pid, SIGINT); i++)
+		usleep(10000);
+	ck_assert(!sig_pending(pid, SIGINT));
+	ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), 0);
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	st = wait_exit(pid, 20);
+	err = client_err();
+	ck_assert_msg(st == 1, "client status %d (-1: still running)\n%s", st,
+		      err);
+	ck_assert_msg(strstr(err, "stopped by a signal"), "no reason given:\n%s",
+		      err);
+	free(err);
+	kill(server, SIGCONT);
 	stop_server();
 }
 END_TEST
@@ -1293,6 +1520,9 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_tcp_target_with_direct_on_the_server);
 	tcase_add_test(tc, test_server_fed_malformed_frames_stays_up_for_others);
 	tcase_add_test(tc, test_tcp_target_that_is_not_there_gives_one_line_reason);
+	tcase_add_test(tc, test_op_timeout_fails_a_run_whose_server_stalled);
+	tcase_add_test(tc, test_sigterm_stops_a_client_whose_server_stalled);
+	tcase_add_test(tc, test_second_sigint_stops_a_client_whose_server_stalled);
 	suite_add_tcase(s, tc);
 	return s;
 }

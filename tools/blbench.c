@@ -46,6 +46,9 @@ static const char usage_text[] =
 	"  -b, --block-size SIZE    bytes per operation (4M)\n"
 	"  -O, --object-size SIZE   bytes per object, a multiple of -b (= -b)\n"
 	"      --max-objects N      write at most N objects\n"
+	"      --op-timeout SECONDS an operation (or a request to a tcp: server)\n"
+	"                           not over within SECONDS fails the run (30;\n"
+	"                           0: wait as long as it takes)\n"
 	"      --no-cleanup         keep what write made, for seq and rand\n"
 	"      --no-verify          seq, rand: do not check what was read\n"
 	"      --no-hints           rados: write without allocation hints\n"
@@ -73,7 +76,9 @@ static const char usage_text[] =
 	"      --plot FILE.svg      draw bandwidth and latency per second\n"
 	"      --listen HOST:PORT   serve: address to listen on (127.0.0.1:6800)\n"
 	"  -h, --help               this text\n"
-	"SIZE takes K, M, G or T (powers of 1024).  MB in the output is 2^20 bytes.\n";
+	"SIZE takes K, M, G or T (powers of 1024).  MB in the output is 2^20 bytes.\n"
+	"SIGINT starts no more operations and lets those in flight finish; a\n"
+	"second SIGINT, or SIGTERM, stops at once (the run then fails).\n";
 
 enum {
 	OPT_DIRECT = 256,
@@ -90,6 +95,7 @@ enum {
 	OPT_MAX_OBJECTS,
 	OPT_SHOW_TIME,
 	OPT_LISTEN,
+	OPT_OP_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -113,6 +119,7 @@ static const struct option long_opts[] = {
 	{ "max-objects", required_argument, NULL, OPT_MAX_OBJECTS },
 	{ "show-time", no_argument, NULL, OPT_SHOW_TIME },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "op-timeout", required_argument, NULL, OPT_OP_TIMEOUT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -194,6 +201,7 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 	o->hints = true;
 	o->run_name = BLB_META_DEFAULT;
 	o->listen = "127.0.0.1:6800";
+	o->op_timeout = BLB_OP_TIMEOUT;
 
 	for (i = 0; i < argc && len + 2 < sizeof(o->cmdline); i++) {
 		const char *a = i ? argv[i] : "blbench";
@@ -302,6 +310,12 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 			o->listen = optarg;
 			listen_given = true;
 			break;
+		case OPT_OP_TIMEOUT:
+			if (parse_uint(optarg, BLB_OP_TIMEOUT_MAX, &v))
+				return usage_error("--op-timeout wants whole seconds from 0 to %u, not '%s'",
+						   BLB_OP_TIMEOUT_MAX, optarg);
+			o->op_timeout = (unsigned)v;
+			break;
 		default:	/* getopt said what was wrong */
 			return usage_error(NULL);
 		}
@@ -348,10 +362,14 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 	return -1;
 }
 
+/*
+ * A first SIGINT lets the operations in flight finish (rados bench's
+ * Ctrl-C); a second one, or SIGTERM, must stop even a run whose target
+ * no longer answers, so it sets 2, which every wait gives up on.
+ */
 static void on_signal(int sig)
 {
-	(void)sig;
-	blb_stop = 1;
+	blb_stop = sig == SIGTERM || blb_stop > 0 ? 2 : 1;
 }
 
 static void install_signals(void)
@@ -361,6 +379,9 @@ static void install_signals(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;	/* no SA_RESTART: waits return early */
 	sigemptyset(&sa.sa_mask);
+	/* one handler at a time: its read of blb_stop then stays true */
+	sigaddset(&sa.sa_mask, SIGINT);
+	sigaddset(&sa.sa_mask, SIGTERM);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);	/* a closed peer is an error, not a death */

@@ -39,6 +39,11 @@ static int remove_objects(struct blb_bench *b, uint64_t nobj, bool meta)
 
 	fprintf(stderr, "Cleaning up (deleting benchmark objects)\n");
 	for (n = 0; n < nobj; n++) {
+		if (blb_stop > 1) {
+			fprintf(stderr, "blbench: cleanup stopped by a signal\n");
+			err = -EINTR;
+			break;
+		}
 		blb_op_name(b, n, name, sizeof(name));
 		r = b->t->ops->remove(b->t, name, n);
 		if (r == 0)
@@ -174,6 +179,9 @@ int blb_mode_write(struct blb_bench *b)
 			remove_objects(b, ((uint64_t)b->st.started + b->opo - 1) /
 						  b->opo,
 				       false);
+		else if (b->st.started && !t->slots)
+			fprintf(stderr, "blbench: what this run wrote is left on %s; `blbench cleanup --prefix %s` removes it\n",
+				t->desc, b->prefix);
 		return BLB_EXIT_FAIL;
 	}
 	blb_out_summary(&b->out, &b->st, time_run);

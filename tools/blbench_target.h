@@ -31,9 +31,14 @@ enum blb_mode {
 	BLB_SERVE,
 };
 
+/* --op-timeout: its default and largest value, in seconds */
+#define BLB_OP_TIMEOUT 30
+#define BLB_OP_TIMEOUT_MAX 86400u
+
 /*
- * The command line, parsed.  Targets read direct, concurrent, op_size,
- * object_size, hints and conf; `blbench serve` also target and listen.
+ * The command line, parsed.  Targets read mode, direct, concurrent,
+ * op_size, object_size, hints, conf and op_timeout; `blbench serve` also
+ * target and listen.
  */
 struct blb_opts {
 	enum blb_mode mode;
@@ -42,6 +47,7 @@ struct blb_opts {
 	uint64_t op_size;		/* -b */
 	uint64_t object_size;		/* -O; 0 until parsed: then op_size */
 	uint64_t max_objects;		/* --max-objects; 0: no limit */
+	unsigned op_timeout;		/* --op-timeout seconds; 0: none */
 	bool direct;			/* --direct: O_DIRECT */
 	bool crc;			/* --crc: crc32c per op, checked on read */
 	bool lz4;			/* --lz4: ops are stored compressed */
