@@ -130,6 +130,9 @@ static struct blb_target *srv_target(struct srv *s, uint32_t flags,
 		struct blb_opts o = s->o;
 
 		o.direct = i == 1;
+		/* a second open of one file: its flock would conflict with
+		 * the first's, which already keeps other writers out */
+		o.lock_held = i == 1 && s->tgt[0];
 		if (blb_target_open_ring(&s->tgt[i], s->o.target, &o, true, s->u,
 					 s->tgt_err[i],
 					 sizeof(s->tgt_err[i])) < 0)

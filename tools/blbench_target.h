@@ -63,6 +63,9 @@ struct blb_opts {
 	const char *pool;		/* -p: accepted, selects nothing */
 	const char *listen;		/* serve: HOST:PORT */
 	const char *conf;		/* -c: ceph.conf for rados: (NULL: $CEPH_CONF) */
+	/* file: this process holds the file's lock already (serve's O_DIRECT
+	 * target, opened beside its buffered one) */
+	bool lock_held;
 	char cmdline[1024];		/* for the plot's title */
 };
 
@@ -184,7 +187,12 @@ int blb_dir_open(struct blb_target **out, const char *path, bool is_default,
 /* The default directory: $BLBENCH_DIR, else /var/tmp/blbench-$USER. */
 int blb_default_dir(char *buf, size_t len);
 
-/* file:PATH[:SIZE] (blbench_file.c); @u as blb_dir_open(). */
+/*
+ * file:PATH[:SIZE] (blbench_file.c); @u as blb_dir_open().  The file is
+ * flock()ed while the target is open, shared for seq and rand (which
+ * open it read-only), exclusive for everything else: a second writer is
+ * refused with -EBUSY instead of overwriting the first one's slots.
+ */
 int blb_file_open(struct blb_target **out, const char *spec,
 		  const struct blb_opts *o, bool create, struct bl_uring *u,
 		  char *err, size_t len);
