@@ -1067,6 +1067,199 @@ START_TEST(test_flip_in_lz4_data_fails_seq)
 }
 END_TEST
 
+/* ---- cleanup --------------------------------------------------------------------- */
+
+/* A write of @nobj 64 KiB objects to @t kept for later; its prefix. */
+static void keep_run(const char *t, const char *nobj, const char *run,
+		     char *prefix, size_t len)
+{
+	struct res r;
+
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", nobj, "10", "write",
+	    "--no-cleanup", "--run-name", run, "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total writes made:"), atoi(nobj));
+	prefix_of(r.out, prefix, len);
+	res_free(&r);
+}
+
+START_TEST(test_cleanup_removes_a_run_whose_metadata_is_damaged)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], m[PATH_MAX + 64];
+	char prefix[256];
+	struct res r;
+
+	spec(t, sizeof(t), "dir", scratch, "bad");
+	path_in(d, sizeof(d), scratch, "bad");
+	path_in(m, sizeof(m), d, "benchmark_last_metadata");
+
+	/* with --prefix */
+	keep_run(t, "6", "benchmark_last_metadata", prefix, sizeof(prefix));
+	flip_byte(m, 30);
+	RUN(&r, "1", "seq", "--target", t);
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "damaged"));
+	res_free(&r);
+	RUN(&r, "cleanup", "--prefix", prefix, "--target", t);
+	expect_status(&r, 0);
+	ck_assert_msg(count_objects(d) == 0, "%d objects left:\n%s",
+		      count_objects(d), r.err);
+	ck_assert_int_ne(access(m, F_OK), 0);
+	res_free(&r);
+
+	/* without: this host's objects that no run's metadata names */
+	keep_run(t, "4", "benchmark_last_metadata", prefix, sizeof(prefix));
+	flip_byte(m, 3);
+	RUN(&r, "cleanup", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_msg(count_objects(d) == 0, "%d objects left:\n%s",
+		      count_objects(d), r.err);
+	ck_assert_int_ne(access(m, F_OK), 0);
+	res_free(&r);
+}
+END_TEST
+
+/*
+ * A write killed half way leaves objects no metadata names, beside an
+ * older run's metadata: one cleanup removes both runs, and keeps a run
+ * under another --run-name and a write still under way.
+ */
+START_TEST(test_one_cleanup_removes_what_a_killed_run_left)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], m[PATH_MAX + 64];
+	char older[256], other[256];
+	struct res r;
+	pid_t pid;
+	int st;
+
+	spec(t, sizeof(t), "dir", scratch, "k");
+	path_in(d, sizeof(d), scratch, "k");
+	path_in(m, sizeof(m), d, "benchmark_last_metadata");
+	keep_run(t, "5", "benchmark_last_metadata", older, sizeof(older));
+	keep_run(t, "3", "other", other, sizeof(other));
+
+	/* killed once it has written a few objects of its own */
+	pid = SPAWN("w", "-b", "64K", "-t", "1", "60", "write", "--target", t);
+	ck_assert(wait_for_output(pid, "w", "  sec Cur ops", 30));
+	for (int i = 0; i < 3000 && count_objects(d) < 5 + 3 + 4; i++)
+		usleep(10000);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	ck_assert_int_ge(count_objects(d), 5 + 3 + 4);
+
+	RUN(&r, "cleanup", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_msg(count_objects(d) == 3, "%d objects left, not other's 3:\n%s",
+		      count_objects(d), r.err);
+	ck_assert_int_ne(access(m, F_OK), 0);
+	res_free(&r);
+	RUN(&r, "1", "seq", "--run-name", "other", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total reads made:"), 3);
+	res_free(&r);
+
+	/* a write under way keeps its objects */
+	pid = SPAWN("w", "-b", "64K", "-t", "1", "60", "write", "--no-cleanup",
+		    "--target", t);
+	ck_assert(wait_for_output(pid, "w", "  sec Cur ops", 30));
+	for (int i = 0; i < 3000 && count_objects(d) < 3 + 4; i++)
+		usleep(10000);
+	RUN(&r, "cleanup", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_msg(strstr(r.err, "still under way"), "%s", r.err);
+	ck_assert_int_ge(count_objects(d), 3 + 4);
+	res_free(&r);
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	st = wait_exit(pid, 30);
+	ck_assert_int_eq(st, 0);
+
+	/* --prefix: every object under it, and the metadata naming them */
+	RUN(&r, "cleanup", "--prefix", "benchmark_data", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq(count_objects(d), 0);
+	ck_assert_int_ne(access(path_in(m, sizeof(m), d, "other"), F_OK), 0);
+	ck_assert_int_ne(access(path_in(m, sizeof(m), d, "benchmark_last_metadata"),
+				F_OK), 0);
+	res_free(&r);
+}
+END_TEST
+
+/*
+ * Rewrites metadata file @path with @prefix as its run's object prefix,
+ * with a valid crc32c: what a hostile or buggy writer could leave.
+ */
+static void forge_meta_prefix(const char *path, const char *prefix)
+{
+	unsigned char *old, *p;
+	struct bl_list m;
+	uint32_t plen;
+	size_t rest;
+	struct stat st;
+	int fd;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	old = (unsigned char *)slurp(path);
+	/* rados bench's 24 bytes, magic, version, then the prefix's bytes */
+	plen = old[32] | old[33] << 8 | old[34] << 16 | (uint32_t)old[35] << 24;
+	p = old + 36 + plen;
+	rest = (size_t)st.st_size - 36 - plen - 4;	/* less the crc */
+	bl_list_init(&m);
+	ck_assert_int_eq(bl_list_append(&m, old, 32), 0);
+	ck_assert_int_eq(bl_encode_bytes(&m, prefix, strlen(prefix)), 0);
+	ck_assert_int_eq(bl_list_append(&m, p, rest), 0);
+	ck_assert_int_eq(bl_encode_u32(&m, bl_list_crc32c(&m, 0xFFFFFFFF)), 0);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bl_list_write_fd(&m, fd, NULL), 0);
+	close(fd);
+	bl_list_clear(&m);
+	free(old);
+}
+
+START_TEST(test_metadata_naming_files_elsewhere_is_refused)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], m[PATH_MAX + 64];
+	char v[PATH_MAX + 64], prefix[256];
+	struct res r;
+	int fd;
+
+	spec(t, sizeof(t), "dir", scratch, "esc");
+	path_in(d, sizeof(d), scratch, "esc");
+	path_in(m, sizeof(m), d, "benchmark_last_metadata");
+	keep_run(t, "2", "benchmark_last_metadata", prefix, sizeof(prefix));
+	/* a file beside the target that the forged prefix names */
+	fd = open(path_in(v, sizeof(v), scratch, "victim_object0"),
+		  O_WRONLY | O_CREAT, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	forge_meta_prefix(m, "../victim");
+
+	RUN(&r, "1", "seq", "--target", t);
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "damaged"));
+	res_free(&r);
+	RUN(&r, "cleanup", "--target", t);
+	expect_status(&r, 0);
+	res_free(&r);
+	ck_assert_msg(access(v, F_OK) == 0, "cleanup removed a file outside %s", d);
+	ck_assert_int_eq(count_objects(d), 0);
+}
+END_TEST
+
+/* -O so large that the slot arithmetic would wrap (it divided by zero) */
+START_TEST(test_object_size_beyond_16t_is_a_usage_error)
+{
+	char t[PATH_MAX + 64];
+	struct res r;
+
+	RUN(&r, "-b", "64", "-O", "18446744073709551552", "1", "write",
+	    "--target", fmt(t, sizeof(t), "file:%s/huge:8M", scratch));
+	expect_status(&r, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "-O wants a size up to 16T"));
+	res_free(&r);
+}
+END_TEST
+
 /* ---- room ------------------------------------------------------------------------ */
 
 START_TEST(test_raw_target_too_small_is_refused_and_a_full_one_stops)
@@ -1621,6 +1814,10 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_raw_target_too_small_is_refused_and_a_full_one_stops);
 	tcase_add_test(tc, test_raw_file_takes_one_writer_at_a_time);
 	tcase_add_test(tc, test_raw_file_that_cannot_be_written_is_still_read);
+	tcase_add_test(tc, test_cleanup_removes_a_run_whose_metadata_is_damaged);
+	tcase_add_test(tc, test_one_cleanup_removes_what_a_killed_run_left);
+	tcase_add_test(tc, test_metadata_naming_files_elsewhere_is_refused);
+	tcase_add_test(tc, test_object_size_beyond_16t_is_a_usage_error);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("output");

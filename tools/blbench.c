@@ -53,7 +53,8 @@ static const char usage_text[] =
 	"      --no-verify          seq, rand: do not check what was read\n"
 	"      --no-hints           rados: write without allocation hints\n"
 	"      --run-name NAME      metadata object (benchmark_last_metadata)\n"
-	"      --prefix PREFIX      cleanup: also remove objects named PREFIX*\n"
+	"      --prefix PREFIX      cleanup: remove every object named PREFIX*, and\n"
+	"                           the metadata of the runs they belong to\n"
 	"      --format plain|json  output (plain)\n"
 	"      --show-time          prefix lines with the time of day\n"
 	"  -p, --pool POOL          accepted for compatibility; selects nothing\n"
@@ -77,6 +78,9 @@ static const char usage_text[] =
 	"      --listen HOST:PORT   serve: address to listen on (127.0.0.1:6800)\n"
 	"  -h, --help               this text\n"
 	"SIZE takes K, M, G or T (powers of 1024).  MB in the output is 2^20 bytes.\n"
+	"cleanup removes the run --run-name names, then this host's objects that\n"
+	"no run's metadata names (a killed write's), but not those of a write\n"
+	"still running.  Damaged metadata is removed too, its objects by name.\n"
 	"SIGINT starts no more operations and lets those in flight finish; a\n"
 	"second SIGINT, or SIGTERM, stops at once (the run then fails).\n";
 
@@ -228,8 +232,10 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 			break;
 		case 'O':
 			if (blb_parse_size(optarg, &o->object_size) ||
-			    o->object_size == 0)
-				return usage_error("-O wants a size, not '%s'", optarg);
+			    o->object_size == 0 ||
+			    o->object_size > BLB_MAX_OBJECT_SIZE)
+				return usage_error("-O wants a size up to 16T, not '%s'",
+						   optarg);
 			break;
 		case 'p':
 			o->pool = optarg;
@@ -292,7 +298,8 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 			o->run_name = optarg;
 			break;
 		case OPT_PREFIX:
-			if (!*optarg || strchr(optarg, '/'))
+			if (!*optarg || strchr(optarg, '/') ||
+			    strlen(optarg) >= BLB_NAME_MAX)
 				return usage_error("--prefix wants a plain name prefix, not '%s'",
 						   optarg);
 			o->prefix = optarg;
@@ -409,6 +416,8 @@ int main(int argc, char **argv)
 			    sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "blbench: %s\n", err);
+		if (blb_stop > 1)	/* a tcp: hello gave up */
+			fprintf(stderr, "blbench: stopped by a signal\n");
 		return BLB_EXIT_FAIL;
 	}
 	switch (o.mode) {
@@ -423,6 +432,9 @@ int main(int argc, char **argv)
 		r = blb_mode_cleanup(&b);
 		break;
 	}
+	/* the loop said so itself; a wait elsewhere only gave up (-EINTR) */
+	if (r && blb_stop > 1 && b.failed != -EINTR)
+		fprintf(stderr, "blbench: stopped by a signal\n");
 	/* closing the target completes (or cancels) what is still in flight */
 	blb_target_close(b.t);
 	blb_bench_free(&b);

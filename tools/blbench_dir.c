@@ -25,6 +25,8 @@
 #include <sys/stat.h>
 #include "blbench_target.h"
 
+#define META_MAX (64u << 10)	/* blbench's metadata is ~200 bytes */
+
 struct dir_target {
 	struct blb_target t;
 	int dfd;
@@ -116,18 +118,33 @@ static int dir_meta_put(struct blb_target *t, const char *run,
 	return r;
 }
 
+/*
+ * Cleanup tries every file beside the objects as a metadata object, and a
+ * directory may hold anything: what is not a small regular file is not
+ * blbench's metadata (-EBADMSG), and a FIFO or a symlink is not opened.
+ */
 static int dir_meta_get(struct blb_target *t, const char *run,
 			struct bl_list *out)
 {
 	struct dir_target *d = (struct dir_target *)t;
-	char path[PATH_MAX + BLB_NAME_MAX];
+	struct stat st;
 	ssize_t n;
+	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", d->path, run);
-	n = bl_list_read_file(out, path);
-	if (n < 0)
-		return (int)n;
-	return n == 0 ? -ENOENT : 0;	/* rados bench: empty = absent */
+	fd = openat(d->dfd, run, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ELOOP ? -EBADMSG : -errno;
+	if (fstat(fd, &st) < 0) {
+		n = -errno;
+	} else if (!S_ISREG(st.st_mode) || st.st_size > META_MAX) {
+		n = -EBADMSG;
+	} else {
+		n = bl_list_read_fd(out, fd, (size_t)st.st_size);
+		if (n == 0)
+			n = -ENOENT;	/* rados bench: empty = absent */
+	}
+	close(fd);
+	return n < 0 ? (int)n : 0;
 }
 
 static int dir_meta_del(struct blb_target *t, const char *run)
@@ -153,8 +170,9 @@ static int dir_list(struct blb_target *t, const char *prefix,
 		close(fd);
 		return r;
 	}
+	/* dot files are no objects: ".", "..", and our own temporary files */
 	while (r == 0 && (de = readdir(dir)))
-		if (!strncmp(de->d_name, prefix, plen))
+		if (de->d_name[0] != '.' && !strncmp(de->d_name, prefix, plen))
 			r = fn(arg, de->d_name);
 	closedir(dir);
 	return r;

@@ -245,10 +245,14 @@ static void srv_on_frame(void *arg, struct bl_msgr_conn *c,
 	default:
 		goto bad;
 	}
-	if (f->type != T_HELLO &&
-	    (bl_decode_bytes(&it, &nl) < 0 ||
-	     !blb_plain_name(&nl, name, sizeof(name))))
-		goto bad;
+	if (f->type != T_HELLO) {
+		if (bl_decode_bytes(&it, &nl) < 0)
+			goto bad;
+		if (f->type == T_LIST && bl_list_length(&nl) == 0)
+			name[0] = 0;	/* LIST's prefix may be empty: every name */
+		else if (!blb_plain_name(&nl, name, sizeof(name)))
+			goto bad;
+	}
 
 	t = srv_target(s, flags, &why);
 	if (!t) {
