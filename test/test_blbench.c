@@ -1399,6 +1399,33 @@ START_TEST(test_tcp_target_with_direct_on_the_server)
 }
 END_TEST
 
+START_TEST(test_truncated_raw_file_is_said_to_be_shorter_than_its_run)
+{
+	char t[PATH_MAX + 64], f[PATH_MAX + 64];
+	struct res r;
+
+	path_in(f, sizeof(f), scratch, "trunc");
+	RUN(&r, "-b", "1M", "-t", "2", "5", "write", "--no-cleanup",
+	    "--target", fmt(t, sizeof(t), "file:%s:8M", f));
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total writes made:"), 7);
+	res_free(&r);
+	/* room for 3 of the 7 objects now */
+	ck_assert_int_eq(truncate(f, 4 << 20), 0);
+	fmt(t, sizeof(t), "file:%s", f);
+	RUN(&r, "1", "seq", "--target", t);
+	expect_status(&r, 1);
+	ck_assert_msg(strstr(r.err, "is shorter than benchmark_last_metadata says"),
+		      "%s", r.err);
+	ck_assert_ptr_null(strstr(r.err, "No space left"));
+	res_free(&r);
+	RUN(&r, "1", "rand", "--target", t);
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "is shorter than"));
+	res_free(&r);
+}
+END_TEST
+
 /* ---- one writer at a time on a raw file --------------------------------------- */
 
 static void expect_refused(const struct res *r, const char *why)
@@ -1812,6 +1839,7 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_dir_with_direct_and_lz4_round_trips);
 	tcase_add_test(tc, test_default_target_is_found_by_a_later_process);
 	tcase_add_test(tc, test_raw_target_too_small_is_refused_and_a_full_one_stops);
+	tcase_add_test(tc, test_truncated_raw_file_is_said_to_be_shorter_than_its_run);
 	tcase_add_test(tc, test_raw_file_takes_one_writer_at_a_time);
 	tcase_add_test(tc, test_raw_file_that_cannot_be_written_is_still_read);
 	tcase_add_test(tc, test_cleanup_removes_a_run_whose_metadata_is_damaged);

@@ -212,6 +212,27 @@ int blb_mode_write(struct blb_bench *b)
 	return r < 0 ? BLB_EXIT_FAIL : 0;
 }
 
+/*
+ * Whether a raw target's object space is too short for the ops the
+ * metadata lists (the file was truncated since, or is another one):
+ * reading there would fail op by op with a misleading -ENOSPC.
+ */
+static bool slots_short(const struct blb_bench *b)
+{
+	const struct blb_target *t = b->t;
+	uint64_t last, objno, end;
+
+	if (!b->num_ops || t->room == UINT64_MAX)
+		return false;
+	last = b->num_ops - 1;
+	objno = last / b->opo;
+	if (!t->obj_span || objno >= t->room / t->obj_span)
+		return true;
+	/* objno * obj_span < room: no overflow */
+	end = objno * t->obj_span + (last % b->opo) * b->stride + b->stride;
+	return end > t->room;
+}
+
 int blb_mode_read(struct blb_bench *b)
 {
 	const struct blb_opts *o = b->o;
@@ -232,10 +253,16 @@ int blb_mode_read(struct blb_bench *b)
 			o->run_name, t->off_align);
 		return BLB_EXIT_FAIL;
 	}
-	if (t->slots)
+	if (t->slots) {
 		t->obj_span = blb_align_up(b->opo * b->stride,
 					   t->off_align > 4096 ?
 					   t->off_align : 4096);
+		if (slots_short(b)) {
+			fprintf(stderr, "blbench: %s is shorter than %s says: its %" PRIu64 " ops need more than the %" PRIu64 " bytes of object space it has (truncated, or not the file written?)\n",
+				t->desc, o->run_name, b->num_ops, t->room);
+			return BLB_EXIT_FAIL;
+		}
+	}
 	b->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(blb_now() * 1e9) ^ 1;
 	if (blb_make_pattern(b) < 0 || blb_ops_alloc(b, o->concurrent) < 0) {
 		fprintf(stderr, "blbench: out of memory\n");
