@@ -1549,6 +1549,39 @@ START_TEST(test_raw_file_that_cannot_be_written_is_still_read)
 }
 END_TEST
 
+START_TEST(test_unwritable_directory_is_refused_before_the_header)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64];
+	struct res r;
+	int fd;
+
+	ck_assert_int_eq(mkdir(path_in(d, sizeof(d), scratch, "ro"), 0555), 0);
+	open_scratch_to_all();
+	RUN_NOBODY(&r, "-b", "64K", "1", "write", "--target",
+		   spec(t, sizeof(t), "dir", scratch, "ro"));
+	if (!cannot_be_nobody(&r)) {
+		expect_status(&r, 1);
+		ck_assert_msg(strstr(r.err, "cannot write in dir:"), "%s", r.err);
+		ck_assert_msg(r.out[0] == 0, "it printed before it failed:\n%s",
+			      r.out);
+		ck_assert_int_eq(count_objects(d), 0);
+	}
+	res_free(&r);
+
+	/* a file where the directory should be, whoever runs it */
+	fd = open(path_in(d, sizeof(d), scratch, "plain"), O_WRONLY | O_CREAT,
+		  0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	RUN(&r, "-b", "64K", "1", "write", "--target",
+	    spec(t, sizeof(t), "dir", scratch, "plain"));
+	expect_status(&r, 1);
+	ck_assert_str_eq(r.out, "");
+	ck_assert_ptr_nonnull(strstr(r.err, "Not a directory"));
+	res_free(&r);
+}
+END_TEST
+
 /* ---- a server that stops answering ---------------------------------------- */
 
 /*
@@ -1782,6 +1815,51 @@ START_TEST(test_server_fed_malformed_frames_stays_up_for_others)
 }
 END_TEST
 
+/*
+ * A write the server's disk refuses (past RLIMIT_FSIZE: EFBIG, nothing
+ * written) must not leave the empty object file its open made.
+ */
+START_TEST(test_failed_server_write_leaves_no_empty_object)
+{
+	static const char name[] = "benchmark_data_test_1_object0";
+	struct how how = { .fsize = 1 << 20 };
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], o[PATH_MAX + 64], tcp[64];
+	unsigned char frame[8192], body[6144], c;
+	struct bl_list l;
+	size_t n, hlen;
+	int fd;
+
+	path_in(d, sizeof(d), scratch, "srvf");
+	start_server_how(spec(t, sizeof(t), "dir", scratch, "srvf"), &how, tcp,
+			 sizeof(tcp));
+	/* WRITE: tag, flags, data_off, objno, off, span, name, pad, data */
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_encode_u64(&l, 1), 0);
+	ck_assert_int_eq(bl_encode_u32(&l, 0), 0);
+	ck_assert_int_eq(bl_encode_u32(&l, 1024), 0);
+	ck_assert_int_eq(bl_encode_u64(&l, 0), 0);
+	ck_assert_int_eq(bl_encode_u64(&l, 2 << 20), 0);	/* past the limit */
+	ck_assert_int_eq(bl_encode_u64(&l, 4 << 20), 0);
+	ck_assert_int_eq(bl_encode_bytes(&l, name, strlen(name)), 0);
+	hlen = bl_list_length(&l);
+	ck_assert_int_eq(bl_list_append_zero(&l, 1024 - hlen + 4096), 0);
+	n = bl_list_length(&l);
+	ck_assert_uint_le(n, sizeof(body));
+	bl_list_copy_out(&l, 0, n, body);
+	bl_list_clear(&l);
+	n = make_frame(frame, sizeof(frame), 2, body, n);
+
+	fd = connect_to(tcp);
+	ck_assert_int_eq(send(fd, frame, n, MSG_NOSIGNAL), (ssize_t)n);
+	/* the reply (an error) comes once the write is over */
+	ck_assert_int_eq(recv(fd, &c, 1, 0), 1);
+	close(fd);
+	path_in(o, sizeof(o), d, name);
+	ck_assert_msg(access(o, F_OK) != 0, "%s was left behind", name);
+	stop_server();
+}
+END_TEST
+
 START_TEST(test_tcp_target_that_is_not_there_gives_one_line_reason)
 {
 	struct res r;
@@ -1842,6 +1920,7 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_truncated_raw_file_is_said_to_be_shorter_than_its_run);
 	tcase_add_test(tc, test_raw_file_takes_one_writer_at_a_time);
 	tcase_add_test(tc, test_raw_file_that_cannot_be_written_is_still_read);
+	tcase_add_test(tc, test_unwritable_directory_is_refused_before_the_header);
 	tcase_add_test(tc, test_cleanup_removes_a_run_whose_metadata_is_damaged);
 	tcase_add_test(tc, test_one_cleanup_removes_what_a_killed_run_left);
 	tcase_add_test(tc, test_metadata_naming_files_elsewhere_is_refused);
@@ -1871,6 +1950,7 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_tcp_target_with_direct_on_the_server);
 	tcase_add_test(tc, test_server_fed_malformed_frames_stays_up_for_others);
 	tcase_add_test(tc, test_tcp_target_that_is_not_there_gives_one_line_reason);
+	tcase_add_test(tc, test_failed_server_write_leaves_no_empty_object);
 	tcase_add_test(tc, test_op_timeout_fails_a_run_whose_server_stalled);
 	tcase_add_test(tc, test_sigterm_stops_a_client_whose_server_stalled);
 	tcase_add_test(tc, test_second_sigint_stops_a_client_whose_server_stalled);
