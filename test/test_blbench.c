@@ -1860,6 +1860,67 @@ START_TEST(test_failed_server_write_leaves_no_empty_object)
 }
 END_TEST
 
+/*
+ * A server whose hello asks for a 2 GiB memory alignment: every op would
+ * carry that much padding.  The client refuses it instead.
+ */
+START_TEST(test_hello_with_absurd_alignment_is_refused)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	struct timeval tv = { 10, 0 };
+	struct pollfd pfd;
+	unsigned char frame[512], body[256], req[512];
+	char tcp[64], p[PATH_MAX + 64], *err;
+	struct bl_list l;
+	size_t n;
+	int lfd, cfd, st;
+	pid_t pid;
+
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(lfd, 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(lfd, 1), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+	fmt(tcp, sizeof(tcp), "tcp:127.0.0.1:%d", ntohs(a.sin_port));
+	pid = SPAWN("cl", "-b", "64K", "1", "write", "--target", tcp);
+
+	pfd.fd = lfd;
+	pfd.events = POLLIN;
+	ck_assert_int_eq(poll(&pfd, 1, 20000), 1);
+	cfd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(cfd, 0);
+	setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ck_assert_int_gt(recv(cfd, req, sizeof(req), 0), 0);	/* its HELLO */
+	/* the reply to its first request (slot 0, generation 1) */
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_encode_u64(&l, 1ull << 32), 0);
+	ck_assert_int_eq(bl_encode_u64(&l, 0), 0);
+	ck_assert_int_eq(bl_encode_u64(&l, 1ull << 30), 0);	/* room */
+	ck_assert_int_eq(bl_encode_u32(&l, 0), 0);		/* slots */
+	ck_assert_int_eq(bl_encode_u32(&l, 1u << 31), 0);	/* mem_align */
+	ck_assert_int_eq(bl_encode_u32(&l, 4096), 0);		/* off_align */
+	ck_assert_int_eq(bl_encode_u64(&l, 1ull << 31), 0);	/* max payload */
+	ck_assert_int_eq(bl_encode_bytes(&l, "dir:/x", 6), 0);
+	n = bl_list_length(&l);
+	bl_list_copy_out(&l, 0, n, body);
+	bl_list_clear(&l);
+	n = make_frame(frame, sizeof(frame), 100, body, n);
+	ck_assert_int_eq(send(cfd, frame, n, MSG_NOSIGNAL), (ssize_t)n);
+
+	st = wait_exit(pid, 20);
+	err = slurp(fmt(p, sizeof(p), "%s/.cl.err", scratch));
+	ck_assert_msg(st == 1 && strstr(err, "its hello"),
+		      "status %d (-1: still running):\n%s", st, err);
+	free(err);
+	close(cfd);
+	close(lfd);
+}
+END_TEST
+
 START_TEST(test_tcp_target_that_is_not_there_gives_one_line_reason)
 {
 	struct res r;
@@ -1951,6 +2012,7 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_server_fed_malformed_frames_stays_up_for_others);
 	tcase_add_test(tc, test_tcp_target_that_is_not_there_gives_one_line_reason);
 	tcase_add_test(tc, test_failed_server_write_leaves_no_empty_object);
+	tcase_add_test(tc, test_hello_with_absurd_alignment_is_refused);
 	tcase_add_test(tc, test_op_timeout_fails_a_run_whose_server_stalled);
 	tcase_add_test(tc, test_sigterm_stops_a_client_whose_server_stalled);
 	tcase_add_test(tc, test_second_sigint_stops_a_client_whose_server_stalled);

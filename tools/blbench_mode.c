@@ -150,7 +150,10 @@ int blb_mode_write(struct blb_bench *b)
 	} else {
 		room_ops = t->room / per_op;
 	}
-	b->max_ops = o->max_objects * b->opo;
+	/* --max-objects up to INT_MAX times up to 2^38 ops an object */
+	b->max_ops = o->max_objects > UINT64_MAX / b->opo
+			     ? UINT64_MAX
+			     : o->max_objects * b->opo;
 	need = o->concurrent;
 	if (b->max_ops && b->max_ops < need)
 		need = b->max_ops;

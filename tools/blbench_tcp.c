@@ -520,8 +520,10 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 	r |= bl_decode_u32(&it, &off);
 	r |= bl_decode_u64(&it, &maxp);
 	r |= bl_decode_bytes(&it, &dl);
+	/* the alignments size every op's padding and buffers: bounded */
 	if (r || bl_list_length(&dl) >= sizeof(desc) || !mem || !off ||
-	    (mem & (mem - 1)) || (off & (off - 1)) || off > (1u << 20)) {
+	    (mem & (mem - 1)) || (off & (off - 1)) || off > (1u << 20) ||
+	    mem > (1u << 20)) {
 		r = blb_fail(err, len, -EBADMSG, "cannot open target %s: its hello",
 			 tt->addr);
 		goto out;
@@ -538,8 +540,10 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 		tt->pad = mem;
 	snprintf(tt->t.desc, sizeof(tt->t.desc), "%s (%s)", tt->addr, desc);
 	if (o->op_size + 4096 + tt->pad > maxp) {
+		uint64_t most = maxp > 4096 + tt->pad ? maxp - 4096 - tt->pad : 0;
+
 		r = blb_fail(err, len, 0, "%s takes ops of at most %llu bytes",
-			 tt->t.desc, (unsigned long long)(maxp - 4096 - tt->pad));
+			 tt->t.desc, (unsigned long long)most);
 		goto out;
 	}
 	bl_list_clear(&reply);
