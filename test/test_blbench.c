@@ -20,11 +20,25 @@
  *  - a raw target too small for one round is refused, one that fills up
  *    stops the run cleanly;
  *  - the TCP target through `blbench serve`, and a server fed malformed
- *    frames that stays up for the next client.
+ *    frames that stays up for the next client;
+ *  - a server that stops answering (SIGSTOP): --op-timeout fails the run,
+ *    SIGTERM or a second SIGINT stops the client at once; a hello asking
+ *    for an absurd alignment is refused; a failed server write leaves no
+ *    empty object;
+ *  - a raw file takes one writer at a time (flock) and is read even where
+ *    it may not be written; a truncated one is named as such;
+ *  - cleanup removes a run whose metadata is damaged, and in one pass what
+ *    a killed write left, keeping other runs; forged metadata never makes
+ *    it remove files outside the target;
+ *  - a directory that cannot be written is refused before any output.
+ *
+ * Tests that need a user whom file modes bind run blbench as nobody when
+ * the suite runs as root (and skip, saying so, if that is impossible).
  *
  * Runs are kept small (64 KiB ops, a few ops in flight, capped object
  * counts) so the suite writes little and stays well under 30 seconds.
- * Nothing here asserts on timing.
+ * Nothing here asserts on timing: waits for a child are bounded only to
+ * tell a hang from an exit.
  */
 #include "config.h"
 

@@ -472,10 +472,18 @@ int blb_serve(const struct blb_opts *o)
 		r = 0;
 	}
 	bl_msgr_server_destroy(s.ms);
-	/* disk ops still running hold payloads and the targets: let them end */
-	while (s.inflight)
-		if (bl_uring_run(s.u, 1, 1000) < 0 && blb_stop > 1)
+	/*
+	 * Disk ops still running hold payloads and the targets: let them end,
+	 * but after SIGTERM or a second SIGINT not for a disk that stopped
+	 * answering (a second without one completing); destroying the ring
+	 * then cancels what is left.
+	 */
+	while (s.inflight) {
+		int n = bl_uring_run(s.u, 1, 1000);
+
+		if (n < 0 || (n == 0 && blb_stop > 1))
 			break;
+	}
 	blb_target_close(s.tgt[0]);
 	blb_target_close(s.tgt[1]);
 	bl_uring_destroy(s.u);
