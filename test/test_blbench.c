@@ -515,6 +515,9 @@ START_TEST(test_bad_options_give_usage_and_status_2)
 		{ "--bogus", "10", "write", NULL },
 		{ "--listen", "1.2.3.4:5", "10", "write", NULL },
 		{ "cleanup", "now", NULL },
+		/* a dot name is the target's own (its temporary files) */
+		{ "--run-name", "..", "cleanup", NULL },
+		{ "--prefix", "benchmark_data/../x", "cleanup", NULL },
 	};
 	struct res r;
 

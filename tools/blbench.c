@@ -291,7 +291,8 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 			o->hints = false;
 			break;
 		case OPT_RUN_NAME:
-			if (!*optarg || strchr(optarg, '/') ||
+			/* a file name in dir: (dot files are the target's own) */
+			if (!*optarg || *optarg == '.' || strchr(optarg, '/') ||
 			    strlen(optarg) >= BLB_NAME_MAX / 2)
 				return usage_error("--run-name wants a plain name, not '%s'",
 						   optarg);

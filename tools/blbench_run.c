@@ -496,6 +496,10 @@ static void finish_op(struct blb_bench *b, struct blb_op *op, double now)
 		return;
 	}
 	blb_stats_op_done(&b->st, op->lat);
+	/* a write's reply carries no data; a peer that sends some anyway
+	 * must not make it pile up in the op */
+	if (b->mode == BLB_WRITE)
+		bl_list_clear(&op->data);
 	if (b->mode != BLB_WRITE) {
 		bool full = b->o->verify;
 
