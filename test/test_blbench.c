@@ -1672,6 +1672,15 @@ START_TEST(test_op_timeout_fails_a_run_whose_server_stalled)
 	/* it says what it leaves behind, and how to remove it */
 	ck_assert_ptr_nonnull(strstr(err, "blbench cleanup --prefix benchmark_data_"));
 	free(err);
+	/* requests outside the op loop (hello, metadata, removals) too */
+	{
+		struct res r;
+
+		RUN(&r, "--op-timeout", "1", "cleanup", "--target", tcp);
+		expect_status(&r, 1);
+		ck_assert_msg(strstr(r.err, "timed out"), "%s", r.err);
+		res_free(&r);
+	}
 	kill(server, SIGCONT);
 	stop_server();
 }

@@ -42,8 +42,7 @@ static int remove_objects(struct blb_bench *b, uint64_t nobj, bool meta)
 
 	fprintf(stderr, "Cleaning up (deleting benchmark objects)\n");
 	for (n = 0; n < nobj; n++) {
-		if (blb_stop > 1) {
-			fprintf(stderr, "blbench: cleanup stopped by a signal\n");
+		if (blb_stop > 1) {	/* main says so */
 			err = -EINTR;
 			break;
 		}
@@ -56,6 +55,9 @@ static int remove_objects(struct blb_bench *b, uint64_t nobj, bool meta)
 				strerror(-r));
 			err = r;
 		}
+		/* a target that stopped answering: each call would wait as long */
+		if (r == -ETIMEDOUT || r == -ENOTCONN || r == -EINTR)
+			break;
 	}
 	fprintf(stderr, "Removed %" PRIu64 " object%s\n", removed,
 		removed != 1 ? "s" : "");
@@ -63,8 +65,11 @@ static int remove_objects(struct blb_bench *b, uint64_t nobj, bool meta)
 		blb_now() - t0);
 	if (meta && !err) {
 		r = b->t->ops->meta_del(b->t, b->o->run_name);
-		if (r < 0 && r != -ENOENT)
+		if (r < 0 && r != -ENOENT) {
+			fprintf(stderr, "blbench: removing %s: %s\n",
+				b->o->run_name, strerror(-r));
 			err = r;
+		}
 	}
 	return err;
 }
