@@ -1661,7 +1661,7 @@ static pid_t client_of_stalled_server(const char *timeout, char *tcp,
 START_TEST(test_op_timeout_fails_a_run_whose_server_stalled)
 {
 	char tcp[64], *err;
-	pid_t pid = client_of_stalled_server("2", tcp, sizeof(tcp));
+	pid_t pid = client_of_stalled_server("1", tcp, sizeof(tcp));
 	int st = wait_exit(pid, 40);
 
 	err = client_err();
