@@ -4,7 +4,8 @@
  * the layout and checks the target's room, runs the loop, prints the
  * summary and leaves the metadata object (then cleans up unless
  * --no-cleanup); seq and rand load that metadata, run the loop and report
- * what did not verify; cleanup removes a run's objects, or everything
+ * what did not verify; cleanup removes a run's objects and then what no
+ * run's metadata names any more (see blb_mode_cleanup), or everything
  * named PREFIX*.  It uses the target only through its ops, and prints
  * rados bench's messages where rados bench has one.
  */
