@@ -166,8 +166,6 @@ static pid_t spawn(const char *tag, const struct how *how,
 			_exit(126);
 		dup2(fo, 1);
 		dup2(fe, 2);
-		/* a test that fails half way must not leave a process behind */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (how->fsize > 0) {
 			struct rlimit rl = { (rlim_t)how->fsize,
 					     (rlim_t)how->fsize };
@@ -178,6 +176,9 @@ static pid_t spawn(const char *tag, const struct how *how,
 		}
 		if (how->nobody && !become_nobody())
 			_exit(125);
+		/* a test that fails half way must not leave a process behind
+		 * (after setuid, which clears it) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (how->env)
 			putenv((char *)how->env);
 		execv(BLBENCH_PATH, (char *const *)argv);
@@ -186,7 +187,7 @@ static pid_t spawn(const char *tag, const struct how *how,
 	return pid;
 }
 
-/* Exit status of @pid (128 + signal if killed) from its wait status. */
+/* The exit status (128 + signal if killed) of wait status @st. */
 static int status_of(int st)
 {
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
