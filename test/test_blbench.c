@@ -20,11 +20,25 @@
  *  - a raw target too small for one round is refused, one that fills up
  *    stops the run cleanly;
  *  - the TCP target through `blbench serve`, and a server fed malformed
- *    frames that stays up for the next client.
+ *    frames that stays up for the next client;
+ *  - a server that stops answering (SIGSTOP): --op-timeout fails the run,
+ *    SIGTERM or a second SIGINT stops the client at once; a hello asking
+ *    for an absurd alignment is refused; a failed server write leaves no
+ *    empty object;
+ *  - a raw file takes one writer at a time (flock) and is read even where
+ *    it may not be written; a truncated one is named as such;
+ *  - cleanup removes a run whose metadata is damaged, and in one pass what
+ *    a killed write left, keeping other runs; forged metadata never makes
+ *    it remove files outside the target;
+ *  - a directory that cannot be written is refused before any output.
+ *
+ * Tests that need a user whom file modes bind run blbench as nobody when
+ * the suite runs as root (and skip, saying so, if that is impossible).
  *
  * Runs are kept small (64 KiB ops, a few ops in flight, capped object
  * counts) so the suite writes little and stays well under 30 seconds.
- * Nothing here asserts on timing.
+ * Nothing here asserts on timing: waits for a child are bounded only to
+ * tell a hang from an exit.
  */
 #include "config.h"
 
@@ -43,9 +57,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <unistd.h>
 #include <bufferlist/msgr.h>
 #include "testutil.h"
@@ -99,44 +116,155 @@ static const char *fmt(char *buf, size_t len, const char *f, ...)
 	return buf;
 }
 
-/* Runs blbench with @args (NULL-terminated) and, if @env, "NAME=VALUE". */
-static void run_env(struct res *r, const char *env, const char *const *args)
+/* Runs as nobody from here on (root ignores file modes); false if it cannot. */
+static bool become_nobody(void)
 {
-	char outp[PATH_MAX + 16], errp[PATH_MAX + 16];
+	if (geteuid() != 0)
+		return true;	/* the modes already apply */
+	return setgroups(0, NULL) == 0 && setgid(65534) == 0 &&
+	       setuid(65534) == 0;
+}
+
+/* How a child runs; NULL or zeroes: as the test does. */
+struct how {
+	const char *env;	/* "NAME=VALUE" */
+	bool nobody;		/* as user nobody (exit 125 if it cannot be) */
+	long long fsize;	/* > 0: RLIMIT_FSIZE, SIGXFSZ ignored */
+};
+
+/*
+ * Starts blbench with @args (NULL-terminated), its output into
+ * scratch/.TAG.out and .TAG.err, run as @how says.  Returns the pid.
+ */
+static pid_t spawn(const char *tag, const struct how *how,
+		   const char *const *args)
+{
+	static const struct how plain;
+	char outp[PATH_MAX + 64], errp[PATH_MAX + 64];
 	const char *argv[64];
-	int n = 0, st;
+	int n = 0;
 	pid_t pid;
 
-	fmt(outp, sizeof(outp), "%s/.stdout", scratch);
-	fmt(errp, sizeof(errp), "%s/.stderr", scratch);
+	fmt(outp, sizeof(outp), "%s/.%s.out", scratch, tag);
+	fmt(errp, sizeof(errp), "%s/.%s.err", scratch, tag);
+	/* made here, so that polling them never races the child's open */
+	close(open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+	close(open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
 	argv[n++] = "blbench";
 	while (*args && n < 63)
 		argv[n++] = *args++;
 	argv[n] = NULL;
+	if (!how)
+		how = &plain;
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fo = open(outp, O_WRONLY);
+		int fe = open(errp, O_WRONLY);
 
 		if (fo < 0 || fe < 0)
 			_exit(126);
 		dup2(fo, 1);
 		dup2(fe, 2);
-		if (env)
-			putenv((char *)env);
+		if (how->fsize > 0) {
+			struct rlimit rl = { (rlim_t)how->fsize,
+					     (rlim_t)how->fsize };
+
+			signal(SIGXFSZ, SIG_IGN);	/* EFBIG instead */
+			if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+				_exit(125);
+		}
+		if (how->nobody && !become_nobody())
+			_exit(125);
+		/* a test that fails half way must not leave a process behind
+		 * (after setuid, which clears it) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (how->env)
+			putenv((char *)how->env);
 		execv(BLBENCH_PATH, (char *const *)argv);
 		_exit(127);
 	}
+	return pid;
+}
+
+/* The exit status (128 + signal if killed) of wait status @st. */
+static int status_of(int st)
+{
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/*
+ * Waits up to @secs seconds for @pid; its exit status, or -1 if it was
+ * still running (it is then killed).  The bound is generous: it only
+ * tells a hang from an exit.
+ */
+static int wait_exit(pid_t pid, int secs)
+{
+	int st;
+
+	for (int i = 0; i < secs * 100; i++) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+
+		ck_assert_int_ge(w, 0);
+		if (w == pid)
+			return status_of(st);
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+/*
+ * Waits up to @secs seconds for @text in scratch/.TAG.out, written by
+ * @pid: false if it did not come, or @pid exited first.
+ */
+static bool wait_for_output(pid_t pid, const char *tag, const char *text,
+			    int secs)
+{
+	char p[PATH_MAX + 64];
+
+	fmt(p, sizeof(p), "%s/.%s.out", scratch, tag);
+	for (int i = 0; i < secs * 100; i++) {
+		char *out = slurp(p);
+		bool found = strstr(out, text) != NULL;
+
+		free(out);
+		if (found)
+			return true;
+		if (waitpid(pid, NULL, WNOHANG) != 0)
+			return false;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void run_as(struct res *r, const char *env, bool nobody,
+		   const char *const *args)
+{
+	struct how how = { .env = env, .nobody = nobody };
+	char p[PATH_MAX + 64];
+	pid_t pid = spawn("run", &how, args);
+	int st;
+
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r->out = slurp(outp);
-	r->err = slurp(errp);
+	r->status = status_of(st);
+	r->out = slurp(fmt(p, sizeof(p), "%s/.run.out", scratch));
+	r->err = slurp(fmt(p, sizeof(p), "%s/.run.err", scratch));
+}
+
+/* Runs blbench with @args (NULL-terminated) and, if @env, "NAME=VALUE". */
+static void run_env(struct res *r, const char *env, const char *const *args)
+{
+	run_as(r, env, false, args);
 }
 
 #define RUN(r, ...) run_env((r), NULL, (const char *const[]){ __VA_ARGS__, NULL })
 #define RUN_ENV(r, env, ...) \
 	run_env((r), (env), (const char *const[]){ __VA_ARGS__, NULL })
+#define RUN_NOBODY(r, ...) \
+	run_as((r), NULL, true, (const char *const[]){ __VA_ARGS__, NULL })
+#define SPAWN(tag, ...) spawn((tag), NULL, (const char *const[]){ __VA_ARGS__, NULL })
 
 static void res_free(struct res *r)
 {
@@ -388,6 +516,9 @@ START_TEST(test_bad_options_give_usage_and_status_2)
 		{ "--bogus", "10", "write", NULL },
 		{ "--listen", "1.2.3.4:5", "10", "write", NULL },
 		{ "cleanup", "now", NULL },
+		/* a dot name is the target's own (its temporary files) */
+		{ "--run-name", "..", "cleanup", NULL },
+		{ "--prefix", "benchmark_data/../x", "cleanup", NULL },
 	};
 	struct res r;
 
@@ -954,6 +1085,199 @@ START_TEST(test_flip_in_lz4_data_fails_seq)
 }
 END_TEST
 
+/* ---- cleanup --------------------------------------------------------------------- */
+
+/* A write of @nobj 64 KiB objects to @t kept for later; its prefix. */
+static void keep_run(const char *t, const char *nobj, const char *run,
+		     char *prefix, size_t len)
+{
+	struct res r;
+
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", nobj, "10", "write",
+	    "--no-cleanup", "--run-name", run, "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total writes made:"), atoi(nobj));
+	prefix_of(r.out, prefix, len);
+	res_free(&r);
+}
+
+START_TEST(test_cleanup_removes_a_run_whose_metadata_is_damaged)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], m[PATH_MAX + 64];
+	char prefix[256];
+	struct res r;
+
+	spec(t, sizeof(t), "dir", scratch, "bad");
+	path_in(d, sizeof(d), scratch, "bad");
+	path_in(m, sizeof(m), d, "benchmark_last_metadata");
+
+	/* with --prefix */
+	keep_run(t, "6", "benchmark_last_metadata", prefix, sizeof(prefix));
+	flip_byte(m, 30);
+	RUN(&r, "1", "seq", "--target", t);
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "damaged"));
+	res_free(&r);
+	RUN(&r, "cleanup", "--prefix", prefix, "--target", t);
+	expect_status(&r, 0);
+	ck_assert_msg(count_objects(d) == 0, "%d objects left:\n%s",
+		      count_objects(d), r.err);
+	ck_assert_int_ne(access(m, F_OK), 0);
+	res_free(&r);
+
+	/* without: this host's objects that no run's metadata names */
+	keep_run(t, "4", "benchmark_last_metadata", prefix, sizeof(prefix));
+	flip_byte(m, 3);
+	RUN(&r, "cleanup", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_msg(count_objects(d) == 0, "%d objects left:\n%s",
+		      count_objects(d), r.err);
+	ck_assert_int_ne(access(m, F_OK), 0);
+	res_free(&r);
+}
+END_TEST
+
+/*
+ * A write killed half way leaves objects no metadata names, beside an
+ * older run's metadata: one cleanup removes both runs, and keeps a run
+ * under another --run-name and a write still under way.
+ */
+START_TEST(test_one_cleanup_removes_what_a_killed_run_left)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], m[PATH_MAX + 64];
+	char older[256], other[256];
+	struct res r;
+	pid_t pid;
+	int st;
+
+	spec(t, sizeof(t), "dir", scratch, "k");
+	path_in(d, sizeof(d), scratch, "k");
+	path_in(m, sizeof(m), d, "benchmark_last_metadata");
+	keep_run(t, "5", "benchmark_last_metadata", older, sizeof(older));
+	keep_run(t, "3", "other", other, sizeof(other));
+
+	/* killed once it has written a few objects of its own */
+	pid = SPAWN("w", "-b", "64K", "-t", "1", "60", "write", "--target", t);
+	ck_assert(wait_for_output(pid, "w", "  sec Cur ops", 30));
+	for (int i = 0; i < 3000 && count_objects(d) < 5 + 3 + 4; i++)
+		usleep(10000);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	ck_assert_int_ge(count_objects(d), 5 + 3 + 4);
+
+	RUN(&r, "cleanup", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_msg(count_objects(d) == 3, "%d objects left, not other's 3:\n%s",
+		      count_objects(d), r.err);
+	ck_assert_int_ne(access(m, F_OK), 0);
+	res_free(&r);
+	RUN(&r, "1", "seq", "--run-name", "other", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total reads made:"), 3);
+	res_free(&r);
+
+	/* a write under way keeps its objects */
+	pid = SPAWN("w", "-b", "64K", "-t", "1", "60", "write", "--no-cleanup",
+		    "--target", t);
+	ck_assert(wait_for_output(pid, "w", "  sec Cur ops", 30));
+	for (int i = 0; i < 3000 && count_objects(d) < 3 + 4; i++)
+		usleep(10000);
+	RUN(&r, "cleanup", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_msg(strstr(r.err, "still under way"), "%s", r.err);
+	ck_assert_int_ge(count_objects(d), 3 + 4);
+	res_free(&r);
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	st = wait_exit(pid, 30);
+	ck_assert_int_eq(st, 0);
+
+	/* --prefix: every object under it, and the metadata naming them */
+	RUN(&r, "cleanup", "--prefix", "benchmark_data", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq(count_objects(d), 0);
+	ck_assert_int_ne(access(path_in(m, sizeof(m), d, "other"), F_OK), 0);
+	ck_assert_int_ne(access(path_in(m, sizeof(m), d, "benchmark_last_metadata"),
+				F_OK), 0);
+	res_free(&r);
+}
+END_TEST
+
+/*
+ * Rewrites metadata file @path with @prefix as its run's object prefix,
+ * with a valid crc32c: what a hostile or buggy writer could leave.
+ */
+static void forge_meta_prefix(const char *path, const char *prefix)
+{
+	unsigned char *old, *p;
+	struct bl_list m;
+	uint32_t plen;
+	size_t rest;
+	struct stat st;
+	int fd;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	old = (unsigned char *)slurp(path);
+	/* rados bench's 24 bytes, magic, version, then the prefix's bytes */
+	plen = old[32] | old[33] << 8 | old[34] << 16 | (uint32_t)old[35] << 24;
+	p = old + 36 + plen;
+	rest = (size_t)st.st_size - 36 - plen - 4;	/* less the crc */
+	bl_list_init(&m);
+	ck_assert_int_eq(bl_list_append(&m, old, 32), 0);
+	ck_assert_int_eq(bl_encode_bytes(&m, prefix, strlen(prefix)), 0);
+	ck_assert_int_eq(bl_list_append(&m, p, rest), 0);
+	ck_assert_int_eq(bl_encode_u32(&m, bl_list_crc32c(&m, 0xFFFFFFFF)), 0);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bl_list_write_fd(&m, fd, NULL), 0);
+	close(fd);
+	bl_list_clear(&m);
+	free(old);
+}
+
+START_TEST(test_metadata_naming_files_elsewhere_is_refused)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], m[PATH_MAX + 64];
+	char v[PATH_MAX + 64], prefix[256];
+	struct res r;
+	int fd;
+
+	spec(t, sizeof(t), "dir", scratch, "esc");
+	path_in(d, sizeof(d), scratch, "esc");
+	path_in(m, sizeof(m), d, "benchmark_last_metadata");
+	keep_run(t, "2", "benchmark_last_metadata", prefix, sizeof(prefix));
+	/* a file beside the target that the forged prefix names */
+	fd = open(path_in(v, sizeof(v), scratch, "victim_object0"),
+		  O_WRONLY | O_CREAT, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	forge_meta_prefix(m, "../victim");
+
+	RUN(&r, "1", "seq", "--target", t);
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "damaged"));
+	res_free(&r);
+	RUN(&r, "cleanup", "--target", t);
+	expect_status(&r, 0);
+	res_free(&r);
+	ck_assert_msg(access(v, F_OK) == 0, "cleanup removed a file outside %s", d);
+	ck_assert_int_eq(count_objects(d), 0);
+}
+END_TEST
+
+/* -O so large that the slot arithmetic would wrap (it divided by zero) */
+START_TEST(test_object_size_beyond_16t_is_a_usage_error)
+{
+	char t[PATH_MAX + 64];
+	struct res r;
+
+	RUN(&r, "-b", "64", "-O", "18446744073709551552", "1", "write",
+	    "--target", fmt(t, sizeof(t), "file:%s/huge:8M", scratch));
+	expect_status(&r, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "-O wants a size up to 16T"));
+	res_free(&r);
+}
+END_TEST
+
 /* ---- room ------------------------------------------------------------------------ */
 
 START_TEST(test_raw_target_too_small_is_refused_and_a_full_one_stops)
@@ -985,33 +1309,20 @@ END_TEST
 
 /* ---- the TCP target ------------------------------------------------------------ */
 
-/* Starts `blbench serve` on an ephemeral port; its "tcp:127.0.0.1:PORT". */
-static void start_server(const char *target, char *tcp, size_t len)
+/*
+ * Starts `blbench serve` on an ephemeral port, run as @how says (may be
+ * NULL); its "tcp:127.0.0.1:PORT".
+ */
+static void start_server_how(const char *target, const struct how *how,
+			     char *tcp, size_t len)
 {
-	char outp[PATH_MAX + 64], errp[PATH_MAX + 64];
+	char outp[PATH_MAX + 64];
 	const char *p;
 
 	fmt(outp, sizeof(outp), "%s/.srv.out", scratch);
-	fmt(errp, sizeof(errp), "%s/.srv.err", scratch);
-	/* made here, so that polling them never races the child's open */
-	close(open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
-	close(open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
-	server = fork();
-	ck_assert_int_ge(server, 0);
-	if (server == 0) {
-		int fo = open(outp, O_WRONLY);
-		int fe = open(errp, O_WRONLY);
-
-		if (fo < 0 || fe < 0)
-			_exit(126);
-		dup2(fo, 1);
-		dup2(fe, 2);
-		/* a test that fails half way must not leave a server behind */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl(BLBENCH_PATH, "blbench", "serve", "--listen",
-		      "127.0.0.1:0", "--target", target, (char *)NULL);
-		_exit(127);
-	}
+	server = spawn("srv", how,
+		       (const char *const[]){ "serve", "--listen", "127.0.0.1:0",
+					      "--target", target, NULL });
 	/* it prints where it listens once it does; wait up to 10 s */
 	for (int i = 0; i < 1000; i++) {
 		char *out = slurp(outp);
@@ -1029,6 +1340,11 @@ static void start_server(const char *target, char *tcp, size_t len)
 		usleep(10000);
 	}
 	ck_abort_msg("blbench serve did not start listening");
+}
+
+static void start_server(const char *target, char *tcp, size_t len)
+{
+	start_server_how(target, NULL, tcp, len);
 }
 
 /* SIGTERM: the server finishes what it does and exits 0. */
@@ -1097,6 +1413,321 @@ START_TEST(test_tcp_target_with_direct_on_the_server)
 	path_in(d, sizeof(d), dio_dir, "srvd");
 	start_server(spec(t, sizeof(t), "dir", dio_dir, "srvd"), tcp, sizeof(tcp));
 	tcp_round(tcp, d, "--direct");
+	stop_server();
+}
+END_TEST
+
+START_TEST(test_truncated_raw_file_is_said_to_be_shorter_than_its_run)
+{
+	char t[PATH_MAX + 64], f[PATH_MAX + 64];
+	struct res r;
+
+	path_in(f, sizeof(f), scratch, "trunc");
+	RUN(&r, "-b", "1M", "-t", "2", "5", "write", "--no-cleanup",
+	    "--target", fmt(t, sizeof(t), "file:%s:8M", f));
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total writes made:"), 7);
+	res_free(&r);
+	/* room for 3 of the 7 objects now */
+	ck_assert_int_eq(truncate(f, 4 << 20), 0);
+	fmt(t, sizeof(t), "file:%s", f);
+	RUN(&r, "1", "seq", "--target", t);
+	expect_status(&r, 1);
+	ck_assert_msg(strstr(r.err, "is shorter than benchmark_last_metadata says"),
+		      "%s", r.err);
+	ck_assert_ptr_null(strstr(r.err, "No space left"));
+	res_free(&r);
+	RUN(&r, "1", "rand", "--target", t);
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "is shorter than"));
+	res_free(&r);
+}
+END_TEST
+
+/* ---- one writer at a time on a raw file --------------------------------------- */
+
+static void expect_refused(const struct res *r, const char *why)
+{
+	expect_status(r, 1);
+	ck_assert_msg(strstr(r->err, why) != NULL, "no '%s' in:\n%s", why,
+		      r->err);
+	ck_assert_msg(strstr(r->out, "sec Cur ops") == NULL,
+		      "it ran before it was refused:\n%s", r->out);
+}
+
+START_TEST(test_raw_file_takes_one_writer_at_a_time)
+{
+	const char *dir = dio_dir[0] ? dio_dir : scratch;
+	char f[PATH_MAX + 64], t[PATH_MAX + 64], tcp[64];
+	struct res r;
+	int fd;
+
+	path_in(f, sizeof(f), dir, "raw");
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "10", "1", "write",
+	    "--no-cleanup", "--target", fmt(t, sizeof(t), "file:%s:8M", f));
+	expect_status(&r, 0);
+	res_free(&r);
+	fmt(t, sizeof(t), "file:%s", f);
+
+	/* the test holds the lock as a reader would: readers share it */
+	fd = open(f, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(flock(fd, LOCK_SH | LOCK_NB), 0);
+	RUN(&r, "-b", "64K", "-t", "2", "1", "write", "--target", t);
+	expect_refused(&r, "in use by another blbench");
+	res_free(&r);
+	RUN(&r, "1", "seq", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total reads made:"), 10);
+	res_free(&r);
+
+	/* ... then as a writer would: nobody else gets in */
+	ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+	RUN(&r, "1", "rand", "--target", t);
+	expect_refused(&r, "being written by another blbench");
+	res_free(&r);
+	RUN(&r, "cleanup", "--target", t);
+	expect_refused(&r, "in use by another blbench");
+	res_free(&r);
+	close(fd);
+
+	/* a `blbench serve` of the file is its writer while it runs */
+	start_server(t, tcp, sizeof(tcp));
+	RUN(&r, "-b", "64K", "-t", "2", "1", "write", "--target", t);
+	expect_refused(&r, "in use by another blbench");
+	res_free(&r);
+	/* its clients still get in, buffered and (its second open) O_DIRECT */
+	RUN(&r, "1", "seq", "--target", tcp);
+	expect_status(&r, 0);
+	res_free(&r);
+	if (dio_dir[0]) {
+		RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "10", "1",
+		    "write", "--no-cleanup", "--direct", "--target", tcp);
+		expect_status(&r, 0);
+		res_free(&r);
+	}
+	stop_server();
+
+	/* nothing was overwritten behind the last writer's back */
+	RUN(&r, "1", "seq", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total reads made:"), 10);
+	res_free(&r);
+}
+END_TEST
+
+/* ---- targets this user may only read ------------------------------------------- */
+
+/* Lets user nobody reach what the test makes in scratch. */
+static void open_scratch_to_all(void)
+{
+	ck_assert_int_eq(chmod(scratch, 0755), 0);
+}
+
+/* A child that could not become nobody: the test cannot be made here. */
+static bool cannot_be_nobody(const struct res *r)
+{
+	if (r->status != 125)
+		return false;
+	fprintf(stderr, "test_blbench: cannot run as user nobody here; test skipped\n");
+	return true;
+}
+
+START_TEST(test_raw_file_that_cannot_be_written_is_still_read)
+{
+	char f[PATH_MAX + 64], t[PATH_MAX + 64];
+	struct res r;
+
+	path_in(f, sizeof(f), scratch, "ro");
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "10", "1", "write",
+	    "--no-cleanup", "--target", fmt(t, sizeof(t), "file:%s:8M", f));
+	expect_status(&r, 0);
+	res_free(&r);
+	fmt(t, sizeof(t), "file:%s", f);
+	ck_assert_int_eq(chmod(f, 0444), 0);
+	open_scratch_to_all();
+
+	/* the file really is read-only to nobody (root would ignore 0444) */
+	RUN_NOBODY(&r, "-b", "64K", "1", "write", "--target", t);
+	if (cannot_be_nobody(&r)) {
+		res_free(&r);
+		return;
+	}
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "Permission denied"));
+	res_free(&r);
+	/* and seq, rand verify it all the same */
+	RUN_NOBODY(&r, "1", "seq", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total reads made:"), 10);
+	res_free(&r);
+	RUN_NOBODY(&r, "1", "rand", "--target", t);
+	expect_status(&r, 0);
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_unwritable_directory_is_refused_before_the_header)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64];
+	struct res r;
+	int fd;
+
+	ck_assert_int_eq(mkdir(path_in(d, sizeof(d), scratch, "ro"), 0555), 0);
+	open_scratch_to_all();
+	RUN_NOBODY(&r, "-b", "64K", "1", "write", "--target",
+		   spec(t, sizeof(t), "dir", scratch, "ro"));
+	if (!cannot_be_nobody(&r)) {
+		expect_status(&r, 1);
+		ck_assert_msg(strstr(r.err, "cannot write in dir:"), "%s", r.err);
+		ck_assert_msg(r.out[0] == 0, "it printed before it failed:\n%s",
+			      r.out);
+		ck_assert_int_eq(count_objects(d), 0);
+	}
+	res_free(&r);
+
+	/* a file where the directory should be, whoever runs it */
+	fd = open(path_in(d, sizeof(d), scratch, "plain"), O_WRONLY | O_CREAT,
+		  0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	RUN(&r, "-b", "64K", "1", "write", "--target",
+	    spec(t, sizeof(t), "dir", scratch, "plain"));
+	expect_status(&r, 1);
+	ck_assert_str_eq(r.out, "");
+	ck_assert_ptr_nonnull(strstr(r.err, "Not a directory"));
+	res_free(&r);
+}
+END_TEST
+
+/* ---- a server that stops answering ---------------------------------------- */
+
+/*
+ * Whether @sig is still pending for @pid (/proc/PID/status): two signals
+ * sent before the first is delivered would merge into one.
+ */
+static bool sig_pending(pid_t pid, int sig)
+{
+	char p[64], line[256];
+	bool pending = false;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
+	f = fopen(p, "r");
+	if (!f)
+		return false;	/* gone: nothing pending */
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "ShdPnd:", 7) || !strncmp(line, "SigPnd:", 7))
+			pending |= (strtoull(line + 7, NULL, 16) >> (sig - 1)) & 1;
+	fclose(f);
+	return pending;
+}
+
+static char *client_err(void)
+{
+	char p[PATH_MAX + 64];
+
+	return slurp(fmt(p, sizeof(p), "%s/.cl.err", scratch));
+}
+
+/*
+ * Starts a server and a client writing to it for a minute (with @timeout
+ * as --op-timeout unless NULL), waits until the client runs its ops, then
+ * stops the server (SIGSTOP): the client's ops then never complete.  The
+ * client's pid.
+ */
+static pid_t client_of_stalled_server(const char *timeout, char *tcp,
+				      size_t len)
+{
+	char t[PATH_MAX + 64];
+	pid_t pid;
+
+	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, len);
+	if (timeout)
+		pid = SPAWN("cl", "-b", "64K", "-t", "2", "--op-timeout",
+			    timeout, "60", "write", "--target", tcp);
+	else
+		pid = SPAWN("cl", "-b", "64K", "-t", "2", "60", "write",
+			    "--target", tcp);
+	/* the table's header: it said hello and its ops are under way */
+	if (!wait_for_output(pid, "cl", "  sec Cur ops", 30)) {
+		char *err = client_err();
+
+		ck_abort_msg("the client did not start:\n%s", err);
+	}
+	ck_assert_int_eq(kill(server, SIGSTOP), 0);
+	return pid;
+}
+
+START_TEST(test_op_timeout_fails_a_run_whose_server_stalled)
+{
+	char tcp[64], *err;
+	pid_t pid = client_of_stalled_server("1", tcp, sizeof(tcp));
+	int st = wait_exit(pid, 40);
+
+	err = client_err();
+	ck_assert_msg(st == 1, "client status %d (-1: still running)\n%s", st,
+		      err);
+	ck_assert_msg(strstr(err, "--op-timeout") && strstr(err, "no answer from"),
+		      "no reason given:\n%s", err);
+	/* it says what it leaves behind, and how to remove it */
+	ck_assert_ptr_nonnull(strstr(err, "blbench cleanup --prefix benchmark_data_"));
+	free(err);
+	/* requests outside the op loop (hello, metadata, removals) too */
+	{
+		struct res r;
+
+		RUN(&r, "--op-timeout", "1", "cleanup", "--target", tcp);
+		expect_status(&r, 1);
+		ck_assert_msg(strstr(r.err, "timed out"), "%s", r.err);
+		res_free(&r);
+	}
+	kill(server, SIGCONT);
+	stop_server();
+}
+END_TEST
+
+/* with the default --op-timeout, which must not be what ends it */
+START_TEST(test_sigterm_stops_a_client_whose_server_stalled)
+{
+	char tcp[64], *err;
+	pid_t pid = client_of_stalled_server(NULL, tcp, sizeof(tcp));
+	int st;
+
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	st = wait_exit(pid, 20);
+	err = client_err();
+	ck_assert_msg(st == 1, "client status %d (-1: still running)\n%s", st,
+		      err);
+	ck_assert_msg(strstr(err, "stopped by a signal"), "no reason given:\n%s",
+		      err);
+	free(err);
+	kill(server, SIGCONT);
+	stop_server();
+}
+END_TEST
+
+START_TEST(test_second_sigint_stops_a_client_whose_server_stalled)
+{
+	char tcp[64], *err;
+	pid_t pid = client_of_stalled_server(NULL, tcp, sizeof(tcp));
+	int st;
+
+	/* the first lets the ops in flight finish: they never will */
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	for (int i = 0; i < 1000 && sig_pending(pid, SIGINT); i++)
+		usleep(10000);
+	ck_assert(!sig_pending(pid, SIGINT));
+	ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), 0);
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	st = wait_exit(pid, 20);
+	err = client_err();
+	ck_assert_msg(st == 1, "client status %d (-1: still running)\n%s", st,
+		      err);
+	ck_assert_msg(strstr(err, "stopped by a signal"), "no reason given:\n%s",
+		      err);
+	free(err);
+	kill(server, SIGCONT);
 	stop_server();
 }
 END_TEST
@@ -1211,6 +1842,112 @@ START_TEST(test_server_fed_malformed_frames_stays_up_for_others)
 }
 END_TEST
 
+/*
+ * A write the server's disk refuses (past RLIMIT_FSIZE: EFBIG, nothing
+ * written) must not leave the empty object file its open made.
+ */
+START_TEST(test_failed_server_write_leaves_no_empty_object)
+{
+	static const char name[] = "benchmark_data_test_1_object0";
+	struct how how = { .fsize = 1 << 20 };
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], o[PATH_MAX + 64], tcp[64];
+	unsigned char frame[8192], body[6144], c;
+	struct bl_list l;
+	size_t n, hlen;
+	int fd;
+
+	path_in(d, sizeof(d), scratch, "srvf");
+	start_server_how(spec(t, sizeof(t), "dir", scratch, "srvf"), &how, tcp,
+			 sizeof(tcp));
+	/* WRITE: tag, flags, data_off, objno, off, span, name, pad, data */
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_encode_u64(&l, 1), 0);
+	ck_assert_int_eq(bl_encode_u32(&l, 0), 0);
+	ck_assert_int_eq(bl_encode_u32(&l, 1024), 0);
+	ck_assert_int_eq(bl_encode_u64(&l, 0), 0);
+	ck_assert_int_eq(bl_encode_u64(&l, 2 << 20), 0);	/* past the limit */
+	ck_assert_int_eq(bl_encode_u64(&l, 4 << 20), 0);
+	ck_assert_int_eq(bl_encode_bytes(&l, name, strlen(name)), 0);
+	hlen = bl_list_length(&l);
+	ck_assert_int_eq(bl_list_append_zero(&l, 1024 - hlen + 4096), 0);
+	n = bl_list_length(&l);
+	ck_assert_uint_le(n, sizeof(body));
+	bl_list_copy_out(&l, 0, n, body);
+	bl_list_clear(&l);
+	n = make_frame(frame, sizeof(frame), 2, body, n);
+
+	fd = connect_to(tcp);
+	ck_assert_int_eq(send(fd, frame, n, MSG_NOSIGNAL), (ssize_t)n);
+	/* the reply (an error) comes once the write is over */
+	ck_assert_int_eq(recv(fd, &c, 1, 0), 1);
+	close(fd);
+	path_in(o, sizeof(o), d, name);
+	ck_assert_msg(access(o, F_OK) != 0, "%s was left behind", name);
+	stop_server();
+}
+END_TEST
+
+/*
+ * A server whose hello asks for a 2 GiB memory alignment: every op would
+ * carry that much padding.  The client refuses it instead.
+ */
+START_TEST(test_hello_with_absurd_alignment_is_refused)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	struct timeval tv = { 10, 0 };
+	struct pollfd pfd;
+	unsigned char frame[512], body[256], req[512];
+	char tcp[64], p[PATH_MAX + 64], *err;
+	struct bl_list l;
+	size_t n;
+	int lfd, cfd, st;
+	pid_t pid;
+
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(lfd, 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(lfd, 1), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+	fmt(tcp, sizeof(tcp), "tcp:127.0.0.1:%d", ntohs(a.sin_port));
+	pid = SPAWN("cl", "-b", "64K", "1", "write", "--target", tcp);
+
+	pfd.fd = lfd;
+	pfd.events = POLLIN;
+	ck_assert_int_eq(poll(&pfd, 1, 20000), 1);
+	cfd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(cfd, 0);
+	setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ck_assert_int_gt(recv(cfd, req, sizeof(req), 0), 0);	/* its HELLO */
+	/* the reply to its first request (slot 0, generation 1) */
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_encode_u64(&l, 1ull << 32), 0);
+	ck_assert_int_eq(bl_encode_u64(&l, 0), 0);
+	ck_assert_int_eq(bl_encode_u64(&l, 1ull << 30), 0);	/* room */
+	ck_assert_int_eq(bl_encode_u32(&l, 0), 0);		/* slots */
+	ck_assert_int_eq(bl_encode_u32(&l, 1u << 31), 0);	/* mem_align */
+	ck_assert_int_eq(bl_encode_u32(&l, 4096), 0);		/* off_align */
+	ck_assert_int_eq(bl_encode_u64(&l, 1ull << 31), 0);	/* max payload */
+	ck_assert_int_eq(bl_encode_bytes(&l, "dir:/x", 6), 0);
+	n = bl_list_length(&l);
+	bl_list_copy_out(&l, 0, n, body);
+	bl_list_clear(&l);
+	n = make_frame(frame, sizeof(frame), 100, body, n);
+	ck_assert_int_eq(send(cfd, frame, n, MSG_NOSIGNAL), (ssize_t)n);
+
+	st = wait_exit(pid, 20);
+	err = slurp(fmt(p, sizeof(p), "%s/.cl.err", scratch));
+	ck_assert_msg(st == 1 && strstr(err, "its hello"),
+		      "status %d (-1: still running):\n%s", st, err);
+	free(err);
+	close(cfd);
+	close(lfd);
+}
+END_TEST
+
 START_TEST(test_tcp_target_that_is_not_there_gives_one_line_reason)
 {
 	struct res r;
@@ -1268,6 +2005,14 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_dir_with_direct_and_lz4_round_trips);
 	tcase_add_test(tc, test_default_target_is_found_by_a_later_process);
 	tcase_add_test(tc, test_raw_target_too_small_is_refused_and_a_full_one_stops);
+	tcase_add_test(tc, test_truncated_raw_file_is_said_to_be_shorter_than_its_run);
+	tcase_add_test(tc, test_raw_file_takes_one_writer_at_a_time);
+	tcase_add_test(tc, test_raw_file_that_cannot_be_written_is_still_read);
+	tcase_add_test(tc, test_unwritable_directory_is_refused_before_the_header);
+	tcase_add_test(tc, test_cleanup_removes_a_run_whose_metadata_is_damaged);
+	tcase_add_test(tc, test_one_cleanup_removes_what_a_killed_run_left);
+	tcase_add_test(tc, test_metadata_naming_files_elsewhere_is_refused);
+	tcase_add_test(tc, test_object_size_beyond_16t_is_a_usage_error);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("output");
@@ -1293,6 +2038,11 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_tcp_target_with_direct_on_the_server);
 	tcase_add_test(tc, test_server_fed_malformed_frames_stays_up_for_others);
 	tcase_add_test(tc, test_tcp_target_that_is_not_there_gives_one_line_reason);
+	tcase_add_test(tc, test_failed_server_write_leaves_no_empty_object);
+	tcase_add_test(tc, test_hello_with_absurd_alignment_is_refused);
+	tcase_add_test(tc, test_op_timeout_fails_a_run_whose_server_stalled);
+	tcase_add_test(tc, test_sigterm_stops_a_client_whose_server_stalled);
+	tcase_add_test(tc, test_second_sigint_stops_a_client_whose_server_stalled);
 	suite_add_tcase(s, tc);
 	return s;
 }

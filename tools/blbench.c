@@ -46,11 +46,15 @@ static const char usage_text[] =
 	"  -b, --block-size SIZE    bytes per operation (4M)\n"
 	"  -O, --object-size SIZE   bytes per object, a multiple of -b (= -b)\n"
 	"      --max-objects N      write at most N objects\n"
+	"      --op-timeout SECONDS an operation (or a request to a tcp: server)\n"
+	"                           not over within SECONDS fails the run (30;\n"
+	"                           0: wait as long as it takes)\n"
 	"      --no-cleanup         keep what write made, for seq and rand\n"
 	"      --no-verify          seq, rand: do not check what was read\n"
 	"      --no-hints           rados: write without allocation hints\n"
 	"      --run-name NAME      metadata object (benchmark_last_metadata)\n"
-	"      --prefix PREFIX      cleanup: also remove objects named PREFIX*\n"
+	"      --prefix PREFIX      cleanup: remove every object named PREFIX*, and\n"
+	"                           the metadata of the runs they belong to\n"
 	"      --format plain|json  output (plain)\n"
 	"      --show-time          prefix lines with the time of day\n"
 	"  -p, --pool POOL          accepted for compatibility; selects nothing\n"
@@ -60,7 +64,8 @@ static const char usage_text[] =
 	"           dir:PATH          a directory of object files (default:\n"
 	"                             $BLBENCH_DIR, else /var/tmp/blbench-$USER)\n"
 	"           file:PATH[:SIZE]  a raw file or block device; objects at\n"
-	"                             aligned offsets (SIZE creates the file)\n"
+	"                             aligned offsets (SIZE creates the file);\n"
+	"                             locked: one writer at a time, or readers\n"
 	"           tcp:HOST:PORT     a `blbench serve`, through the messenger\n"
 	"           rados:POOL        a Ceph pool, through librados (when built\n"
 	"                             with the Ceph bridge)\n"
@@ -73,7 +78,12 @@ static const char usage_text[] =
 	"      --plot FILE.svg      draw bandwidth and latency per second\n"
 	"      --listen HOST:PORT   serve: address to listen on (127.0.0.1:6800)\n"
 	"  -h, --help               this text\n"
-	"SIZE takes K, M, G or T (powers of 1024).  MB in the output is 2^20 bytes.\n";
+	"SIZE takes K, M, G or T (powers of 1024).  MB in the output is 2^20 bytes.\n"
+	"cleanup removes the run --run-name names, then this host's objects that\n"
+	"no run's metadata names (a killed write's), but not those of a write\n"
+	"still running.  Damaged metadata is removed too, its objects by name.\n"
+	"SIGINT starts no more operations and lets those in flight finish; a\n"
+	"second SIGINT, or SIGTERM, stops at once (the run then fails).\n";
 
 enum {
 	OPT_DIRECT = 256,
@@ -90,6 +100,7 @@ enum {
 	OPT_MAX_OBJECTS,
 	OPT_SHOW_TIME,
 	OPT_LISTEN,
+	OPT_OP_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -113,6 +124,7 @@ static const struct option long_opts[] = {
 	{ "max-objects", required_argument, NULL, OPT_MAX_OBJECTS },
 	{ "show-time", no_argument, NULL, OPT_SHOW_TIME },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "op-timeout", required_argument, NULL, OPT_OP_TIMEOUT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -194,6 +206,7 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 	o->hints = true;
 	o->run_name = BLB_META_DEFAULT;
 	o->listen = "127.0.0.1:6800";
+	o->op_timeout = BLB_OP_TIMEOUT;
 
 	for (i = 0; i < argc && len + 2 < sizeof(o->cmdline); i++) {
 		const char *a = i ? argv[i] : "blbench";
@@ -220,8 +233,10 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 			break;
 		case 'O':
 			if (blb_parse_size(optarg, &o->object_size) ||
-			    o->object_size == 0)
-				return usage_error("-O wants a size, not '%s'", optarg);
+			    o->object_size == 0 ||
+			    o->object_size > BLB_MAX_OBJECT_SIZE)
+				return usage_error("-O wants a size up to 16T, not '%s'",
+						   optarg);
 			break;
 		case 'p':
 			o->pool = optarg;
@@ -277,14 +292,16 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 			o->hints = false;
 			break;
 		case OPT_RUN_NAME:
-			if (!*optarg || strchr(optarg, '/') ||
+			/* a file name in dir: (dot files are the target's own) */
+			if (!*optarg || *optarg == '.' || strchr(optarg, '/') ||
 			    strlen(optarg) >= BLB_NAME_MAX / 2)
 				return usage_error("--run-name wants a plain name, not '%s'",
 						   optarg);
 			o->run_name = optarg;
 			break;
 		case OPT_PREFIX:
-			if (!*optarg || strchr(optarg, '/'))
+			if (!*optarg || strchr(optarg, '/') ||
+			    strlen(optarg) >= BLB_NAME_MAX)
 				return usage_error("--prefix wants a plain name prefix, not '%s'",
 						   optarg);
 			o->prefix = optarg;
@@ -301,6 +318,12 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 		case OPT_LISTEN:
 			o->listen = optarg;
 			listen_given = true;
+			break;
+		case OPT_OP_TIMEOUT:
+			if (parse_uint(optarg, BLB_OP_TIMEOUT_MAX, &v))
+				return usage_error("--op-timeout wants whole seconds from 0 to %u, not '%s'",
+						   BLB_OP_TIMEOUT_MAX, optarg);
+			o->op_timeout = (unsigned)v;
 			break;
 		default:	/* getopt said what was wrong */
 			return usage_error(NULL);
@@ -348,10 +371,14 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 	return -1;
 }
 
+/*
+ * A first SIGINT lets the operations in flight finish (rados bench's
+ * Ctrl-C); a second one, or SIGTERM, must stop even a run whose target
+ * no longer answers, so it sets 2, which every wait gives up on.
+ */
 static void on_signal(int sig)
 {
-	(void)sig;
-	blb_stop = 1;
+	blb_stop = sig == SIGTERM || blb_stop > 0 ? 2 : 1;
 }
 
 static void install_signals(void)
@@ -361,6 +388,9 @@ static void install_signals(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;	/* no SA_RESTART: waits return early */
 	sigemptyset(&sa.sa_mask);
+	/* one handler at a time: its read of blb_stop then stays true */
+	sigaddset(&sa.sa_mask, SIGINT);
+	sigaddset(&sa.sa_mask, SIGTERM);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);	/* a closed peer is an error, not a death */
@@ -388,6 +418,8 @@ int main(int argc, char **argv)
 			    sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "blbench: %s\n", err);
+		if (blb_stop > 1)	/* a tcp: hello gave up */
+			fprintf(stderr, "blbench: stopped by a signal\n");
 		return BLB_EXIT_FAIL;
 	}
 	switch (o.mode) {
@@ -402,6 +434,9 @@ int main(int argc, char **argv)
 		r = blb_mode_cleanup(&b);
 		break;
 	}
+	/* the loop said so itself; a wait elsewhere only gave up (-EINTR) */
+	if (r && blb_stop > 1 && b.failed != -EINTR)
+		fprintf(stderr, "blbench: stopped by a signal\n");
 	/* closing the target completes (or cancels) what is still in flight */
 	blb_target_close(b.t);
 	blb_bench_free(&b);

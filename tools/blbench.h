@@ -34,6 +34,8 @@
 #define BLB_FLAG_LZ4 2u
 /* one io_uring transfer stays under 2 GiB */
 #define BLB_MAX_OP_SIZE (1ull << 30)
+/* -O: 16 TiB, so that offsets in an object and slot spans never overflow */
+#define BLB_MAX_OBJECT_SIZE (1ull << 44)
 
 /* ---- statistics and output (blbench_out.c) ------------------------------ */
 
@@ -165,8 +167,18 @@ double blb_run_loop(struct blb_bench *b);
 
 int blb_meta_encode(const struct blb_bench *b, uint32_t num_ops,
 		    struct bl_list *m);
-/* Reads the metadata of the last write into @b; prints why not. */
+/*
+ * Reads the metadata of the last write into @b; prints why not.  0,
+ * -ENOENT (none: nothing printed), -EBADMSG (not blbench's, or damaged)
+ * or another -errno.
+ */
 int blb_meta_load(struct blb_bench *b);
+/*
+ * The object prefix of the run metadata object @run of @t describes, into
+ * @prefix; errors as blb_meta_load(), printing nothing.
+ */
+int blb_meta_prefix(struct blb_target *t, const char *run, char *prefix,
+		    size_t len);
 
 /* ---- the modes (blbench_mode.c): each returns the exit status ------------ */
 

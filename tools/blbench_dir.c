@@ -25,6 +25,8 @@
 #include <sys/stat.h>
 #include "blbench_target.h"
 
+#define META_MAX (64u << 10)	/* blbench's metadata is ~200 bytes */
+
 struct dir_target {
 	struct blb_target t;
 	int dfd;
@@ -45,6 +47,31 @@ static void op_done_close(void *arg, ssize_t res, struct bl_list *data)
 	blb_op_complete(op, res, data);
 }
 
+/*
+ * A write that failed leaves no empty object behind (the open made it):
+ * nothing would ever name it in a metadata object.  Only if the name is
+ * still that file, and it is still empty.
+ */
+static void remove_if_empty(int dfd, int fd, const char *name)
+{
+	struct stat st, at;
+
+	if (fstat(fd, &st) == 0 && st.st_size == 0 &&
+	    fstatat(dfd, name, &at, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    at.st_dev == st.st_dev && at.st_ino == st.st_ino)
+		unlinkat(dfd, name, 0);
+}
+
+/* A write's completion: @op->tag is the directory's fd. */
+static void op_write_done(void *arg, ssize_t res, struct bl_list *data)
+{
+	struct blb_op *op = arg;
+
+	if (res < 0 && op->fd >= 0)
+		remove_if_empty((int)op->tag, op->fd, op->name);
+	op_done_close(arg, res, data);
+}
+
 static int dir_write(struct blb_target *t, struct blb_op *op,
 		     const struct bl_list *l)
 {
@@ -57,9 +84,11 @@ static int dir_write(struct blb_target *t, struct blb_op *op,
 	if (fd < 0)
 		return -errno;
 	op->fd = fd;
+	op->tag = (uint64_t)d->dfd;
 	r = blb_ring_write(d->u, d->shared, fd, (off_t)op->off, l,
-			   op_done_close, op);
+			   op_write_done, op);
 	if (r < 0) {
+		remove_if_empty(d->dfd, fd, op->name);
 		close(fd);
 		op->fd = -1;
 	}
@@ -116,18 +145,33 @@ static int dir_meta_put(struct blb_target *t, const char *run,
 	return r;
 }
 
+/*
+ * Cleanup tries every file beside the objects as a metadata object, and a
+ * directory may hold anything: what is not a small regular file is not
+ * blbench's metadata (-EBADMSG), and a FIFO or a symlink is not opened.
+ */
 static int dir_meta_get(struct blb_target *t, const char *run,
 			struct bl_list *out)
 {
 	struct dir_target *d = (struct dir_target *)t;
-	char path[PATH_MAX + BLB_NAME_MAX];
+	struct stat st;
 	ssize_t n;
+	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", d->path, run);
-	n = bl_list_read_file(out, path);
-	if (n < 0)
-		return (int)n;
-	return n == 0 ? -ENOENT : 0;	/* rados bench: empty = absent */
+	fd = openat(d->dfd, run, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ELOOP ? -EBADMSG : -errno;
+	if (fstat(fd, &st) < 0) {
+		n = -errno;
+	} else if (!S_ISREG(st.st_mode) || st.st_size > META_MAX) {
+		n = -EBADMSG;
+	} else {
+		n = bl_list_read_fd(out, fd, (size_t)st.st_size);
+		if (n == 0)
+			n = -ENOENT;	/* rados bench: empty = absent */
+	}
+	close(fd);
+	return n < 0 ? (int)n : 0;
 }
 
 static int dir_meta_del(struct blb_target *t, const char *run)
@@ -153,8 +197,9 @@ static int dir_list(struct blb_target *t, const char *prefix,
 		close(fd);
 		return r;
 	}
+	/* dot files are no objects: ".", "..", and our own temporary files */
 	while (r == 0 && (de = readdir(dir)))
-		if (!strncmp(de->d_name, prefix, plen))
+		if (de->d_name[0] != '.' && !strncmp(de->d_name, prefix, plen))
 			r = fn(arg, de->d_name);
 	closedir(dir);
 	return r;
@@ -206,6 +251,27 @@ int blb_default_dir(char *buf, size_t len)
 		n = snprintf(buf, len, "/var/tmp/blbench-%u",
 			     (unsigned)geteuid());
 	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+/*
+ * A run that will write checks that it can before it prints anything: a
+ * directory it may not write in (its mode, a read-only mount) would
+ * otherwise fail the first op, after the table's header.
+ */
+static int dir_check_writable(struct dir_target *d, char *err, size_t len)
+{
+	char name[64];
+	int fd;
+
+	snprintf(name, sizeof(name), ".blbench-probe-%d", (int)getpid());
+	fd = openat(d->dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		    0600);
+	if (fd < 0)
+		return blb_fail(err, len, -errno, "cannot write in %s",
+				d->t.desc);
+	close(fd);
+	unlinkat(d->dfd, name, 0);
+	return 0;
 }
 
 /* O_DIRECT's alignment here, from a probe file (statx answers for files). */
@@ -273,6 +339,8 @@ int blb_dir_open(struct blb_target **out, const char *path, bool is_default,
 				 : "");
 		goto out;
 	}
+	if (create && (r = dir_check_writable(d, err, len)) < 0)
+		goto out;
 	if (o->direct && (r = dir_dio_align(d, err, len)) < 0)
 		goto out;
 	r = blb_fs_room(d->dfd, &d->t.room, &avail);

@@ -7,6 +7,11 @@
  * I/O runs through one struct bl_uring (blbench_ring.c) and completions
  * only hand ops to their owners.  It reaches the rest of blbench only
  * through blbench_target.h.
+ *
+ * Objects live at fixed offsets, so two runs writing one file overwrite
+ * each other's objects and both "succeed"; the file is therefore
+ * flock()ed for as long as the target is open: exclusively by writers
+ * (write, cleanup, serve), shared by readers (seq, rand).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -19,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <linux/fs.h>
@@ -264,7 +270,11 @@ int blb_file_open(struct blb_target **out, const char *spec,
 		  const struct blb_opts *o, bool create, struct bl_uring *u,
 		  char *err, size_t len)
 {
-	int flags = O_RDWR | O_CLOEXEC | (o->direct ? O_DIRECT : 0);
+	/* seq and rand only read: a file (or device) they may not write
+	 * is verified all the same */
+	bool readonly = o->mode == BLB_SEQ || o->mode == BLB_RAND;
+	int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC |
+		    (o->direct ? O_DIRECT : 0);
 	char path[PATH_MAX];
 	struct file_target *f;
 	uint64_t want, room, avail;
@@ -287,6 +297,21 @@ int blb_file_open(struct blb_target **out, const char *spec,
 	if (f->fd < 0 && errno == ENOENT && create && want) {
 		f->fd = open(path, flags | O_CREAT | O_EXCL, 0644);
 		made = f->fd >= 0;
+	}
+	if (f->fd >= 0 && !o->lock_held &&
+	    flock(f->fd, (readonly ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
+		r = -errno;
+		made = false;	/* whoever holds the lock may use it already */
+		if (r == -EWOULDBLOCK) {
+			blb_fail(err, len, 0,
+				 readonly ? "%s is being written by another blbench (it holds the file's lock); read it once that is over"
+					  : "%s is in use by another blbench (it holds the file's lock): one writer at a time, and none while it is read",
+				 f->t.desc);
+			r = -EBUSY;
+		} else {
+			r = blb_fail(err, len, r, "%s: flock", f->t.desc);
+		}
+		goto out;
 	}
 	if (f->fd < 0) {
 		r = -errno;

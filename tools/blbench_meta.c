@@ -13,6 +13,7 @@
 #endif
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include "blbench.h"
 
@@ -87,7 +88,9 @@ static int meta_decode(struct blb_bench *b, const struct bl_list *m)
 	}
 	if (!r && (bl_list_length(&pfx) >= sizeof(b->prefix) ||
 		   b->op_size < BLB_HDR_MIN || b->op_size > BLB_MAX_OP_SIZE ||
-		   b->object_size < b->op_size || hdr < BLB_HDR_MIN ||
+		   b->object_size < b->op_size ||
+		   b->object_size > BLB_MAX_OBJECT_SIZE ||
+		   b->object_size % b->op_size || hdr < BLB_HDR_MIN ||
 		   hdr > b->op_size || b->stride < b->op_size ||
 		   unit < b->op_size - hdr || unit % 64 || nvar == 0 ||
 		   unit > 2 * BLB_MAX_OP_SIZE ||
@@ -96,8 +99,20 @@ static int meta_decode(struct blb_bench *b, const struct bl_list *m)
 		   b->stride > 2 * BLB_MAX_OP_SIZE))
 		r = -EBADMSG;
 	if (!r) {
-		bl_list_copy_out(&pfx, 0, bl_list_length(&pfx), b->prefix);
-		b->prefix[bl_list_length(&pfx)] = 0;
+		size_t n = bl_list_length(&pfx);
+
+		bl_list_copy_out(&pfx, 0, n, b->prefix);
+		b->prefix[n] = 0;
+		/*
+		 * Object names are made from it, and cleanup removes them: a
+		 * prefix that is not one write makes would reach other files
+		 * ("../x") or cut names short (a NUL).
+		 */
+		if (strlen(b->prefix) != n || strchr(b->prefix, '/') ||
+		    strncmp(b->prefix, BLB_PREFIX, strlen(BLB_PREFIX)))
+			r = -EBADMSG;
+	}
+	if (!r) {
 		b->num_ops = num_ops;
 		b->pid = (int)pid;
 		b->hdr = hdr;
@@ -108,17 +123,42 @@ static int meta_decode(struct blb_bench *b, const struct bl_list *m)
 	return r ? -EBADMSG : 0;
 }
 
-/* Reads the metadata of the last write; prints why not. */
-int blb_meta_load(struct blb_bench *b)
+/* Metadata object @run of @t into @b: 0, -ENOENT, -EBADMSG or -errno. */
+static int meta_read(struct blb_bench *b, struct blb_target *t,
+		     const char *run)
 {
+	struct blb_bench tmp = *b;	/* @b changes only on success */
 	struct bl_list m;
 	int r;
 
 	bl_list_init(&m);
-	r = b->t->ops->meta_get(b->t, b->o->run_name, &m);
+	r = t->ops->meta_get(t, run, &m);
 	if (r == 0)
-		r = meta_decode(b, &m);
+		r = meta_decode(&tmp, &m);
 	bl_list_clear(&m);
+	if (r == 0)
+		*b = tmp;
+	return r;
+}
+
+int blb_meta_prefix(struct blb_target *t, const char *run, char *prefix,
+		    size_t len)
+{
+	struct blb_bench tmp;
+	int r;
+
+	memset(&tmp, 0, sizeof(tmp));
+	r = meta_read(&tmp, t, run);
+	if (r == 0)
+		snprintf(prefix, len, "%s", tmp.prefix);
+	return r;
+}
+
+/* Reads the metadata of the last write; prints why not. */
+int blb_meta_load(struct blb_bench *b)
+{
+	int r = meta_read(b, b->t, b->o->run_name);
+
 	if (r == -ENOENT)
 		return r;
 	if (r < 0)

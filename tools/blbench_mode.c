@@ -4,7 +4,8 @@
  * the layout and checks the target's room, runs the loop, prints the
  * summary and leaves the metadata object (then cleans up unless
  * --no-cleanup); seq and rand load that metadata, run the loop and report
- * what did not verify; cleanup removes a run's objects, or everything
+ * what did not verify; cleanup removes a run's objects and then what no
+ * run's metadata names any more (see blb_mode_cleanup), or everything
  * named PREFIX*.  It uses the target only through its ops, and prints
  * rados bench's messages where rados bench has one.
  */
@@ -14,6 +15,9 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "blbench.h"
@@ -39,6 +43,10 @@ static int remove_objects(struct blb_bench *b, uint64_t nobj, bool meta)
 
 	fprintf(stderr, "Cleaning up (deleting benchmark objects)\n");
 	for (n = 0; n < nobj; n++) {
+		if (blb_stop > 1) {	/* main says so */
+			err = -EINTR;
+			break;
+		}
 		blb_op_name(b, n, name, sizeof(name));
 		r = b->t->ops->remove(b->t, name, n);
 		if (r == 0)
@@ -48,6 +56,9 @@ static int remove_objects(struct blb_bench *b, uint64_t nobj, bool meta)
 				strerror(-r));
 			err = r;
 		}
+		/* a target that stopped answering: each call would wait as long */
+		if (r == -ETIMEDOUT || r == -ENOTCONN || r == -EINTR)
+			break;
 	}
 	fprintf(stderr, "Removed %" PRIu64 " object%s\n", removed,
 		removed != 1 ? "s" : "");
@@ -55,8 +66,11 @@ static int remove_objects(struct blb_bench *b, uint64_t nobj, bool meta)
 		blb_now() - t0);
 	if (meta && !err) {
 		r = b->t->ops->meta_del(b->t, b->o->run_name);
-		if (r < 0 && r != -ENOENT)
+		if (r < 0 && r != -ENOENT) {
+			fprintf(stderr, "blbench: removing %s: %s\n",
+				b->o->run_name, strerror(-r));
 			err = r;
+		}
 	}
 	return err;
 }
@@ -142,7 +156,10 @@ int blb_mode_write(struct blb_bench *b)
 	} else {
 		room_ops = t->room / per_op;
 	}
-	b->max_ops = o->max_objects * b->opo;
+	/* --max-objects up to INT_MAX times up to 2^38 ops an object */
+	b->max_ops = o->max_objects > UINT64_MAX / b->opo
+			     ? UINT64_MAX
+			     : o->max_objects * b->opo;
 	need = o->concurrent;
 	if (b->max_ops && b->max_ops < need)
 		need = b->max_ops;
@@ -174,6 +191,9 @@ int blb_mode_write(struct blb_bench *b)
 			remove_objects(b, ((uint64_t)b->st.started + b->opo - 1) /
 						  b->opo,
 				       false);
+		else if (b->st.started && !t->slots)
+			fprintf(stderr, "blbench: what this run wrote is left on %s; `blbench cleanup --prefix %s` removes it\n",
+				t->desc, b->prefix);
 		return BLB_EXIT_FAIL;
 	}
 	blb_out_summary(&b->out, &b->st, time_run);
@@ -201,6 +221,27 @@ int blb_mode_write(struct blb_bench *b)
 	return r < 0 ? BLB_EXIT_FAIL : 0;
 }
 
+/*
+ * Whether a raw target's object space is too short for the ops the
+ * metadata lists (the file was truncated since, or is another one):
+ * reading there would fail op by op with a misleading -ENOSPC.
+ */
+static bool slots_short(const struct blb_bench *b)
+{
+	const struct blb_target *t = b->t;
+	uint64_t last, objno, end;
+
+	if (!b->num_ops || t->room == UINT64_MAX)
+		return false;
+	last = b->num_ops - 1;
+	objno = last / b->opo;
+	if (!t->obj_span || objno >= t->room / t->obj_span)
+		return true;
+	/* objno * obj_span < room: no overflow */
+	end = objno * t->obj_span + (last % b->opo) * b->stride + b->stride;
+	return end > t->room;
+}
+
 int blb_mode_read(struct blb_bench *b)
 {
 	const struct blb_opts *o = b->o;
@@ -221,10 +262,16 @@ int blb_mode_read(struct blb_bench *b)
 			o->run_name, t->off_align);
 		return BLB_EXIT_FAIL;
 	}
-	if (t->slots)
+	if (t->slots) {
 		t->obj_span = blb_align_up(b->opo * b->stride,
 					   t->off_align > 4096 ?
 					   t->off_align : 4096);
+		if (slots_short(b)) {
+			fprintf(stderr, "blbench: %s is shorter than %s says: its %" PRIu64 " ops need more than the %" PRIu64 " bytes of object space it has (truncated, or not the file written?)\n",
+				t->desc, o->run_name, b->num_ops, t->room);
+			return BLB_EXIT_FAIL;
+		}
+	}
 	b->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(blb_now() * 1e9) ^ 1;
 	if (blb_make_pattern(b) < 0 || blb_ops_alloc(b, o->concurrent) < 0) {
 		fprintf(stderr, "blbench: out of memory\n");
@@ -248,44 +295,207 @@ int blb_mode_read(struct blb_bench *b)
 	return r < 0 ? BLB_EXIT_FAIL : 0;
 }
 
-static int remove_by_name(void *arg, const char *name)
-{
-	struct blb_bench *b = arg;
-	int r = b->t->ops->remove(b->t, name, UINT64_MAX);
+/* ---- cleanup --------------------------------------------------------------- */
 
+/* A growing list of names. */
+struct names {
+	char **v;
+	size_t n, cap;
+};
+
+static int names_add(struct names *ns, const char *name)
+{
+	char *copy;
+
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? ns->cap * 2 : 16;
+		char **v = realloc(ns->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ns->v = v;
+		ns->cap = cap;
+	}
+	copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	ns->v[ns->n++] = copy;
+	return 0;
+}
+
+static void names_free(struct names *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		free(ns->v[i]);
+	free(ns->v);
+	memset(ns, 0, sizeof(*ns));
+}
+
+/* Every name that may be a metadata object: not an object, not a dot file. */
+static int collect_candidate(void *arg, const char *name)
+{
+	if (!strncmp(name, BLB_PREFIX, strlen(BLB_PREFIX)) || name[0] == '.')
+		return 0;
+	return names_add(arg, name);
+}
+
+/*
+ * The runs whose metadata objects are on the target: their names into
+ * @meta, the object prefix each names into @pfx (same index).  What does
+ * not read as metadata (a user's file beside the objects, a damaged
+ * object) is no run.  0 or -errno.
+ */
+static int find_runs(struct blb_bench *b, struct names *meta,
+		     struct names *pfx)
+{
+	struct names cand = { 0 };
+	char p[BLB_NAME_MAX];
+	int r;
+
+	r = b->t->ops->list(b->t, "", collect_candidate, &cand);
+	for (size_t i = 0; r == 0 && i < cand.n; i++) {
+		if (blb_stop > 1) {
+			r = -EINTR;
+			break;
+		}
+		r = blb_meta_prefix(b->t, cand.v[i], p, sizeof(p));
+		if (r == 0) {
+			r = names_add(meta, cand.v[i]);
+			if (r == 0)
+				r = names_add(pfx, p);
+		} else if (r == -ENOENT || r == -EBADMSG || r == -EACCES ||
+			   r == -EPERM || r == -EISDIR || r == -ELOOP) {
+			r = 0;
+		}
+	}
+	names_free(&cand);
+	return r;
+}
+
+/* Object @name is PREFIX_objectN for one of the prefixes in @pfx. */
+static bool claimed(const struct names *pfx, const char *name)
+{
+	for (size_t i = 0; i < pfx->n; i++) {
+		size_t len = strlen(pfx->v[i]);
+
+		if (!strncmp(name, pfx->v[i], len) &&
+		    !strncmp(name + len, "_object", 7))
+			return true;
+	}
+	return false;
+}
+
+struct sweep {
+	struct blb_bench *b;
+	const struct names *keep;	/* prefixes of runs to keep; NULL: none */
+	size_t host_len;		/* with keep: "benchmark_data_HOST_" */
+	uint64_t removed, live;
+};
+
+/*
+ * Object @name (benchmark_data_HOST_PID_objectN) of a process of this
+ * host that still runs: a write under way, whose metadata is yet to come.
+ * A pid reused since only keeps a dead run's objects, the safe mistake.
+ */
+static bool of_live_process(const struct sweep *sw, const char *name)
+{
+	const char *p = name + sw->host_len;
+	char *end;
+	long pid;
+
+	if (*p < '1' || *p > '9')
+		return false;
+	errno = 0;
+	pid = strtol(p, &end, 10);
+	if (errno || pid <= 0 || pid > INT_MAX || strncmp(end, "_object", 7))
+		return false;
+	return pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+static int sweep_one(void *arg, const char *name)
+{
+	struct sweep *sw = arg;
+	struct blb_target *t = sw->b->t;
+	int r;
+
+	if (blb_stop > 1)
+		return -EINTR;
+	if (sw->keep && claimed(sw->keep, name))
+		return 0;
+	if (sw->keep && of_live_process(sw, name)) {
+		sw->live++;
+		return 0;
+	}
+	r = t->ops->remove(t, name, UINT64_MAX);
 	if (r < 0 && r != -ENOENT) {
 		fprintf(stderr, "blbench: removing %s: %s\n", name, strerror(-r));
 		return r;
 	}
-	if (r == 0)
-		b->num_ops++;	/* counts removals here */
+	sw->removed += r == 0;
 	return 0;
 }
 
+/*
+ * cleanup: first the run the metadata object (--run-name) names, as
+ * rados bench does: its objects, then the metadata object.  Then, where
+ * the target can list its objects, what no run's metadata names any more.
+ * Without --prefix: this host's objects (benchmark_data_HOST_*) that
+ * belong to no run with a metadata object on the target — a write that
+ * was killed, or failed with ops in flight, leaves such objects, and one
+ * cleanup removes them too — while a run kept under another --run-name
+ * stays readable, and so do the objects of a write still under way on
+ * this host (its pid is alive).  With --prefix P: every object named P*,
+ * and the metadata object of every run whose objects those were.
+ * Metadata that does not read as blbench's is removed (after a warning)
+ * and its run's objects are found by name: a damaged metadata object
+ * never makes the objects impossible to remove.
+ */
 int blb_mode_cleanup(struct blb_bench *b)
 {
 	const struct blb_opts *o = b->o;
+	struct blb_target *t = b->t;
+	struct names meta = { 0 }, pfx = { 0 };
+	struct sweep sw = { .b = b };
 	char prefix[BLB_NAME_MAX];
-	int r;
+	bool damaged = false, had_run;
+	int r, ret = 0;
 
-	r = blb_meta_load(b);
-	if (r < 0 && r != -ENOENT)
+	/* before anything is removed */
+	if (o->prefix && strncmp(o->prefix, BLB_PREFIX, strlen(BLB_PREFIX))) {
+		fprintf(stderr, "Specified --prefix invalid, it must begin with \"%s\"\n",
+			BLB_PREFIX);
 		return BLB_EXIT_FAIL;
-	if (r == 0) {
+	}
+	r = blb_meta_load(b);
+	if (r == -EBADMSG) {
+		damaged = true;
+		fprintf(stderr, "blbench: removing it, and objects by name instead\n");
+	} else if (r < 0 && r != -ENOENT) {
+		return BLB_EXIT_FAIL;
+	}
+	had_run = r == 0;
+	if (had_run) {
 		b->opo = b->object_size / b->op_size;
 		r = remove_objects(b, (b->num_ops + b->opo - 1) / b->opo, true);
 		if (r < 0)
 			return BLB_EXIT_FAIL;
-		if (!o->prefix)
-			return 0;
 	}
-	/* rados bench's slow path: everything named PREFIX* */
-	if (o->prefix) {
-		if (strncmp(o->prefix, BLB_PREFIX, strlen(BLB_PREFIX))) {
-			fprintf(stderr, "Specified --prefix invalid, it must begin with \"%s\"\n",
-				BLB_PREFIX);
+
+	if (!t->ops->list) {
+		/* objects are slots (file:) or cannot be listed (rados:) */
+		if (damaged && (r = t->ops->meta_del(t, o->run_name)) < 0 &&
+		    r != -ENOENT) {
+			fprintf(stderr, "blbench: removing %s: %s\n", o->run_name,
+				strerror(-r));
 			return BLB_EXIT_FAIL;
 		}
+		if (!had_run && !damaged)
+			fprintf(stderr, "blbench: %s has no %s; nothing to clean up\n",
+				t->desc, o->run_name);
+		return 0;
+	}
+
+	if (o->prefix) {
 		snprintf(prefix, sizeof(prefix), "%s", o->prefix);
 	} else {
 		char host[256];
@@ -293,22 +503,57 @@ int blb_mode_cleanup(struct blb_bench *b)
 		if (gethostname(host, sizeof(host)) < 0)
 			strcpy(host, "localhost");
 		host[sizeof(host) - 1] = 0;
-		snprintf(prefix, sizeof(prefix), "%s_%.100s", BLB_PREFIX, host);
+		snprintf(prefix, sizeof(prefix), "%s_%.100s_", BLB_PREFIX, host);
 	}
-	if (!b->t->ops->list) {
-		fprintf(stderr, "blbench: %s has no %s; nothing to clean up\n",
-			b->t->desc, o->run_name);
-		return 0;
-	}
-	fprintf(stderr, "Warning: using slow linear search\n");
-	b->num_ops = 0;
-	r = b->t->ops->list(b->t, prefix, remove_by_name, b);
-	fprintf(stderr, "Removed %" PRIu64 " object%s\n", b->num_ops,
-		b->num_ops != 1 ? "s" : "");
+	r = find_runs(b, &meta, &pfx);
 	if (r < 0) {
-		fprintf(stderr, "blbench: listing %s: %s\n", b->t->desc,
-			strerror(-r));
-		return BLB_EXIT_FAIL;
+		fprintf(stderr, "blbench: looking for other runs' metadata on %s: %s\n",
+			t->desc, strerror(-r));
+		ret = BLB_EXIT_FAIL;
+		goto out;
 	}
-	return 0;
+	if (!had_run)	/* rados bench's words for its slow path */
+		fprintf(stderr, "Warning: using slow linear search\n");
+	sw.keep = o->prefix ? NULL : &pfx;
+	sw.host_len = strlen(prefix);
+	r = t->ops->list(t, prefix, sweep_one, &sw);
+	if (!had_run || sw.removed)
+		fprintf(stderr, "Removed %" PRIu64 " object%s%s\n", sw.removed,
+			sw.removed != 1 ? "s" : "",
+			had_run ? " that no run's metadata named" : "");
+	if (sw.live)
+		fprintf(stderr, "Kept %" PRIu64 " object%s of runs still under way on this host\n",
+			sw.live, sw.live != 1 ? "s" : "");
+	if (r < 0) {
+		fprintf(stderr, "blbench: listing %s: %s\n", t->desc,
+			strerror(-r));
+		ret = BLB_EXIT_FAIL;
+		goto out;
+	}
+	/* --prefix: no metadata may be left naming objects that are gone */
+	for (size_t i = 0; o->prefix && i < meta.n; i++) {
+		if (strncmp(pfx.v[i], o->prefix, strlen(o->prefix)))
+			continue;
+		r = t->ops->meta_del(t, meta.v[i]);
+		if (r < 0 && r != -ENOENT) {
+			fprintf(stderr, "blbench: removing %s: %s\n", meta.v[i],
+				strerror(-r));
+			ret = BLB_EXIT_FAIL;
+		} else {
+			fprintf(stderr, "Removed %s, the metadata of %s\n",
+				meta.v[i], pfx.v[i]);
+		}
+	}
+	if (damaged) {
+		r = t->ops->meta_del(t, o->run_name);
+		if (r < 0 && r != -ENOENT) {
+			fprintf(stderr, "blbench: removing %s: %s\n", o->run_name,
+				strerror(-r));
+			ret = BLB_EXIT_FAIL;
+		}
+	}
+out:
+	names_free(&meta);
+	names_free(&pfx);
+	return ret;
 }

@@ -31,7 +31,8 @@
  *     META_PUT  run bytes, metadata bytes
  *     META_GET  run bytes             -> the metadata
  *     META_DEL  run bytes
- *     LIST      prefix bytes          -> count u32, count x name bytes
+ *     LIST      prefix bytes (empty:  -> count u32, count x name bytes
+ *               every name)
  *   reply    = tag u64, res i64 (bytes or -errno), then what the type returns
  *
  * The zero-copy path end to end: a WRITE's payload is the request header

@@ -115,7 +115,9 @@ static int rados_poll(struct blb_target *t, int timeout_ms)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
-		while (!rt->head && !blb_stop) {
+		/* after a first SIGINT the loop still waits for the ops in
+		 * flight: waking at once would spin it; it gives up on 2 */
+		while (!rt->head && blb_stop < 2) {
 			if (timeout_ms < 0)
 				pthread_cond_wait(&rt->cond, &rt->lock);
 			else if (pthread_cond_timedwait(&rt->cond, &rt->lock,

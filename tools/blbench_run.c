@@ -496,6 +496,10 @@ static void finish_op(struct blb_bench *b, struct blb_op *op, double now)
 		return;
 	}
 	blb_stats_op_done(&b->st, op->lat);
+	/* a write's reply carries no data; a peer that sends some anyway
+	 * must not make it pile up in the op */
+	if (b->mode == BLB_WRITE)
+		bl_list_clear(&op->data);
 	if (b->mode != BLB_WRITE) {
 		bool full = b->o->verify;
 
@@ -511,6 +515,31 @@ static void finish_op(struct blb_bench *b, struct blb_op *op, double now)
 	}
 	if (may_start(b, now))
 		start_op(b, op);
+}
+
+/*
+ * An op older than --op-timeout: the target stopped answering (a server
+ * stopped or gone silent, a hung device).  Waiting longer would hang the
+ * run for good, so the run fails, naming the op.  Checked once a second.
+ */
+static bool op_timed_out(struct blb_bench *b, double now)
+{
+	unsigned limit = b->o->op_timeout;
+
+	if (!limit)
+		return false;
+	for (unsigned i = 0; i < b->nops; i++) {
+		struct blb_op *op = &b->ops[i];
+
+		if (op->busy && now - op->t0 > limit) {
+			fprintf(stderr, "blbench: %s %s: no answer from %s within %u s (--op-timeout); giving up\n",
+				b->mode == BLB_WRITE ? "writing" : "reading",
+				op->name, b->t->desc, limit);
+			b->failed = -ETIMEDOUT;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* The loop all three modes share: rados bench's, on one thread. */
@@ -529,13 +558,23 @@ double blb_run_loop(struct blb_bench *b)
 	for (i = 0; i < b->nops && may_start(b, s->start); i++)
 		if (start_op(b, &b->ops[i]) < 0)
 			break;
+	/* on a break the ops in flight stay with the target until it closes */
 	while (s->in_flight > 0) {
 		int r, timeout;
 
+		if (blb_stop > 1) {
+			fprintf(stderr, "blbench: stopped by a signal with %d operation%s in flight\n",
+				s->in_flight, s->in_flight != 1 ? "s" : "");
+			if (!b->failed)
+				b->failed = -EINTR;
+			break;
+		}
 		now = blb_now();
 		if (now >= next_tick) {
 			blb_stats_tick(s, &b->out, now);
 			next_tick += 1;
+			if (op_timed_out(b, now))
+				break;
 			continue;
 		}
 		timeout = (int)((next_tick - now) * 1000) + 1;
@@ -544,7 +583,7 @@ double blb_run_loop(struct blb_bench *b)
 			fprintf(stderr, "blbench: %s: %s\n", b->t->desc,
 				strerror(-r));
 			b->failed = r;
-			break;	/* the ops stay with the target until it closes */
+			break;
 		}
 		now = blb_now();
 		while ((op = pop_done(b)))

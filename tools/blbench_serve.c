@@ -130,6 +130,9 @@ static struct blb_target *srv_target(struct srv *s, uint32_t flags,
 		struct blb_opts o = s->o;
 
 		o.direct = i == 1;
+		/* a second open of one file: its flock would conflict with
+		 * the first's, which already keeps other writers out */
+		o.lock_held = i == 1 && s->tgt[0];
 		if (blb_target_open_ring(&s->tgt[i], s->o.target, &o, true, s->u,
 					 s->tgt_err[i],
 					 sizeof(s->tgt_err[i])) < 0)
@@ -242,10 +245,14 @@ static void srv_on_frame(void *arg, struct bl_msgr_conn *c,
 	default:
 		goto bad;
 	}
-	if (f->type != T_HELLO &&
-	    (bl_decode_bytes(&it, &nl) < 0 ||
-	     !blb_plain_name(&nl, name, sizeof(name))))
-		goto bad;
+	if (f->type != T_HELLO) {
+		if (bl_decode_bytes(&it, &nl) < 0)
+			goto bad;
+		if (f->type == T_LIST && bl_list_length(&nl) == 0)
+			name[0] = 0;	/* LIST's prefix may be empty: every name */
+		else if (!blb_plain_name(&nl, name, sizeof(name)))
+			goto bad;
+	}
 
 	t = srv_target(s, flags, &why);
 	if (!t) {
@@ -465,10 +472,18 @@ int blb_serve(const struct blb_opts *o)
 		r = 0;
 	}
 	bl_msgr_server_destroy(s.ms);
-	/* disk ops still running hold payloads and the targets: let them end */
-	while (s.inflight)
-		if (bl_uring_run(s.u, 1, 1000) < 0 && blb_stop > 1)
+	/*
+	 * Disk ops still running hold payloads and the targets: let them end,
+	 * but after SIGTERM or a second SIGINT not for a disk that stopped
+	 * answering (a second without one completing); destroying the ring
+	 * then cancels what is left.
+	 */
+	while (s.inflight) {
+		int n = bl_uring_run(s.u, 1, 1000);
+
+		if (n < 0 || (n == 0 && blb_stop > 1))
 			break;
+	}
 	blb_target_close(s.tgt[0]);
 	blb_target_close(s.tgt[1]);
 	bl_uring_destroy(s.u);

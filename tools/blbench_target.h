@@ -31,9 +31,14 @@ enum blb_mode {
 	BLB_SERVE,
 };
 
+/* --op-timeout: its default and largest value, in seconds */
+#define BLB_OP_TIMEOUT 30
+#define BLB_OP_TIMEOUT_MAX 86400u
+
 /*
- * The command line, parsed.  Targets read direct, concurrent, op_size,
- * object_size, hints and conf; `blbench serve` also target and listen.
+ * The command line, parsed.  Targets read mode, direct, concurrent,
+ * op_size, object_size, hints, conf and op_timeout; `blbench serve` also
+ * target and listen.
  */
 struct blb_opts {
 	enum blb_mode mode;
@@ -42,6 +47,7 @@ struct blb_opts {
 	uint64_t op_size;		/* -b */
 	uint64_t object_size;		/* -O; 0 until parsed: then op_size */
 	uint64_t max_objects;		/* --max-objects; 0: no limit */
+	unsigned op_timeout;		/* --op-timeout seconds; 0: none */
 	bool direct;			/* --direct: O_DIRECT */
 	bool crc;			/* --crc: crc32c per op, checked on read */
 	bool lz4;			/* --lz4: ops are stored compressed */
@@ -57,6 +63,9 @@ struct blb_opts {
 	const char *pool;		/* -p: accepted, selects nothing */
 	const char *listen;		/* serve: HOST:PORT */
 	const char *conf;		/* -c: ceph.conf for rados: (NULL: $CEPH_CONF) */
+	/* file: this process holds the file's lock already (serve's O_DIRECT
+	 * target, opened beside its buffered one) */
+	bool lock_held;
 	char cmdline[1024];		/* for the plot's title */
 };
 
@@ -178,7 +187,12 @@ int blb_dir_open(struct blb_target **out, const char *path, bool is_default,
 /* The default directory: $BLBENCH_DIR, else /var/tmp/blbench-$USER. */
 int blb_default_dir(char *buf, size_t len);
 
-/* file:PATH[:SIZE] (blbench_file.c); @u as blb_dir_open(). */
+/*
+ * file:PATH[:SIZE] (blbench_file.c); @u as blb_dir_open().  The file is
+ * flock()ed while the target is open, shared for seq and rand (which
+ * open it read-only), exclusive for everything else: a second writer is
+ * refused with -EBUSY instead of overwriting the first one's slots.
+ */
 int blb_file_open(struct blb_target **out, const char *spec,
 		  const struct blb_opts *o, bool create, struct bl_uring *u,
 		  char *err, size_t len);

@@ -24,8 +24,6 @@
 #include "blbench_target.h"
 #include "blbench_proto.h"
 
-#define TCP_SYNC_TIMEOUT 30.0	/* seconds for metadata and hello */
-
 struct tcp_sync {
 	bool done;
 	int64_t res;
@@ -48,6 +46,7 @@ struct tcp_target {
 	uint32_t flags;
 	size_t pad;			/* WRITE data offsets: server's alignment */
 	uint64_t max_payload;
+	unsigned timeout;		/* --op-timeout, for calls too (0: none) */
 	struct tcp_slot *slots;
 	unsigned nslots, free_head;
 	char addr[BLB_NAME_MAX];
@@ -194,7 +193,7 @@ static int tcp_call(struct tcp_target *tt, uint16_t type,
 		    const struct bl_list *body, struct bl_list *out)
 {
 	struct tcp_sync sync = { .done = false };
-	double deadline = blb_now() + TCP_SYNC_TIMEOUT;
+	double deadline = blb_now() + tt->timeout;
 	struct bl_list l;
 	int i, r;
 
@@ -212,11 +211,18 @@ static int tcp_call(struct tcp_target *tt, uint16_t type,
 	r = tcp_send(tt, i, type, &l);
 	if (r < 0)
 		return r;
+	/* a server that stopped answering must not hang the caller for good */
 	while (!sync.done) {
 		r = bl_uring_run(tt->u, 1, 1000);
 		if (r < 0 && r != -ETIME && r != -EINTR)
 			break;
-		if (blb_now() > deadline) {
+		if (sync.done)
+			break;
+		if (blb_stop > 1) {
+			r = -EINTR;
+			break;
+		}
+		if (tt->timeout && blb_now() > deadline) {
 			r = -ETIMEDOUT;
 			break;
 		}
@@ -465,6 +471,7 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 	tt->t.ops = &tcp_ops;
 	tt->free_head = NO_SLOT;
 	tt->flags = o->direct ? TCP_DIRECT : 0;
+	tt->timeout = o->op_timeout;
 	tt->t.direct = o->direct;
 	snprintf(tt->addr, sizeof(tt->addr), "tcp:%s", spec);
 	snprintf(tt->t.desc, sizeof(tt->t.desc), "%s", tt->addr);
@@ -513,8 +520,10 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 	r |= bl_decode_u32(&it, &off);
 	r |= bl_decode_u64(&it, &maxp);
 	r |= bl_decode_bytes(&it, &dl);
+	/* the alignments size every op's padding and buffers: bounded */
 	if (r || bl_list_length(&dl) >= sizeof(desc) || !mem || !off ||
-	    (mem & (mem - 1)) || (off & (off - 1)) || off > (1u << 20)) {
+	    (mem & (mem - 1)) || (off & (off - 1)) || off > (1u << 20) ||
+	    mem > (1u << 20)) {
 		r = blb_fail(err, len, -EBADMSG, "cannot open target %s: its hello",
 			 tt->addr);
 		goto out;
@@ -531,8 +540,10 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 		tt->pad = mem;
 	snprintf(tt->t.desc, sizeof(tt->t.desc), "%s (%s)", tt->addr, desc);
 	if (o->op_size + 4096 + tt->pad > maxp) {
+		uint64_t most = maxp > 4096 + tt->pad ? maxp - 4096 - tt->pad : 0;
+
 		r = blb_fail(err, len, 0, "%s takes ops of at most %llu bytes",
-			 tt->t.desc, (unsigned long long)(maxp - 4096 - tt->pad));
+			 tt->t.desc, (unsigned long long)most);
 		goto out;
 	}
 	bl_list_clear(&reply);

@@ -16,7 +16,7 @@
 #include <time.h>
 #include "blbench_util.h"
 
-volatile int blb_stop;
+volatile sig_atomic_t blb_stop;
 
 double blb_now(void)
 {

@@ -9,14 +9,19 @@
 #ifndef BLBENCH_UTIL_H
 #define BLBENCH_UTIL_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Monotonic seconds. */
 double blb_now(void);
 
-/* Set by SIGINT / SIGTERM: stop starting new operations. */
-extern volatile int blb_stop;
+/*
+ * Set by the signal handler: 1 after a first SIGINT (start no more
+ * operations, let those in flight finish), 2 after a second SIGINT or a
+ * SIGTERM (stop now: whatever waits gives up).
+ */
+extern volatile sig_atomic_t blb_stop;
 
 /* Parses "SIZE" with K/M/G/T suffixes (powers of 1024).  0 or -EINVAL. */
 int blb_parse_size(const char *s, uint64_t *out);
