@@ -209,6 +209,21 @@ BL_API int bl_list_rebuild_aligned_size_and_memory(struct bl_list *l,
 						   unsigned max_segments);
 
 /**
+ * bl_list_pad_to() - appends zero bytes until the length of @l is a
+ * multiple of @align (O_DIRECT wants whole blocks: pass bl_fd_dio_align()'s
+ * offset alignment before bl_list_prepare_dio()).  The zeros go into one
+ * new raw whose data is aligned to @align (to 64 bytes at least), in @l's
+ * pool.  The bytes of the unfinished last block that lie in the last
+ * segment (fewer than @align) are copied to the front of that raw and the
+ * last segment gives them up, so a list whose segments were aligned stays
+ * so and bl_list_prepare_dio() then copies nothing.  A length that is
+ * already a multiple (an empty list included) changes nothing.
+ * Return: zero bytes appended, or -EINVAL (@align not a power of two),
+ * -ENOMEM; on failure @l is unchanged.
+ */
+BL_API ssize_t bl_list_pad_to(struct bl_list *l, size_t align);
+
+/**
  * bl_list_c_str() - contiguous bytes of @l.  A list of several segments is
  * rebuilt into one (copies) and releases its old raws; a list of one
  * segment returns that memory without copying.  An empty list returns a
