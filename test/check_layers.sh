@@ -114,7 +114,8 @@ alt()	# the words on stdin as one ERE alternation
 }
 
 list_fields=$( { private_fields "$inc/list.h" bl_list;
-		 private_fields "$inc/list.h" bl__chunk_hdr; } | alt)
+		 private_fields "$inc/list.h" bl__chunk_hdr;
+		 private_fields "$inc/list.h" bl_list_seg_iter; } | alt)
 iter_fields=$(private_fields "$inc/iter.h" bl_iter | alt)
 if [ -z "$list_fields" ] || [ -z "$iter_fields" ]; then
 	echo "check_layers: no private field found in list.h or iter.h" >&2

@@ -2707,6 +2707,118 @@ START_TEST(test_failed_substr_leaves_dst_unchanged)
 }
 END_TEST
 
+/* ---- BL_LIST_INIT, the public segment cursor --------------------------- */
+
+static struct bl_list static_list = BL_LIST_INIT(static_list);
+
+/* Field by field: what bl_list_init() makes (the slots are not its). */
+static void assert_same_as_init(const struct bl_list *a)
+{
+	struct bl_list b;
+
+	memset(&b, 0x5a, sizeof(b));
+	bl_list_init(&b);
+	ck_assert_ptr_eq(a->_tail, &a->_inl);
+	ck_assert_ptr_eq(b._tail, &b._inl);
+	ck_assert_uint_eq(a->_len, b._len);
+	ck_assert_uint_eq(a->_nseg, b._nseg);
+	ck_assert_uint_eq(a->_abuf_next, b._abuf_next);
+	ck_assert_ptr_eq(a->_abuf, b._abuf);
+	ck_assert_ptr_eq(a->_ext, b._ext);
+	ck_assert_ptr_eq(a->_pool, b._pool);
+	ck_assert_ptr_eq(a->_inl.next, b._inl.next);
+	ck_assert_uint_eq(a->_inl.start, b._inl.start);
+	ck_assert_uint_eq(a->_inl.count, b._inl.count);
+	ck_assert_uint_eq(a->_inl.cap, b._inl.cap);
+	ck_assert_uint_eq(a->_inl._pad, b._inl._pad);
+	/* and nothing else before the slots */
+	ck_assert_int_eq(memcmp((const char *)a + sizeof(a->_tail),
+				(const char *)&b + sizeof(b._tail),
+				offsetof(struct bl_list, _inl_seg) -
+				sizeof(a->_tail)), 0);
+	ck_assert_int_eq(bl__list_validate(a), 0);
+}
+
+struct holder {
+	int id;
+	struct bl_list body;
+};
+
+START_TEST(test_list_init_macro_is_bl_list_init)
+{
+	struct bl_list l = BL_LIST_INIT(l);
+	struct holder h = { .id = 1, .body = BL_LIST_INIT(h.body) };
+
+	assert_same_as_init(&l);
+	assert_same_as_init(&static_list);
+	assert_same_as_init(&h.body);
+	/* and each is a working list */
+	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
+	ck_assert_int_eq(bl_list_append(&h.body, "de", 2), 0);
+	ck_assert_int_eq(bl_list_append_list(&static_list, &l), 0);
+	ck_assert_int_eq(bl_list_claim_append(&static_list, &h.body), 0);
+	assert_str(&static_list, "abcde");
+	bl_list_clear(&l);
+	bl_list_clear(&static_list);
+	assert_str(&static_list, "");
+}
+END_TEST
+
+START_TEST(test_foreach_seg_lends_every_segment_in_order)
+{
+	static char data[200];
+	struct bl_list_seg_iter it;
+	const struct bl_ptr *s;
+	struct bl_list l;
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (char)i;
+	bl_list_init(&l);
+	BL_LIST_FOREACH_SEG(&l, it, s)
+		ck_abort_msg("an empty list has no segment");
+	ck_assert_ptr_null(bl_list_seg_next(&it));
+	add_segs(&l, data, sizeof(data), 2);	/* 100 segments, 3 chunks */
+	/* cut the first two: the inline chunk is empty, heap chunks follow */
+	ck_assert_int_eq(bl_list_splice(&l, 0, 4, NULL), 0);
+	BL_LIST_FOREACH_SEG(&l, it, s) {
+		struct bl_ptr want = seg_of(&l, k++);
+
+		ck_assert_ptr_eq(s->raw, want.raw);
+		ck_assert_uint_eq(s->off, want.off);
+		ck_assert_uint_eq(s->len, want.len);
+		/* borrowed: the list's reference, no other */
+		ck_assert_uint_eq(bl_raw_nref(s->raw), 1);
+		ck_assert_int_eq(memcmp(bl_ptr_data(s), data + 2 + 2 * k, 2), 0);
+	}
+	ck_assert_uint_eq(k, bl_list_num_buffers(&l));
+	/* past the end it stays there */
+	ck_assert_ptr_null(bl_list_seg_next(&it));
+	ck_assert_ptr_null(bl_list_seg_next(&it));
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_foreach_seg_of_inline_list)
+{
+	struct bl_list l = BL_LIST_INIT(l);
+	struct bl_list_seg_iter it;
+	const struct bl_ptr *s;
+	size_t total = 0;
+	unsigned n = 0;
+
+	add_segs(&l, "hello world", 11, 6);	/* two inline segments */
+	BL_LIST_FOREACH_SEG(&l, it, s) {
+		total += s->len;
+		n++;
+	}
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(total, 11);
+	ck_assert_ptr_eq(bl_list_seg_first(&l, &it)->raw, seg_of(&l, 0).raw);
+	bl_list_clear(&l);
+}
+END_TEST
+
 /* ---- pad_to ------------------------------------------------------------ */
 
 /* @data then @pad zero bytes, flattened, for comparing with a padded list. */
@@ -3010,6 +3122,12 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_seg_cursor_walks_every_segment_in_order);
 	tcase_add_test(tc, test_lone_slice_moves_in_and_out);
 	tcase_add_test(tc, test_lone_refuses_lists_that_own_more);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("public_walk");
+	tcase_add_test(tc, test_list_init_macro_is_bl_list_init);
+	tcase_add_test(tc, test_foreach_seg_lends_every_segment_in_order);
+	tcase_add_test(tc, test_foreach_seg_of_inline_list);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("compare");
