@@ -306,6 +306,45 @@ BL_API int bl_uring_handle_cqe(struct bl_uring *u, struct io_uring_cqe *cqe);
  */
 BL_API unsigned bl_uring_inflight(const struct bl_uring *u);
 
+/* ---- one operation, waited for ------------------------------------------ */
+
+/*
+ * For a program that does one operation at a time: each submits through
+ * the functions above with a callback of its own and runs @u
+ * (bl_uring_run) until that callback ran.  Other operations in flight on
+ * @u complete meanwhile as usual: their callbacks run from inside the
+ * call.  Not from a callback of @u (-EDEADLK: the ring cannot be run
+ * there).  Should running the ring fail, its error is returned and the
+ * operation, already submitted, still completes later, unseen.
+ */
+
+/**
+ * bl_uring_write_wait() - bl_uring_write() of all of @l (borrowed; shared
+ * with the kernel, no copy) at file offset @off (-1: the file position),
+ * and waits for it.
+ * Return: bytes written (the length of @l), or -errno: -EINVAL (@u or @l
+ * is NULL), -EDEADLK (called from a callback of @u), those of
+ * bl_uring_write() (-ENOMEM, -EBUSY, -ECANCELED), the write's own error
+ * (-EBADF, -EIO, -ENOSPC, -EINVAL for O_DIRECT misalignment, ...), or an
+ * error of bl_uring_run().
+ */
+BL_API ssize_t bl_uring_write_wait(struct bl_uring *u, int fd, off_t off,
+				   const struct bl_list *l);
+
+/**
+ * bl_uring_read_wait() - bl_uring_read() of @len bytes at @off into new
+ * raws aligned to @align (0: 64), waits for it, and appends the bytes to
+ * @out (moved in: no copy).
+ * Return: bytes read (fewer than @len only at end of file), or -errno:
+ * -EINVAL (@u or @out is NULL, @align not a power of two), -EDEADLK (called
+ * from a callback of @u), those of bl_uring_read() (-ENOMEM, -EBUSY,
+ * -ECANCELED), the read's own error, -ENOMEM when @out could not take the
+ * bytes, or an error of bl_uring_run().  On failure @out is unchanged.
+ */
+BL_API ssize_t bl_uring_read_wait(struct bl_uring *u, int fd, off_t off,
+				  size_t len, size_t align,
+				  struct bl_list *out);
+
 BL_END_DECLS
 
 #endif /* BUFFERLIST_URING_H */
