@@ -1033,18 +1033,22 @@ START_TEST(uring_register_fault)
 		fs_reset();
 		fs_plan(FS_URING_REGISTER_BUF_RING, 1, 1, FS_FAIL, errs[i], 0);
 		fs_arm(true);
+		errno = 0;
 		br = bl_uring_bufring_create(u, 8, 4096, 3);
 		fs_arm(false);
 		ck_assert_ptr_null(br);
+		ck_assert_int_eq(errno, errs[i]);	/* the kernel's */
 		ck_assert_int_eq(live_bytes(), live0);
 		pts++;
 		point(P_OTHER);
 		fs_reset();
 		fs_plan(FS_URING_REGISTER_BUFFERS, 1, 1, FS_FAIL, errs[i], 0);
 		fs_arm(true);
+		errno = 0;
 		rp = bl_uring_regpool_create(u, 4, 8192);
 		fs_arm(false);
 		ck_assert_ptr_null(rp);
+		ck_assert_int_eq(errno, errs[i]);
 		ck_assert_int_eq(live_bytes(), live0);
 		pts++;
 		point(P_OTHER);

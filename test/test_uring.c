@@ -2153,6 +2153,113 @@ START_TEST(test_destroy_waits_for_zero_copy_notifications)
 }
 END_TEST
 
+/* ---- constructors: NULL with errno ---------------------------------------- */
+
+/* errno after a constructor that must return NULL. */
+#define ASSERT_NULL_ERRNO(call, want)					\
+	do {								\
+		errno = 0;						\
+		ck_assert_ptr_null(call);				\
+		ck_assert_int_eq(errno, (want));			\
+	} while (0)
+
+START_TEST(test_constructors_return_null_with_errno)
+{
+	struct bl_uring *u = new_ring(0);
+	struct bl_uring_bufring *br;
+	struct bl_uring_regpool *rp;
+	struct bl_raw *r[2];
+
+	ASSERT_NULL_ERRNO(bl_uring_attach(NULL, NULL), EINVAL);
+	/* buffer rings: arguments, memory, the kernel's refusal */
+	ASSERT_NULL_ERRNO(bl_uring_bufring_create(NULL, 8, 4096, 1), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_bufring_create(u, 3, 4096, 1), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_bufring_create(u, 65536, 4096, 1), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_bufring_create(u, 8, 0, 1), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_bufring_create(u, 8, (size_t)UINT32_MAX + 1, 1),
+			  EINVAL);
+	tu_alloc_install(1, 1);
+	ASSERT_NULL_ERRNO(bl_uring_bufring_create(u, 8, 4096, 1), ENOMEM);
+	ASSERT_NULL_ERRNO(bl_uring_create(NULL), ENOMEM);
+	if (!blocking)
+		ASSERT_NULL_ERRNO(bl_uring_attach(bl_uring_ring(u), NULL),
+				  ENOMEM);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(u, 2, 4096), ENOMEM);
+	ck_assert_uint_eq(live_bytes(), 0);
+	tu_alloc_uninstall();
+	br = bl_uring_bufring_create(u, 8, 4096, 1);
+	ck_assert_ptr_nonnull(br);
+	if (!blocking)	/* the group id is the kernel's to refuse */
+		ASSERT_NULL_ERRNO(bl_uring_bufring_create(u, 8, 4096, 1),
+				  EEXIST);
+	bl_uring_bufring_destroy(br);
+	/* registered pools: arguments, one per ring, buffers all out */
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(NULL, 2, 4096), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(u, 0, 4096), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(u, 16385, 4096), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(u, 2, 0), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(u, 2, ((size_t)1 << 30) + 1),
+			  EINVAL);
+	rp = bl_uring_regpool_create(u, 2, 4096);
+	ck_assert_ptr_nonnull(rp);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(u, 2, 4096), EEXIST);
+	tu_alloc_install(1, 1);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_get(rp), ENOMEM);
+	tu_alloc_uninstall();
+	r[0] = bl_uring_regpool_get(rp);
+	r[1] = bl_uring_regpool_get(rp);
+	ck_assert_ptr_nonnull(r[0]);
+	ck_assert_ptr_nonnull(r[1]);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_get(rp), ENOBUFS);
+	bl_raw_put(r[0]);
+	bl_raw_put(r[1]);
+	bl_uring_regpool_destroy(rp);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+struct in_destroy {
+	struct bl_uring *u;
+	int calls;
+	int br_errno, rp_errno;
+	bool br_null, rp_null;
+};
+
+/* Runs while bl_uring_destroy() cancels the receive. */
+static void in_destroy_cb(void *arg, ssize_t res, struct bl_list *data)
+{
+	struct in_destroy *d = arg;
+
+	(void)res;
+	(void)data;
+	errno = 0;
+	d->br_null = !bl_uring_bufring_create(d->u, 8, 4096, 2);
+	d->br_errno = errno;
+	errno = 0;
+	d->rp_null = !bl_uring_regpool_create(d->u, 2, 4096);
+	d->rp_errno = errno;
+	d->calls++;
+}
+
+START_TEST(test_constructors_during_destroy_are_ecanceled)
+{
+	struct in_destroy d = { .u = new_ring(0) };
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(bl_uring_recv(d.u, sv[0], 100, in_destroy_cb, &d), 0);
+	ck_assert_int_eq(bl_uring_run(d.u, 0, 0), 0);
+	bl_uring_destroy(d.u);
+	ck_assert_int_eq(d.calls, 1);
+	ck_assert(d.br_null);
+	ck_assert_int_eq(d.br_errno, ECANCELED);
+	ck_assert(d.rp_null);
+	ck_assert_int_eq(d.rp_errno, ECANCELED);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 /* ---- one operation, waited for ------------------------------------------ */
 
 START_TEST(test_write_wait_and_read_wait_round_trip)
@@ -2429,6 +2536,8 @@ static Suite *uring_suite(void)
 		tcase_add_unchecked_fixture(tc, setup, tdir_teardown);
 		tcase_set_timeout(tc, 60);
 		tcase_add_test(tc, test_registered_raws_know_their_index_and_use_fixed_io);
+		tcase_add_test(tc, test_constructors_return_null_with_errno);
+		tcase_add_test(tc, test_constructors_during_destroy_are_ecanceled);
 		suite_add_tcase(s, tc);
 
 		tc = tcase_create(names[b][5]);

@@ -70,8 +70,9 @@ struct bl_uring_params {
 
 /**
  * bl_uring_create() - a ring of its own.
- * Return: new, or NULL when memory runs out.  A ring that io_uring refuses
- * falls back to the blocking back end instead of failing.
+ * Return: new, or NULL with errno ENOMEM when memory runs out.  A ring
+ * that io_uring refuses falls back to the blocking back end instead of
+ * failing.
  */
 BL_API struct bl_uring *bl_uring_create(const struct bl_uring_params *p);
 
@@ -80,7 +81,7 @@ BL_API struct bl_uring *bl_uring_create(const struct bl_uring_params *p);
  * (borrowed: it must outlive the bl_uring).  The application reaps its own
  * completions and passes each to bl_uring_handle_cqe(); user_data values
  * of the application's own requests must have bit 0 clear.
- * Return: new, or NULL (@ring is NULL, or memory ran out).
+ * Return: new, or NULL with errno set: EINVAL (@ring is NULL), ENOMEM.
  */
 BL_API struct bl_uring *bl_uring_attach(struct io_uring *ring,
 					const struct bl_uring_params *p);
@@ -175,9 +176,11 @@ struct bl_uring_bufring;
  * @buf_size bytes registered as buffer group @bgid.  A received chunk
  * becomes a slice of its buffer's raw; the buffer goes back to the ring
  * when the last reference to it is dropped, from whatever thread.
- * Return: new, or NULL (errno is not set): @u is NULL or being destroyed,
- * @nbufs is not a power of two or above 32768, @buf_size is 0 or above
- * 4 GiB - 1, memory ran out, or the kernel refused the registration.
+ * Return: new, or NULL with errno set: EINVAL (@u is NULL, @nbufs is not
+ * a power of two or above 32768, @buf_size is 0 or above 4 GiB - 1),
+ * ECANCELED (@u is being destroyed), ENOMEM, or the kernel's error for
+ * the registration (EEXIST: @bgid is taken on this ring; EINVAL: the
+ * kernel has no provided-buffer rings).
  */
 BL_API struct bl_uring_bufring *
 bl_uring_bufring_create(struct bl_uring *u, unsigned nbufs, size_t buf_size,
@@ -239,9 +242,10 @@ struct bl_uring_regpool;
  * aligned) registered with io_uring_register_buffers; raws taken from it
  * know their buffer index, and single-slice reads and writes of them use
  * READ_FIXED / WRITE_FIXED.  One per ring (the kernel keeps one table).
- * Return: new, or NULL (errno is not set): @u has one already or is being
- * destroyed, @nbufs is 0 or above 16384, @buf_size is 0 or above 1 GiB,
- * memory ran out, or the kernel refused the registration.
+ * Return: new, or NULL with errno set: EINVAL (@u is NULL, @nbufs is 0 or
+ * above 16384, @buf_size is 0 or above 1 GiB), EEXIST (@u has one
+ * already), ECANCELED (@u is being destroyed), ENOMEM, or the kernel's
+ * error for the registration (such as ENOMEM past RLIMIT_MEMLOCK).
  */
 BL_API struct bl_uring_regpool *
 bl_uring_regpool_create(struct bl_uring *u, unsigned nbufs, size_t buf_size);
@@ -249,7 +253,8 @@ bl_uring_regpool_create(struct bl_uring *u, unsigned nbufs, size_t buf_size);
 /**
  * bl_uring_regpool_get() - a free buffer as a new raw (one reference) of
  * buf_size bytes; it returns to the pool when released.
- * Return: the raw, or NULL when all are in use (or memory ran out).
+ * Return: the raw, or NULL with errno set: ENOBUFS (all are in use),
+ * ENOMEM.
  */
 BL_API struct bl_raw *bl_uring_regpool_get(struct bl_uring_regpool *p);
 
