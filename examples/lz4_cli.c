@@ -6,27 +6,25 @@
  * without the lz4 command.  Build:
  * cc lz4_cli.c $(pkg-config --cflags --libs bufferlist)
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <bufferlist.h>
 
-#define CHECK(call)							\
-	do {								\
-		long rc_ = (long)(call);				\
-		if (rc_ < 0) {						\
-			fprintf(stderr, "lz4_cli: %s: %s\n", #call,	\
-				strerror((int)-rc_));			\
-			exit(1);					\
-		}							\
-	} while (0)
-
-static int fail(const char *what)
+/* Calls return 0 (or a count) or a negative errno; conditions must hold. */
+static void die(const char *what, int err)
 {
-	fprintf(stderr, "lz4_cli: %s\n", what);
-	return 1;
+	fprintf(stderr, "lz4_cli: %s%s%s\n", what, err ? ": " : "",
+		err ? strerror(err) : "");
+	exit(1);
 }
+#define CHECK(call) do {						\
+		long rc_ = (long)(call);				\
+		if (rc_ < 0)						\
+			die(#call, (int)-rc_);				\
+	} while (0)
 
 /* Runs `lz4 -q -f ARGS IN OUT` in @dir; IN and OUT are names in @dir. */
 static int lz4(const char *dir, const char *args, const char *in,
@@ -57,7 +55,7 @@ int main(void)
 	}
 	snprintf(dir, sizeof(dir), "%s/bl-lz4-XXXXXX", tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir))
-		return fail("cannot make a temporary directory");
+		die("mkdtemp", errno);
 
 	/* text in many segments: one per line, as a log would collect it */
 	for (int i = 0; i < 5000; i++) {
@@ -80,25 +78,25 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/ours.lz4", dir);
 	CHECK(bl_list_write_file(&frame, path, 0600));
 	if (lz4(dir, "-d", "ours.lz4", "ours.txt"))
-		return fail("lz4 -d failed");
+		die("lz4 -d failed", 0);
 	snprintf(path, sizeof(path), "%s/ours.txt", dir);
 	CHECK(bl_list_read_file(&back, path));
 	if (!bl_list_contents_equal(&back, &text))
-		return fail("lz4 -d gave other bytes");
+		die("lz4 -d gave other bytes", 0);
 	printf("lz4 -d gave the same %zu bytes\n", bl_list_length(&back));
 
 	/* 2. lz4 -> ours: the command's frame decoded into a list */
 	snprintf(path, sizeof(path), "%s/theirs.txt", dir);
 	CHECK(bl_list_write_file(&text, path, 0600));
 	if (lz4(dir, "-9", "theirs.txt", "theirs.lz4"))
-		return fail("lz4 failed");
+		die("lz4 failed", 0);
 	bl_list_clear(&frame);
 	bl_list_clear(&back);
 	snprintf(path, sizeof(path), "%s/theirs.lz4", dir);
 	CHECK(bl_list_read_file(&frame, path));
 	CHECK(bl_lz4_decompress(&frame, &back, 64 << 20));	/* bomb limit */
 	if (!bl_list_contents_equal(&back, &text))
-		return fail("bl_lz4_decompress gave other bytes");
+		die("bl_lz4_decompress gave other bytes", 0);
 	printf("bl_lz4_decompress of lz4's %zu-byte frame: equal\n",
 	       bl_list_length(&frame));
 

@@ -15,14 +15,17 @@
 
 #define OID "bl-example-object"
 
-#define CHECK(call)							\
-	do {								\
+/* Calls return 0 (or a count) or a negative errno; conditions must hold. */
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "rados_object: %s%s%s\n", what, err ? ": " : "",
+		err ? strerror(err) : "");
+	exit(1);
+}
+#define CHECK(call) do {						\
 		long rc_ = (long)(call);				\
-		if (rc_ < 0) {						\
-			fprintf(stderr, "rados_object: %s: %s\n", #call, \
-				strerror((int)-rc_));			\
-			exit(1);					\
-		}							\
+		if (rc_ < 0)						\
+			die(#call, (int)-rc_);				\
 	} while (0)
 
 int main(void)

@@ -10,23 +10,19 @@
 #include <unistd.h>
 #include <bufferlist.h>
 
-/* Every call returns 0 (or a count) or a negative errno. */
-#define CHECK(call)							\
-	do {								\
+/* Calls return 0 (or a count) or a negative errno; conditions must hold. */
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "taste: %s%s%s\n", what, err ? ": " : "",
+		err ? strerror(err) : "");
+	exit(1);
+}
+#define CHECK(call) do {						\
 		long rc_ = (long)(call);				\
-		if (rc_ < 0) {						\
-			fprintf(stderr, "taste: %s: %s\n", #call,	\
-				strerror((int)-rc_));			\
-			exit(1);					\
-		}							\
+		if (rc_ < 0)						\
+			die(#call, (int)-rc_);				\
 	} while (0)
-#define REQUIRE(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "taste: failed: %s\n", #cond);	\
-			exit(1);					\
-		}							\
-	} while (0)
+#define REQUIRE(cond) do { if (!(cond)) die("failed: " #cond, 0); } while (0)
 
 #define MAGIC 0x7473616eu	/* "tsan" */
 
