@@ -153,15 +153,24 @@ struct bl_uring_bufring *bl_uring_bufring_create(struct bl_uring *u,
 	const struct bl__allocator *al = bl__allocator_current();
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), asize;
 	struct bl_uring_bufring *br;
+	int err, ret;
 
-	if (!u || u->destroying || !bl__is_pow2(nbufs) || nbufs > 32768 ||
-	    !buf_size || buf_size > UINT32_MAX)
+	if (!u || !bl__is_pow2(nbufs) || nbufs > 32768 || !buf_size ||
+	    buf_size > UINT32_MAX) {
+		errno = EINVAL;
 		return NULL;
+	}
+	if (u->destroying) {
+		errno = ECANCELED;
+		return NULL;
+	}
 	asize = sizeof(*br) + nbufs * sizeof(int) +
 		(u->ring ? 0 : nbufs * sizeof(unsigned));
 	br = bl__alloc(al, asize, _Alignof(struct bl_uring_bufring));
-	if (!br)
+	if (!br) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	memset(br, 0, sizeof(*br));
 	br->al = al;
 	br->asize = asize;
@@ -175,8 +184,10 @@ struct bl_uring_bufring *bl_uring_bufring_create(struct bl_uring *u,
 	br->map_bytes = bl__align_up(nbufs * buf_size, page);
 	br->base = mmap(NULL, br->map_bytes, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (br->base == MAP_FAILED)
+	if (br->base == MAP_FAILED) {
+		err = errno;
 		goto fail_struct;
+	}
 	if (u->ring) {
 		struct io_uring_buf_reg reg;
 
@@ -184,14 +195,19 @@ struct bl_uring_bufring *bl_uring_bufring_create(struct bl_uring *u,
 					      page);
 		br->ring = mmap(NULL, br->ring_bytes, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (br->ring == MAP_FAILED)
+		if (br->ring == MAP_FAILED) {
+			err = errno;
 			goto fail_base;
+		}
 		memset(&reg, 0, sizeof(reg));
 		reg.ring_addr = (uint64_t)(uintptr_t)br->ring;
 		reg.ring_entries = nbufs;
 		reg.bgid = bgid;
-		if (io_uring_register_buf_ring(u->ring, &reg, 0))
+		ret = io_uring_register_buf_ring(u->ring, &reg, 0);
+		if (ret) {
+			err = ret < 0 ? -ret : EINVAL;
 			goto fail_ring;
+		}
 		io_uring_buf_ring_init(br->ring);
 		for (unsigned i = 0; i < nbufs; i++)
 			io_uring_buf_ring_add(br->ring,
@@ -216,6 +232,7 @@ fail_base:
 	munmap(br->base, br->map_bytes);
 fail_struct:
 	bl__free(al, br, asize, _Alignof(struct bl_uring_bufring));
+	errno = err;
 	return NULL;
 }
 

@@ -1,13 +1,46 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * list_read.c - what reads a list without changing its bytes: compare,
- * iovec export, get_ptr, crc32c (and forgetting the cached crcs), hexdump,
- * the memory a list pins, and the invariant check the tests run.
+ * list_read.c - what reads a list without changing its bytes: the public
+ * segment cursor, compare, iovec export, get_ptr, crc32c (and forgetting
+ * the cached crcs), hexdump, the memory a list pins, and the invariant
+ * check the tests run.
  */
 #include "list_priv.h"	/* first: config.h sets _GNU_SOURCE */
 #include <stdio.h>
 #include <stdlib.h>
 #include <bufferlist/crc32c.h>
+
+/* ---- the public segment cursor ---------------------------------------- */
+
+/* The public cursor is the private one under other names. */
+static const struct bl_ptr *seg_lend(struct bl_list_seg_iter *it,
+				     const struct bl__seg_cursor *cur,
+				     const struct bl_ptr *s)
+{
+	it->_seg_chunk = cur->c;
+	it->_seg_slot = cur->i;
+	return s;
+}
+
+const struct bl_ptr *bl_list_seg_first(const struct bl_list *l,
+				       struct bl_list_seg_iter *it)
+{
+	struct bl__seg_cursor cur;
+	const struct bl_ptr *s = bl__seg_first(l, &cur);
+
+	return seg_lend(it, &cur, s);
+}
+
+const struct bl_ptr *bl_list_seg_next(struct bl_list_seg_iter *it)
+{
+	struct bl__seg_cursor cur = { it->_seg_chunk, it->_seg_slot };
+	const struct bl_ptr *s;
+
+	if (!cur.c)
+		return NULL;
+	s = bl__seg_next(&cur);
+	return seg_lend(it, &cur, s);
+}
 
 /* ---- comparing -------------------------------------------------------- */
 

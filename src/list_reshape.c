@@ -213,6 +213,60 @@ int bl_list_rebuild_aligned(struct bl_list *l, size_t align)
 	return bl_list_rebuild_aligned_size_and_memory(l, align, align, 0);
 }
 
+/* ---- padding to whole blocks ------------------------------------------- */
+
+ssize_t bl_list_pad_to(struct bl_list *l, size_t align)
+{
+	struct bl__chunk_hdr *spare = NULL, *t = l->_tail;
+	struct bl_ptr *last;
+	size_t rem, pad, tail;
+	struct bl_raw *r;
+
+	if (!bl__is_pow2(align))
+		return -EINVAL;
+	rem = l->_len & (align - 1);
+	if (!rem)
+		return 0;
+	pad = align - rem;
+	last = last_seg(l);	/* not empty: rem != 0 */
+	tail = last->len < rem ? last->len : rem;
+	r = raw_for_copy(l->_pool, tail + pad, align);
+	if (!r)
+		return -ENOMEM;
+	if (tail < last->len && t->count == t->cap) {
+		spare = bl__chunk_new(next_chunk_cap(t));
+		if (!spare) {
+			bl__raw_put(r);
+			return -ENOMEM;
+		}
+	}
+	/*
+	 * The unfinished block moves into the aligned raw: a copy of less
+	 * than @align bytes, where padding after the last segment would
+	 * leave that segment misaligned in length and have the O_DIRECT
+	 * preparation copy all of it.
+	 */
+	memcpy(r->data, last->raw->data + last->off + last->len - tail, tail);
+	memset(r->data + tail, 0, pad);
+	if (tail)
+		bl__count_copy(tail);
+	l->_ext = NULL;
+	if (tail == last->len) {
+		bl__raw_put(last->raw);
+		last->raw = r;
+		last->off = 0;
+		last->len = tail + pad;
+		l->_len += pad;
+	} else {
+		last->len -= tail;
+		l->_len -= tail;
+		push_seg(l, r, 0, tail + pad, &spare);	/* room made: cannot fail */
+	}
+	if (spare)
+		bl__chunk_free(spare);
+	return (ssize_t)pad;
+}
+
 /* ---- compact ---------------------------------------------------------- */
 
 struct compact_ctx {

@@ -1412,8 +1412,10 @@ struct bl_lz4_decoder *bl_lz4_decoder_new(size_t max_out)
 	 * remember which one made it by keeping it in front of the struct.
 	 */
 	d = bl__alloc(al, sizeof(*d) + BL_CACHELINE, BL_CACHELINE);
-	if (!d)
+	if (!d) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	*(const struct bl__allocator **)d = al;
 	d = (struct bl_lz4_decoder *)((char *)d + BL_CACHELINE);
 	dec_init(d, max_out);

@@ -172,9 +172,17 @@ struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
 	const struct bl__allocator *al = bl__allocator_current();
 	struct bl_msgr_conn *c;
 
-	c = bl__alloc(al, sizeof(*c), _Alignof(struct bl_msgr_conn));
-	if (!c)
+	int err;
+
+	if (!u) {
+		errno = EINVAL;
 		return NULL;
+	}
+	c = bl__alloc(al, sizeof(*c), _Alignof(struct bl_msgr_conn));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	memset(c, 0, sizeof(*c));
 	c->al = al;
 	c->u = u;
@@ -191,17 +199,21 @@ struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
 						c->o.bgid ? c->o.bgid :
 						bl__msgr_auto_bgid());
 		if (!c->br) {
+			err = errno;	/* the ring's */
 			bl__free(al, c, sizeof(*c),
 				 _Alignof(struct bl_msgr_conn));
+			errno = err;
 			return NULL;
 		}
 		c->own_br = true;
 	}
-	if (bl__msgr_start_recv(c)) {
+	err = bl__msgr_start_recv(c);
+	if (err) {
 		/* nothing is in flight: undo */
 		if (c->own_br)
 			bl_uring_bufring_destroy(c->br);
 		bl__free(al, c, sizeof(*c), _Alignof(struct bl_msgr_conn));
+		errno = -err;
 		return NULL;
 	}
 	return c;

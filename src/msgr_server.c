@@ -23,13 +23,19 @@ struct bl_msgr_server *bl_msgr_server_new(struct bl_uring *u, int listen_fd,
 {
 	const struct bl__allocator *al = bl__allocator_current();
 	struct bl_msgr_server *s;
-	int fl = fcntl(listen_fd, F_GETFL);
+	int fl = fcntl(listen_fd, F_GETFL), err;
 
+	if (!u) {
+		errno = EINVAL;
+		return NULL;
+	}
 	if (fl < 0)
-		return NULL;
+		return NULL;	/* errno from fcntl: EBADF */
 	s = bl__alloc(al, sizeof(*s), _Alignof(struct bl_msgr_server));
-	if (!s)
+	if (!s) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	memset(s, 0, sizeof(*s));
 	s->al = al;
 	s->u = u;
@@ -41,8 +47,10 @@ struct bl_msgr_server *bl_msgr_server_new(struct bl_uring *u, int listen_fd,
 						s->o.bgid ? s->o.bgid :
 						bl__msgr_auto_bgid());
 		if (!s->br) {
+			err = errno;	/* the ring's */
 			bl__free(al, s, sizeof(*s),
 				 _Alignof(struct bl_msgr_server));
+			errno = err;
 			return NULL;
 		}
 		s->own_br = true;

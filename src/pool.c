@@ -269,8 +269,10 @@ struct bl_pool *bl_pool_create(const char *name, const struct bl_allocator *a)
 	struct bl_pool *p = NULL;
 	size_t len = name ? strlen(name) : 0;
 
-	if (!len || len >= BL_POOL_NAME_MAX)
+	if (!len || len >= BL_POOL_NAME_MAX) {
+		errno = EINVAL;
 		return NULL;
+	}
 	pthread_mutex_lock(&pool_lock);
 	for (unsigned i = 0; i < n_pools; i++)
 		if (!strcmp(bl__pools[i].name, name))
@@ -287,6 +289,8 @@ struct bl_pool *bl_pool_create(const char *name, const struct bl_allocator *a)
 		n_pools++;
 	}
 	pthread_mutex_unlock(&pool_lock);
+	if (!p)
+		errno = ENOSPC;
 	return p;
 }
 

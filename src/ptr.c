@@ -16,6 +16,21 @@ int bl_ptr_alloc(struct bl_ptr *p, size_t len)
 	return 0;
 }
 
+int bl_ptr_alloc_aligned(struct bl_ptr *p, size_t len, size_t align)
+{
+	struct bl_raw *r;
+
+	if (!bl__is_pow2(align))
+		return -EINVAL;
+	r = bl_raw_create_aligned(len, align);
+	if (!r)
+		return -ENOMEM;
+	p->raw = r;
+	p->off = 0;
+	p->len = len;
+	return 0;
+}
+
 int bl_ptr_reserve(struct bl_ptr *p, size_t cap)
 {
 	struct bl_raw *r = bl_raw_create_empty(cap);

@@ -10,6 +10,7 @@
  * field in struct bl_raw is needed.
  */
 #include "uring_priv.h"	/* first: config.h sets _GNU_SOURCE */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -55,15 +56,24 @@ struct bl_uring_regpool *bl_uring_regpool_create(struct bl_uring *u,
 	const struct bl__allocator *al = bl__allocator_current();
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), asize;
 	struct bl_uring_regpool *p;
+	int err;
 
 	/* the kernel's limits (io_uring_register(2)): 16384 buffers of at most 1 GiB */
-	if (!u || u->destroying || u->regpool || !nbufs || nbufs > 16384 ||
-	    !buf_size || buf_size > ((size_t)1 << 30))
+	if (!u || !nbufs || nbufs > 16384 || !buf_size ||
+	    buf_size > ((size_t)1 << 30)) {
+		errno = EINVAL;
 		return NULL;
+	}
+	if (u->destroying || u->regpool) {
+		errno = u->destroying ? ECANCELED : EEXIST;
+		return NULL;
+	}
 	asize = sizeof(*p) + nbufs * sizeof(unsigned);
 	p = bl__alloc(al, asize, _Alignof(struct bl_uring_regpool));
-	if (!p)
+	if (!p) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	memset(p, 0, sizeof(*p));
 	p->al = al;
 	p->asize = asize;
@@ -76,22 +86,28 @@ struct bl_uring_regpool *bl_uring_regpool_create(struct bl_uring *u,
 	/* anonymous memory: the kernel refuses file-backed pages (EFAULT) */
 	p->base = mmap(NULL, p->map_bytes, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p->base == MAP_FAILED)
+	if (p->base == MAP_FAILED) {
+		err = errno;
 		goto fail;
+	}
 	if (u->ring) {
 		struct iovec *iov = malloc(nbufs * sizeof(*iov));
 		int ret;
 
-		if (!iov)
+		if (!iov) {
+			err = ENOMEM;
 			goto fail_map;
+		}
 		for (unsigned i = 0; i < nbufs; i++) {
 			iov[i].iov_base = p->base + (size_t)i * p->stride;
 			iov[i].iov_len = buf_size;
 		}
 		ret = io_uring_register_buffers(u->ring, iov, nbufs);
 		free(iov);
-		if (ret)
+		if (ret) {
+			err = ret < 0 ? -ret : EINVAL;
 			goto fail_map;
+		}
 		atomic_store(&p->registered, true);
 	}
 	pthread_mutex_init(&p->lock, NULL);
@@ -105,6 +121,7 @@ fail_map:
 	munmap(p->base, p->map_bytes);
 fail:
 	bl__free(al, p, asize, _Alignof(struct bl_uring_regpool));
+	errno = err;
 	return NULL;
 }
 
@@ -116,6 +133,7 @@ struct bl_raw *bl_uring_regpool_get(struct bl_uring_regpool *p)
 	pthread_mutex_lock(&p->lock);
 	if (!p->nfree) {
 		pthread_mutex_unlock(&p->lock);
+		errno = ENOBUFS;
 		return NULL;
 	}
 	id = p->free_ids[--p->nfree];
@@ -126,6 +144,7 @@ struct bl_raw *bl_uring_regpool_get(struct bl_uring_regpool *p)
 		pthread_mutex_lock(&p->lock);
 		p->free_ids[p->nfree++] = id;
 		pthread_mutex_unlock(&p->lock);
+		errno = ENOMEM;
 		return NULL;
 	}
 	atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);

@@ -111,8 +111,10 @@ struct bl_uring *bl_uring_create(const struct bl_uring_params *p)
 	unsigned entries;
 	int ret;
 
-	if (!u)
+	if (!u) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	if (p && p->force_blocking) {
 		snprintf(u->reason, sizeof(u->reason),
 			 "forced by bl_uring_params.force_blocking");
@@ -150,11 +152,15 @@ struct bl_uring *bl_uring_attach(struct io_uring *ring,
 {
 	struct bl_uring *u;
 
-	if (!ring)
+	if (!ring) {
+		errno = EINVAL;
 		return NULL;
+	}
 	u = uring_alloc(p);
-	if (!u)
+	if (!u) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	u->ring = ring;
 	u->attached = true;
 	probe(u);

@@ -3,8 +3,8 @@
  * uring_priv.h - what the files of the uring layer share: the ring, the
  * operation, the buffer ring and the registered pool, and the functions
  * one file calls in another.  Included only by uring.c, uring_op.c,
- * uring_kernel.c, uring_blocking.c, bufring.c and regbuf.c; never
- * installed (tests see uring_int.h).  The short names (struct uop, OP_*,
+ * uring_kernel.c, uring_blocking.c, uring_wait.c, bufring.c and regbuf.c;
+ * never installed (tests see uring_int.h).  The short names (struct uop, OP_*,
  * STEP_*, TAG_*) have no linkage and are the layer's own vocabulary.
  * Helpers that the submission or completion path of two files calls are
  * static inline here, so that the split into files added no call.

@@ -3,15 +3,16 @@
 #
 # check_layers.sh - keeps the layers of the library sealed.  Fails (exit 1)
 # naming every offending line when
-#   1. a file of src/ or tools/ outside the list layer touches a private
-#      field of struct bl_list or of its chunks (struct bl__chunk_hdr), or
-#      names the chunk types at all: only list*.c, list_priv.h and
+#   1. a file of src/, tools/ or examples/ outside the list layer touches
+#      a private field of struct bl_list, of its chunks (struct
+#      bl__chunk_hdr) or of its segment cursor (struct bl_list_seg_iter),
+#      or names the chunk types at all: only list*.c, list_priv.h and
 #      list_int.h may (list_int.h is the list's private API for the rest);
 #   2. a file other than iter.c and iter_int.h touches a private field of
 #      struct bl_iter;
 #   3. a file includes the private header of a higher layer, or another
-#      layer's *_priv.h (what a layer's own files share), or tools/
-#      includes any private header of the library.
+#      layer's *_priv.h (what a layer's own files share), or tools/ or
+#      examples/ includes any private header of the library.
 # The private fields are read from the public headers (the members whose
 # names start with '_'), so the check follows the structs as they change.
 #
@@ -114,7 +115,8 @@ alt()	# the words on stdin as one ERE alternation
 }
 
 list_fields=$( { private_fields "$inc/list.h" bl_list;
-		 private_fields "$inc/list.h" bl__chunk_hdr; } | alt)
+		 private_fields "$inc/list.h" bl__chunk_hdr;
+		 private_fields "$inc/list.h" bl_list_seg_iter; } | alt)
 iter_fields=$(private_fields "$inc/iter.h" bl_iter | alt)
 if [ -z "$list_fields" ] || [ -z "$iter_fields" ]; then
 	echo "check_layers: no private field found in list.h or iter.h" >&2
@@ -124,12 +126,12 @@ list_re="(->|\\.)[[:space:]]*($list_fields)([^A-Za-z0-9_]|\$)|bl__chunk"
 iter_re="(->|\\.)[[:space:]]*($iter_fields)([^A-Za-z0-9_]|\$)"
 
 files=$(cd "$top_srcdir" && ls src/*.c src/*.h src/*.cc tools/*.c tools/*.h \
-	2>/dev/null)
+	examples/*.c 2>/dev/null)
 
 for f in $files; do
 	b=${f##*/}
 	case $f in
-	tools/*) r=tools ;;
+	tools/* | examples/*) r=tools ;;
 	*)
 		r=$(rank "$b")
 		if [ -z "$r" ]; then

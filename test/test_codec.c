@@ -160,6 +160,7 @@ START_TEST(test_iter_copy_across_segments)
 	assert_at(&it, 11, 5);
 	ck_assert_int_eq(bl_iter_copy(&it, 6, buf), -ERANGE);
 	assert_at(&it, 11, 5);
+	ck_assert_mem_eq(buf, "123456789a#", 11);	/* nothing copied */
 	ck_assert_int_eq(bl_iter_copy(&it, 5, buf), 0);
 	ck_assert_mem_eq(buf, "bcdef", 5);
 	ck_assert_int_eq(bl_iter_copy(&it, 0, buf), 0);

@@ -1033,18 +1033,22 @@ START_TEST(uring_register_fault)
 		fs_reset();
 		fs_plan(FS_URING_REGISTER_BUF_RING, 1, 1, FS_FAIL, errs[i], 0);
 		fs_arm(true);
+		errno = 0;
 		br = bl_uring_bufring_create(u, 8, 4096, 3);
 		fs_arm(false);
 		ck_assert_ptr_null(br);
+		ck_assert_int_eq(errno, errs[i]);	/* the kernel's */
 		ck_assert_int_eq(live_bytes(), live0);
 		pts++;
 		point(P_OTHER);
 		fs_reset();
 		fs_plan(FS_URING_REGISTER_BUFFERS, 1, 1, FS_FAIL, errs[i], 0);
 		fs_arm(true);
+		errno = 0;
 		rp = bl_uring_regpool_create(u, 4, 8192);
 		fs_arm(false);
 		ck_assert_ptr_null(rp);
+		ck_assert_int_eq(errno, errs[i]);
 		ck_assert_int_eq(live_bytes(), live0);
 		pts++;
 		point(P_OTHER);
@@ -1777,6 +1781,69 @@ START_TEST(alloc_fault)
 }
 END_TEST
 
+/* ---- one operation, waited for: the ring fails while waiting ----------- */
+
+START_TEST(uring_wait_fault)
+{
+	/* a write into a full pipe waits in bl_uring_run, whose wait (poll,
+	 * or io_uring_submit_and_wait_timeout) fails for good: the waiting
+	 * call returns that error, and the operation, still in flight,
+	 * completes later and frees what the waiting call left to it */
+	static char fill[65536];
+	int64_t live0;
+	unsigned fds0;
+
+	tu_alloc_install(0, 0);
+	fds0 = nfds();
+	live0 = live_bytes();
+	for (int b = 1; b >= 0; b--) {
+		struct bl_uring_params p = { .force_blocking = b };
+		enum fs_sym sym = b ? FS_POLL : FS_URING_SUBMIT_AND_WAIT_TIMEOUT;
+		struct bl_uring *u;
+		struct bl_list l;
+		char sink[4096];
+		int pfd[2], fl;
+		ssize_t n;
+
+		if (!b && !have_uring)
+			continue;
+		u = bl_uring_create(&p);
+		ck_assert_ptr_nonnull(u);
+		ck_assert_int_eq(pipe(pfd), 0);
+		fl = fcntl(pfd[1], F_GETFL);
+		ck_assert_int_eq(fcntl(pfd[1], F_SETFL, fl | O_NONBLOCK), 0);
+		while (write(pfd[1], fill, sizeof(fill)) > 0)
+			;
+		bl_list_init(&l);
+		ck_assert_int_eq(bl_list_append(&l, "late", 4), 0);
+		fs_reset();
+		fs_plan(sym, 1, 0, FS_FAIL, ENOMEM, 0);
+		fs_arm(true);
+		ck_assert_int_eq(bl_uring_write_wait(u, pfd[1], -1, &l), -ENOMEM);
+		fs_arm(false);
+		ck_assert_uint_ge(fs_hits(sym), 1);
+		ck_assert_uint_eq(bl_uring_inflight(u), 1);
+		bl_list_clear(&l);
+		/* the reader comes: the orphaned write completes */
+		fl = fcntl(pfd[0], F_GETFL);
+		ck_assert_int_eq(fcntl(pfd[0], F_SETFL, fl | O_NONBLOCK), 0);
+		while (bl_uring_inflight(u)) {
+			n = read(pfd[0], sink, sizeof(sink));
+			ck_assert(n > 0 || (n < 0 && errno == EAGAIN));
+			ck_assert_int_ge(bl_uring_run(u, 1, 10), 0);
+		}
+		bl_uring_destroy(u);
+		close(pfd[0]);
+		close(pfd[1]);
+		point(P_OTHER);
+	}
+	report("uring wait (run fails while waiting)", have_uring ? 2 : 1);
+	ck_assert_int_eq(live_bytes(), live0);
+	ck_assert_uint_eq(nfds(), fds0);
+	tu_alloc_uninstall();
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
 	Suite *s = suite_create("faults");
@@ -1806,6 +1873,7 @@ static Suite *faults_suite(void)
 		tcase_add_test(tc, uring_enter_fault);
 	}
 	tcase_add_test(tc, dio_align_fault);
+	tcase_add_test(tc, uring_wait_fault);
 	tcase_add_loop_test(ta, alloc_fault, 0, napairs);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, ta);

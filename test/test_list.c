@@ -2707,6 +2707,319 @@ START_TEST(test_failed_substr_leaves_dst_unchanged)
 }
 END_TEST
 
+/* ---- BL_LIST_INIT, the public segment cursor --------------------------- */
+
+static struct bl_list static_list = BL_LIST_INIT(static_list);
+
+/* Field by field: what bl_list_init() makes (the slots are not its). */
+static void assert_same_as_init(const struct bl_list *a)
+{
+	struct bl_list b;
+
+	memset(&b, 0x5a, sizeof(b));
+	bl_list_init(&b);
+	ck_assert_ptr_eq(a->_tail, &a->_inl);
+	ck_assert_ptr_eq(b._tail, &b._inl);
+	ck_assert_uint_eq(a->_len, b._len);
+	ck_assert_uint_eq(a->_nseg, b._nseg);
+	ck_assert_uint_eq(a->_abuf_next, b._abuf_next);
+	ck_assert_ptr_eq(a->_abuf, b._abuf);
+	ck_assert_ptr_eq(a->_ext, b._ext);
+	ck_assert_ptr_eq(a->_pool, b._pool);
+	ck_assert_ptr_eq(a->_inl.next, b._inl.next);
+	ck_assert_uint_eq(a->_inl.start, b._inl.start);
+	ck_assert_uint_eq(a->_inl.count, b._inl.count);
+	ck_assert_uint_eq(a->_inl.cap, b._inl.cap);
+	ck_assert_uint_eq(a->_inl._pad, b._inl._pad);
+	/* and nothing else before the slots */
+	ck_assert_int_eq(memcmp((const char *)a + sizeof(a->_tail),
+				(const char *)&b + sizeof(b._tail),
+				offsetof(struct bl_list, _inl_seg) -
+				sizeof(a->_tail)), 0);
+	ck_assert_int_eq(bl__list_validate(a), 0);
+}
+
+struct holder {
+	int id;
+	struct bl_list body;
+};
+
+START_TEST(test_list_init_macro_is_bl_list_init)
+{
+	struct bl_list l = BL_LIST_INIT(l);
+	struct holder h = { .id = 1, .body = BL_LIST_INIT(h.body) };
+
+	assert_same_as_init(&l);
+	assert_same_as_init(&static_list);
+	assert_same_as_init(&h.body);
+	/* and each is a working list */
+	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
+	ck_assert_int_eq(bl_list_append(&h.body, "de", 2), 0);
+	ck_assert_int_eq(bl_list_append_list(&static_list, &l), 0);
+	ck_assert_int_eq(bl_list_claim_append(&static_list, &h.body), 0);
+	assert_str(&static_list, "abcde");
+	bl_list_clear(&l);
+	bl_list_clear(&static_list);
+	assert_str(&static_list, "");
+}
+END_TEST
+
+START_TEST(test_foreach_seg_lends_every_segment_in_order)
+{
+	static char data[200];
+	struct bl_list_seg_iter it;
+	const struct bl_ptr *s;
+	struct bl_list l;
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (char)i;
+	bl_list_init(&l);
+	BL_LIST_FOREACH_SEG(&l, it, s)
+		ck_abort_msg("an empty list has no segment");
+	ck_assert_ptr_null(bl_list_seg_next(&it));
+	add_segs(&l, data, sizeof(data), 2);	/* 100 segments, 3 chunks */
+	/* cut the first two: the inline chunk is empty, heap chunks follow */
+	ck_assert_int_eq(bl_list_splice(&l, 0, 4, NULL), 0);
+	BL_LIST_FOREACH_SEG(&l, it, s) {
+		struct bl_ptr want = seg_of(&l, k++);
+
+		ck_assert_ptr_eq(s->raw, want.raw);
+		ck_assert_uint_eq(s->off, want.off);
+		ck_assert_uint_eq(s->len, want.len);
+		/* borrowed: the list's reference, no other */
+		ck_assert_uint_eq(bl_raw_nref(s->raw), 1);
+		ck_assert_int_eq(memcmp(bl_ptr_data(s), data + 2 + 2 * k, 2), 0);
+	}
+	ck_assert_uint_eq(k, bl_list_num_buffers(&l));
+	/* past the end it stays there */
+	ck_assert_ptr_null(bl_list_seg_next(&it));
+	ck_assert_ptr_null(bl_list_seg_next(&it));
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_foreach_seg_of_inline_list)
+{
+	struct bl_list l = BL_LIST_INIT(l);
+	struct bl_list_seg_iter it;
+	const struct bl_ptr *s;
+	size_t total = 0;
+	unsigned n = 0;
+
+	add_segs(&l, "hello world", 11, 6);	/* two inline segments */
+	BL_LIST_FOREACH_SEG(&l, it, s) {
+		total += s->len;
+		n++;
+	}
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(total, 11);
+	ck_assert_ptr_eq(bl_list_seg_first(&l, &it)->raw, seg_of(&l, 0).raw);
+	bl_list_clear(&l);
+}
+END_TEST
+
+/* ---- pad_to ------------------------------------------------------------ */
+
+/* @data then @pad zero bytes, flattened, for comparing with a padded list. */
+static unsigned char *padded(const void *data, size_t len, size_t pad)
+{
+	unsigned char *b = calloc(1, len + pad + 1);
+
+	ck_assert_ptr_nonnull(b);
+	memcpy(b, data, len);
+	return b;
+}
+
+/*
+ * Four aligned pages and an aligned 1000-byte tail: the tail segment moves
+ * whole into the padding raw, the pages stay, and the O_DIRECT reshape
+ * that follows has nothing left to copy.
+ */
+START_TEST(test_pad_to_keeps_aligned_segments_for_dio)
+{
+	static unsigned char data[4 * 4096 + 1000];
+	struct bl_raw *r[4];
+	unsigned char *want;
+	struct bl_list l;
+	uint64_t rng = 11, before;
+
+	tu_fill(data, sizeof(data), &rng);
+	bl_list_init(&l);
+	for (unsigned i = 0; i < 4; i++)
+		r[i] = add_aligned(&l, data + 4096 * i, 4096, 4096);
+	add_aligned(&l, data + 4 * 4096, 1000, 4096);
+	before = copied_now();
+	ck_assert_int_eq(bl_list_pad_to(&l, 4096), 3096);
+	ck_assert_uint_eq(copied_now() - before, 1000);
+	ck_assert_uint_eq(bl_list_length(&l), 5 * 4096);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 5);
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_ptr_eq(seg_of(&l, i).raw, r[i]);
+	want = padded(data, sizeof(data), 3096);
+	tu_assert_list_eq(&l, want, 5 * 4096);
+	assert_aligned(&l, 4096, 4096);
+	ck_assert_int_eq(bl_list_rebuild_aligned_size_and_memory(&l, 4096, 4096,
+								 0), 0);
+	free(want);
+	bl_list_clear(&l);
+}
+END_TEST
+
+/*
+ * One aligned 10000-byte segment: it keeps its first two blocks and gives
+ * the unfinished third (1808 bytes, the only bytes copied) to the padding.
+ */
+START_TEST(test_pad_to_splits_a_long_last_segment)
+{
+	static unsigned char data[10000];
+	unsigned char *want;
+	struct bl_raw *r;
+	struct bl_list l;
+	uint64_t rng = 12, before;
+
+	tu_fill(data, sizeof(data), &rng);
+	bl_list_init(&l);
+	r = add_aligned(&l, data, sizeof(data), 4096);
+	before = copied_now();
+	ck_assert_int_eq(bl_list_pad_to(&l, 4096), 4096 - 1808);
+	ck_assert_uint_eq(copied_now() - before, 1808);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 2);
+	ck_assert_ptr_eq(seg_of(&l, 0).raw, r);
+	ck_assert_uint_eq(seg_of(&l, 0).len, 8192);
+	ck_assert_uint_eq(bl_raw_nref(r), 1);
+	want = padded(data, sizeof(data), 4096 - 1808);
+	tu_assert_list_eq(&l, want, 3 * 4096);
+	assert_aligned(&l, 4096, 4096);
+	ck_assert_int_eq(bl_list_rebuild_aligned_size_and_memory(&l, 4096, 4096,
+								 0), 0);
+	free(want);
+	bl_list_clear(&l);
+}
+END_TEST
+
+/* Small appends (the append buffer) and a last segment shorter than the
+ * unfinished block: the bytes are right whatever the layout. */
+START_TEST(test_pad_to_of_appended_bytes)
+{
+	static const size_t aligns[] = { 1, 2, 64, 512, 4096 };
+	unsigned char data[3000];
+	uint64_t rng = 13;
+
+	tu_fill(data, sizeof(data), &rng);
+	for (size_t a = 0; a < sizeof(aligns) / sizeof(aligns[0]); a++) {
+		size_t al = aligns[a], pad = (al - sizeof(data) % al) % al;
+		unsigned char *want = padded(data, sizeof(data), pad);
+		struct bl_list l;
+
+		bl_list_init(&l);
+		add_segs(&l, data, 2500, 2500);
+		ck_assert_int_eq(bl_list_append(&l, data + 2500, 500), 0);
+		ck_assert_int_eq(bl_list_pad_to(&l, al), (ssize_t)pad);
+		tu_assert_list_eq(&l, want, sizeof(data) + pad);
+		/* appending goes on after the padding */
+		ck_assert_int_eq(bl_list_append(&l, "x", 1), 0);
+		ck_assert_uint_eq(bl_list_length(&l), sizeof(data) + pad + 1);
+		ck_assert_int_eq(bl__list_validate(&l), 0);
+		free(want);
+		bl_list_clear(&l);
+	}
+}
+END_TEST
+
+START_TEST(test_pad_to_whole_blocks_changes_nothing)
+{
+	static unsigned char page[2][4096];
+	struct tu_alloc_stats st;
+	struct bl_list l, e;
+
+	bl_list_init(&l);
+	bl_list_init(&e);
+	add_aligned(&l, page[0], 4096, 4096);
+	add_aligned(&l, page[1], 4096, 4096);
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_pad_to(&l, 4096), 0);
+	ck_assert_int_eq(bl_list_pad_to(&l, 512), 0);
+	ck_assert_int_eq(bl_list_pad_to(&e, 4096), 0);
+	tu_alloc_stats(&st);
+	tu_alloc_uninstall();
+	ck_assert_uint_eq(st.allocs + st.failed, 0);
+	ck_assert_uint_eq(bl_list_length(&l), 8192);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 2);
+	ck_assert(bl_list_is_empty(&e));
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_pad_to_refuses_bad_alignment)
+{
+	static const size_t bad[] = { 0, 3, 100, 4097 };
+	struct bl_list l;
+	struct snap sn;
+
+	make_abc(&l);
+	snap_take(&sn, &l);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(bl_list_pad_to(&l, bad[i]), -EINVAL);
+		snap_check(&sn, &l);
+	}
+	snap_free(&sn);
+	bl_list_clear(&l);
+}
+END_TEST
+
+/* The raw fails (its header or its page-aligned data), or, with the
+ * inline slots full, the chunk for the new slot. */
+START_TEST(test_pad_to_failure_leaves_list_unchanged)
+{
+	struct tu_alloc_stats st;
+	struct bl_raw *r0, *r1;
+	struct bl_list l;
+	struct snap sn;
+	char data[5000];
+
+	memset(data, 'q', sizeof(data));
+	bl_list_init(&l);
+	r0 = add_aligned(&l, data, 4096, 4096);
+	r1 = add_aligned(&l, data, 5000, 4096);	/* the inline slots are full */
+	snap_take(&sn, &l);
+	for (uint64_t n = 1; n <= 3; n++) {
+		tu_alloc_install(n, 1);
+		ck_assert_int_eq(bl_list_pad_to(&l, 4096), -ENOMEM);
+		tu_alloc_stats(&st);
+		tu_alloc_uninstall();
+		ck_assert_uint_eq(st.failed, 1);
+		ck_assert_int_eq(st.live_bytes, 0);
+		snap_check(&sn, &l);
+		ck_assert_ptr_eq(seg_of(&l, 0).raw, r0);
+		ck_assert_ptr_eq(seg_of(&l, 1).raw, r1);
+		ck_assert_uint_eq(seg_of(&l, 1).len, 5000);
+		ck_assert_uint_eq(bl_raw_nref(r1), 1);
+	}
+	ck_assert_int_eq(bl_list_pad_to(&l, 4096), 3 * 4096 - 9096);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 3);
+	ck_assert_int_eq(bl__list_validate(&l), 0);
+	snap_free(&sn);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_pad_to_allocates_in_the_list_pool)
+{
+	struct bl_pool *p = bl_pool_create("test_list_pad", NULL);
+	struct bl_list l;
+
+	ck_assert_ptr_nonnull(p);
+	bl_list_init(&l);
+	bl_list_set_pool(&l, p);
+	add_segs(&l, "abc", 3, 3);
+	ck_assert_int_eq(bl_list_pad_to(&l, 8), 5);
+	ck_assert_ptr_eq(bl_raw_pool(seg_of(&l, 0).raw), p);
+	tu_assert_list_eq(&l, "abc\0\0\0\0\0", 8);
+	bl_list_clear(&l);
+}
+END_TEST
+
 static Suite *list_suite(void)
 {
 	Suite *s = suite_create("list");
@@ -2795,10 +3108,26 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_c_str_multi_segment_becomes_one);
 	suite_add_tcase(s, tc);
 
+	tc = tcase_create("pad_to");
+	tcase_add_test(tc, test_pad_to_keeps_aligned_segments_for_dio);
+	tcase_add_test(tc, test_pad_to_splits_a_long_last_segment);
+	tcase_add_test(tc, test_pad_to_of_appended_bytes);
+	tcase_add_test(tc, test_pad_to_whole_blocks_changes_nothing);
+	tcase_add_test(tc, test_pad_to_refuses_bad_alignment);
+	tcase_add_test(tc, test_pad_to_failure_leaves_list_unchanged);
+	tcase_add_test(tc, test_pad_to_allocates_in_the_list_pool);
+	suite_add_tcase(s, tc);
+
 	tc = tcase_create("private");
 	tcase_add_test(tc, test_seg_cursor_walks_every_segment_in_order);
 	tcase_add_test(tc, test_lone_slice_moves_in_and_out);
 	tcase_add_test(tc, test_lone_refuses_lists_that_own_more);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("public_walk");
+	tcase_add_test(tc, test_list_init_macro_is_bl_list_init);
+	tcase_add_test(tc, test_foreach_seg_lends_every_segment_in_order);
+	tcase_add_test(tc, test_foreach_seg_of_inline_list);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("compare");

@@ -2097,8 +2097,10 @@ static void decompress_fail_each(const struct bl_list *in, size_t want)
 
 		out_prefill(&out);
 		tu_alloc_install(n, 0);
+		errno = 0;
 		d = bl_lz4_decoder_new(0);
 		if (!d) {
+			ck_assert_int_eq(errno, ENOMEM);
 			tu_alloc_uninstall();
 			bl_list_clear(&out);
 			continue;

@@ -1463,10 +1463,12 @@ START_TEST(allocation_failures_return_enomem_and_leak_nothing)
 	/* creating: every failing allocation gives NULL, fd still open */
 	for (uint64_t k = 1;; k++) {
 		tu_alloc_fail_at(k, 1);
+		errno = 0;
 		a.c = bl_msgr_conn_new(u, fa, &oa);
 		tu_alloc_fail_at(0, 0);
 		if (a.c)
 			break;
+		ck_assert_int_eq(errno, ENOMEM);
 		ck_assert_int_ge(fcntl(fa, F_GETFD), 0);
 		ck_assert_uint_lt(k, 100);
 	}
@@ -2039,6 +2041,77 @@ START_TEST(a_large_payload_stops_the_multishot_receive_for_a_direct_read)
 }
 END_TEST
 
+/* Every NULL from a constructor says why in errno; the fd stays open. */
+START_TEST(conn_and_server_new_set_errno)
+{
+	struct bl_uring *u = mk_uring(), *other = mk_uring();
+	struct bl_msgr_conn_opts o;
+	struct bl_uring_bufring *br;
+	struct bl_msgr_conn *c;
+	struct sockaddr_in sa;
+	int fa, fb, lfd;
+
+	unix_pair(&fa, &fb);
+	errno = 0;
+	ck_assert_ptr_null(bl_msgr_conn_new(NULL, fa, NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	memset(&o, 0, sizeof(o));
+	o.nbufs = 3;		/* not a power of two: the ring's EINVAL */
+	errno = 0;
+	ck_assert_ptr_null(bl_msgr_conn_new(u, fa, &o));
+	ck_assert_int_eq(errno, EINVAL);
+	/* a ring of another bl_uring: the first receive is refused */
+	br = bl_uring_bufring_create(other, 8, 4096, 0x100);
+	ck_assert_ptr_nonnull(br);
+	memset(&o, 0, sizeof(o));
+	o.bufring = br;
+	errno = 0;
+	ck_assert_ptr_null(bl_msgr_conn_new(u, fa, &o));
+	ck_assert_int_eq(errno, EINVAL);
+	if (bl_uring_backend(u) == BL_URING_IO_URING) {
+		/* a buffer group id the kernel has already */
+		memset(&o, 0, sizeof(o));
+		o.bgid = 0x101;
+		o.keep_fd = true;
+		c = bl_msgr_conn_new(u, fa, &o);
+		ck_assert_ptr_nonnull(c);
+		errno = 0;
+		ck_assert_ptr_null(bl_msgr_conn_new(u, fb, &o));
+		ck_assert_int_eq(errno, EEXIST);
+		bl_msgr_conn_close(c, 0, NULL);
+		while (bl_uring_inflight(u))
+			ck_assert_int_ge(bl_uring_run(u, 1, 100), 0);
+	}
+	ck_assert_int_ge(fcntl(fa, F_GETFD), 0);
+	ck_assert_int_ge(fcntl(fb, F_GETFD), 0);
+	/* the server */
+	lfd = listener(&sa);
+	errno = 0;
+	ck_assert_ptr_null(bl_msgr_server_new(NULL, lfd, NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(bl_msgr_server_new(u, -1, NULL));
+	ck_assert_int_eq(errno, EBADF);
+	memset(&o, 0, sizeof(o));
+	o.buf_size = 0;
+	o.nbufs = 5;
+	errno = 0;
+	ck_assert_ptr_null(bl_msgr_server_new(u, lfd, &o));
+	ck_assert_int_eq(errno, EINVAL);
+	tu_alloc_install(1, 1);
+	errno = 0;
+	ck_assert_ptr_null(bl_msgr_server_new(u, lfd, NULL));
+	ck_assert_int_eq(errno, ENOMEM);
+	tu_alloc_uninstall();
+	close(lfd);
+	close(fa);
+	close(fb);
+	bl_uring_bufring_destroy(br);
+	bl_uring_destroy(other);
+	bl_uring_destroy(u);
+}
+END_TEST
+
 static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 {
 	TCase *tc = tcase_create(name);
@@ -2060,6 +2133,7 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 	tcase_add_test(tc, direct_reads_use_the_rings_registered_buffers);
 	tcase_add_test(tc, close_with_frames_in_flight_cancels_and_leaks_nothing);
 	tcase_add_test(tc, allocation_failures_return_enomem_and_leak_nothing);
+	tcase_add_test(tc, conn_and_server_new_set_errno);
 	tcase_add_test(tc, replies_from_on_frame_go_out_directly_in_order);
 	tcase_add_test(tc,
 		direct_reply_falls_back_to_the_ring_when_the_socket_is_full);

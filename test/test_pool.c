@@ -2,8 +2,11 @@
 /* test_pool.c - allocator interface, pools, accounting, caches, compact. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "testutil.h"
 
 START_TEST(pool_create_returns_same_pool_for_same_name)
@@ -14,11 +17,48 @@ START_TEST(pool_create_returns_same_pool_for_same_name)
 	ck_assert_ptr_nonnull(a);
 	ck_assert_ptr_eq(a, b);
 	ck_assert_str_eq(bl_pool_name(a), "same-name");
+	errno = 0;
 	ck_assert_ptr_null(bl_pool_create("", NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
 	ck_assert_ptr_null(bl_pool_create(NULL, NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
 	ck_assert_ptr_null(bl_pool_create(
 		"a-name-that-is-far-too-long-for-a-pool-name", NULL));
+	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_str_eq(bl_pool_name(bl_pool_default()), "default");
+}
+END_TEST
+
+/*
+ * Pools live as long as the process, so the table is filled in a child of
+ * its own: the other tests, run in this process when CK_FORK=no, still
+ * find room.
+ */
+START_TEST(pool_create_past_bl_pool_max_is_enospc)
+{
+	pid_t pid = fork();
+	int status;
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		char name[32];
+		int made = 0;
+
+		for (int i = 0; i <= BL_POOL_MAX; i++) {
+			snprintf(name, sizeof(name), "fill-%d", i);
+			errno = 0;
+			if (!bl_pool_create(name, NULL))
+				_exit(errno == ENOSPC && made > 0 &&
+				      made < BL_POOL_MAX ? 0 : 1);
+			made++;
+		}
+		_exit(2);	/* never refused */
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
 }
 END_TEST
 
@@ -457,6 +497,7 @@ int main(void)
 	TCase *tw = tcase_create("waste");
 
 	tcase_add_test(tc, pool_create_returns_same_pool_for_same_name);
+	tcase_add_test(tc, pool_create_past_bl_pool_max_is_enospc);
 	tcase_add_test(tc, pool_accounting_counts_raws_bytes_and_frontier);
 	tcase_add_test(tc, pool_list_appends_allocate_in_the_lists_pool);
 	tcase_add_test(tc, pool_rebuild_and_compact_keep_the_pool);

@@ -119,6 +119,73 @@ START_TEST(test_alloc_and_reserve_fail_leave_ptr_unchanged)
 }
 END_TEST
 
+START_TEST(test_alloc_aligned_starts_on_the_boundary)
+{
+	static const size_t aligns[] = { 1, 8, 64, 512, 4096, 65536 };
+	static const size_t lens[] = { 0, 1, 4096, 17 * 1024 };
+
+	for (size_t a = 0; a < sizeof(aligns) / sizeof(aligns[0]); a++)
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			struct bl_ptr p = BL_PTR_INIT;
+
+			ck_assert_int_eq(bl_ptr_alloc_aligned(&p, lens[i],
+							      aligns[a]), 0);
+			ck_assert_ptr_nonnull(p.raw);
+			ck_assert_uint_eq(p.off, 0);
+			ck_assert_uint_eq(p.len, lens[i]);
+			ck_assert_uint_eq(bl_raw_nref(p.raw), 1);
+			ck_assert_uint_eq((uintptr_t)bl_ptr_data(&p) %
+					  aligns[a], 0);
+			memset(bl_ptr_data(&p), 0x5a, lens[i]);
+			bl_ptr_release(&p);
+		}
+}
+END_TEST
+
+START_TEST(test_alloc_aligned_refuses_non_power_of_two)
+{
+	static const size_t bad[] = { 0, 3, 48, 4097, SIZE_MAX };
+	struct bl_ptr keep = BL_PTR_INIT, p = BL_PTR_INIT;
+
+	make10(&keep);
+	ck_assert_int_eq(bl_ptr_slice(&p, &keep, 1, 4), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(bl_ptr_alloc_aligned(&p, 64, bad[i]), -EINVAL);
+		assert_ptr_is(&p, keep.raw, 1, 4);
+	}
+	ck_assert_uint_eq(bl_raw_nref(keep.raw), 2);
+	bl_ptr_release(&p);
+	bl_ptr_release(&keep);
+}
+END_TEST
+
+START_TEST(test_alloc_aligned_enomem_leaves_ptr_unchanged)
+{
+	struct bl_ptr keep = BL_PTR_INIT, p = BL_PTR_INIT;
+	struct tu_alloc_stats st;
+
+	make10(&keep);
+	ck_assert_int_eq(bl_ptr_slice(&p, &keep, 2, 3), 0);
+	/* a page-aligned raw is two allocations: fail either */
+	for (uint64_t n = 1; n <= 2; n++) {
+		tu_alloc_install(n, 0);
+		ck_assert_int_eq(bl_ptr_alloc_aligned(&p, 8192, 4096), -ENOMEM);
+		assert_ptr_is(&p, keep.raw, 2, 3);
+		tu_alloc_stats(&st);
+		ck_assert_uint_eq(st.failed, 1);
+		ck_assert_int_eq(st.live_bytes, 0);
+		tu_alloc_uninstall();
+	}
+	/* more than any allocator can give */
+	ck_assert_int_eq(bl_ptr_alloc_aligned(&p, SIZE_MAX - 4096, 4096),
+			 -ENOMEM);
+	assert_ptr_is(&p, keep.raw, 2, 3);
+	ck_assert_uint_eq(bl_raw_nref(keep.raw), 2);
+	bl_ptr_release(&p);
+	bl_ptr_release(&keep);
+}
+END_TEST
+
 /* ---- append / unused tail ---------------------------------------------- */
 
 START_TEST(test_append_grows_into_tail_and_counts_copy)
@@ -447,6 +514,9 @@ static Suite *ptr_suite(void)
 	tcase_add_test(tc, test_alloc_does_not_release_previous);
 	tcase_add_test(tc, test_reserve_makes_empty_growable_slice);
 	tcase_add_test(tc, test_alloc_and_reserve_fail_leave_ptr_unchanged);
+	tcase_add_test(tc, test_alloc_aligned_starts_on_the_boundary);
+	tcase_add_test(tc, test_alloc_aligned_refuses_non_power_of_two);
+	tcase_add_test(tc, test_alloc_aligned_enomem_leaves_ptr_unchanged);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("append");

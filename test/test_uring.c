@@ -216,6 +216,23 @@ static struct bl__uring_counters counters(const struct bl_uring *u)
 	return c;
 }
 
+static void assert_str_list(const struct bl_list *l, const char *s)
+{
+	tu_assert_list_eq(l, s, strlen(s));
+}
+
+/* @l = "ab" in two segments of their own: its inline slots are full. */
+static void add_two_segments(struct bl_list *l)
+{
+	struct bl_ptr p;
+
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(bl_ptr_alloc(&p, 1), 0);
+		*bl_ptr_data(&p) = (char)('a' + i);
+		ck_assert_int_eq(bl_list_append_ptr_move(l, &p), 0);
+	}
+}
+
 /* ---- a callback that records what it got ------------------------------- */
 
 struct rec {
@@ -280,9 +297,13 @@ static int hook_err;
 static int hook_hits;
 static void *hook_target;
 
+/* hook_target for every operation (the waited-for ones have an arg of
+ * the library's) */
+#define HOOK_ANY ((void *)&hook_target)
+
 static int test_hook(struct io_uring_cqe *cqe, void *arg)
 {
-	if (arg != hook_target)
+	if (hook_target != HOOK_ANY && arg != hook_target)
 		return cqe->res;
 	switch (hook_mode) {
 	case HOOK_SHORT:
@@ -2879,6 +2900,312 @@ START_TEST(test_destroy_waits_for_zero_copy_notifications)
 }
 END_TEST
 
+/* ---- constructors: NULL with errno ---------------------------------------- */
+
+/* errno after a constructor that must return NULL. */
+#define ASSERT_NULL_ERRNO(call, want)					\
+	do {								\
+		errno = 0;						\
+		ck_assert_ptr_null(call);				\
+		ck_assert_int_eq(errno, (want));			\
+	} while (0)
+
+START_TEST(test_constructors_return_null_with_errno)
+{
+	struct bl_uring *u = new_ring(0);
+	struct bl_uring_bufring *br;
+	struct bl_uring_regpool *rp;
+	struct bl_raw *r[2];
+
+	ASSERT_NULL_ERRNO(bl_uring_attach(NULL, NULL), EINVAL);
+	/* buffer rings: arguments, memory, the kernel's refusal */
+	ASSERT_NULL_ERRNO(bl_uring_bufring_create(NULL, 8, 4096, 1), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_bufring_create(u, 3, 4096, 1), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_bufring_create(u, 65536, 4096, 1), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_bufring_create(u, 8, 0, 1), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_bufring_create(u, 8, (size_t)UINT32_MAX + 1, 1),
+			  EINVAL);
+	tu_alloc_install(1, 1);
+	ASSERT_NULL_ERRNO(bl_uring_bufring_create(u, 8, 4096, 1), ENOMEM);
+	ASSERT_NULL_ERRNO(bl_uring_create(NULL), ENOMEM);
+	if (!blocking)
+		ASSERT_NULL_ERRNO(bl_uring_attach(bl_uring_ring(u), NULL),
+				  ENOMEM);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(u, 2, 4096), ENOMEM);
+	ck_assert_uint_eq(live_bytes(), 0);
+	tu_alloc_uninstall();
+	br = bl_uring_bufring_create(u, 8, 4096, 1);
+	ck_assert_ptr_nonnull(br);
+	if (!blocking)	/* the group id is the kernel's to refuse */
+		ASSERT_NULL_ERRNO(bl_uring_bufring_create(u, 8, 4096, 1),
+				  EEXIST);
+	bl_uring_bufring_destroy(br);
+	/* registered pools: arguments, one per ring, buffers all out */
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(NULL, 2, 4096), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(u, 0, 4096), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(u, 16385, 4096), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(u, 2, 0), EINVAL);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(u, 2, ((size_t)1 << 30) + 1),
+			  EINVAL);
+	rp = bl_uring_regpool_create(u, 2, 4096);
+	ck_assert_ptr_nonnull(rp);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_create(u, 2, 4096), EEXIST);
+	tu_alloc_install(1, 1);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_get(rp), ENOMEM);
+	tu_alloc_uninstall();
+	r[0] = bl_uring_regpool_get(rp);
+	r[1] = bl_uring_regpool_get(rp);
+	ck_assert_ptr_nonnull(r[0]);
+	ck_assert_ptr_nonnull(r[1]);
+	ASSERT_NULL_ERRNO(bl_uring_regpool_get(rp), ENOBUFS);
+	bl_raw_put(r[0]);
+	bl_raw_put(r[1]);
+	bl_uring_regpool_destroy(rp);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+struct in_destroy {
+	struct bl_uring *u;
+	int calls;
+	int br_errno, rp_errno;
+	bool br_null, rp_null;
+};
+
+/* Runs while bl_uring_destroy() cancels the receive. */
+static void in_destroy_cb(void *arg, ssize_t res, struct bl_list *data)
+{
+	struct in_destroy *d = arg;
+
+	(void)res;
+	(void)data;
+	errno = 0;
+	d->br_null = !bl_uring_bufring_create(d->u, 8, 4096, 2);
+	d->br_errno = errno;
+	errno = 0;
+	d->rp_null = !bl_uring_regpool_create(d->u, 2, 4096);
+	d->rp_errno = errno;
+	d->calls++;
+}
+
+START_TEST(test_constructors_during_destroy_are_ecanceled)
+{
+	struct in_destroy d = { .u = new_ring(0) };
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(bl_uring_recv(d.u, sv[0], 100, in_destroy_cb, &d), 0);
+	ck_assert_int_eq(bl_uring_run(d.u, 0, 0), 0);
+	bl_uring_destroy(d.u);
+	ck_assert_int_eq(d.calls, 1);
+	ck_assert(d.br_null);
+	ck_assert_int_eq(d.br_errno, ECANCELED);
+	ck_assert(d.rp_null);
+	ck_assert_int_eq(d.rp_errno, ECANCELED);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+/* ---- one operation, waited for ------------------------------------------ */
+
+START_TEST(test_write_wait_and_read_wait_round_trip)
+{
+	uint64_t rng = seed + 40;
+	const size_t len = 37 * 1000 + 11;
+	unsigned char *want = rand_buf(len, &rng), *got;
+	struct bl_uring *u = new_ring(0);
+	struct bl_list l, out;
+	char path[PATH_MAX];
+	int fd = tmp_open(path, sizeof(path));
+
+	make_list(&l, want, len, 37, &rng);
+	ck_assert_int_eq(bl_uring_write_wait(u, fd, 4096, &l), (ssize_t)len);
+	ck_assert_uint_eq(bl_uring_inflight(u), 0);
+	got = file_bytes(fd, 4096, len);
+	ck_assert_mem_eq(got, want, len);
+	free(got);
+	/* the bytes are appended after what @out holds */
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_list_append(&out, "pre", 3), 0);
+	ck_assert_int_eq(bl_uring_read_wait(u, fd, 4096, len, 0, &out),
+			 (ssize_t)len);
+	ck_assert_uint_eq(bl_list_length(&out), 3 + len);
+	ck_assert_int_eq(bl_list_substr_of(&l, &out, 3, len), 0);
+	tu_assert_list_eq(&l, want, len);
+	/* short only at end of file, then 0 with @out as it was */
+	bl_list_clear(&out);
+	ck_assert_int_eq(bl_uring_read_wait(u, fd, 4096 + 1000, len, 4096,
+					    &out), (ssize_t)(len - 1000));
+	tu_assert_list_eq(&out, want + 1000, len - 1000);
+	ck_assert_int_eq(bl_uring_read_wait(u, fd, 4096 + (off_t)len, 10, 0,
+					    &out), 0);
+	ck_assert_uint_eq(bl_list_length(&out), len - 1000);
+	ck_assert_uint_eq(bl_uring_inflight(u), 0);
+	bl_list_clear(&out);
+	bl_list_clear(&l);
+	bl_uring_destroy(u);
+	close(fd);
+	free(want);
+}
+END_TEST
+
+START_TEST(test_wait_returns_the_operations_error)
+{
+	struct bl_uring *u = new_ring(0);
+	struct bl_list l, out;
+	char path[PATH_MAX];
+	int fd = tmp_open(path, sizeof(path)), ro;
+
+	ro = open(path, O_RDONLY);
+	ck_assert_int_ge(ro, 0);
+	bl_list_init(&l);
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_list_append(&l, "hello", 5), 0);
+	ck_assert_int_eq(bl_uring_write_wait(u, ro, 0, &l), -EBADF);
+	ck_assert_int_eq(bl_uring_write_wait(u, fd, 0, &l), 5);
+	/* an error at the completion: @out stays as it was */
+	ck_assert_int_eq(bl_list_append(&out, "keep", 4), 0);
+	hook_mode = HOOK_ERR;
+	hook_err = -EIO;
+	hook_hits = 0;
+	hook_target = HOOK_ANY;
+	bl__uring_set_cqe_hook(test_hook);
+	ck_assert_int_eq(bl_uring_read_wait(u, fd, 0, 5, 0, &out), -EIO);
+	ck_assert_int_eq(bl_uring_write_wait(u, fd, 0, &l), -EIO);
+	bl__uring_set_cqe_hook(NULL);
+	ck_assert_int_eq(hook_hits, 2);
+	assert_str_list(&out, "keep");
+	/* refused before anything is submitted */
+	ck_assert_int_eq(bl_uring_read_wait(u, fd, 0, 5, 3, &out), -EINVAL);
+	ck_assert_int_eq(bl_uring_read_wait(NULL, fd, 0, 5, 0, &out), -EINVAL);
+	ck_assert_int_eq(bl_uring_read_wait(u, fd, 0, 5, 0, NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_write_wait(NULL, fd, 0, &l), -EINVAL);
+	ck_assert_int_eq(bl_uring_write_wait(u, fd, 0, NULL), -EINVAL);
+	assert_str_list(&out, "keep");
+	ck_assert_uint_eq(bl_uring_inflight(u), 0);
+	bl_list_clear(&l);
+	bl_list_clear(&out);
+	bl_uring_destroy(u);
+	close(ro);
+	close(fd);
+}
+END_TEST
+
+/* Another operation's callback runs inside the waiting call. */
+START_TEST(test_wait_runs_other_callbacks_meanwhile)
+{
+	struct bl_uring *u = new_ring(0);
+	struct bl_list l, empty;
+	struct rec r;
+	char path[PATH_MAX];
+	int fd = tmp_open(path, sizeof(path));
+
+	bl_list_init(&l);
+	bl_list_init(&empty);
+	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_write(u, fd, 0, &empty, rec_cb, &r), 0);
+	ck_assert_int_eq(r.calls, 0);
+	ck_assert_int_eq(bl_uring_write_wait(u, fd, 0, &l), 3);
+	ck_assert_int_eq(r.calls, 1);
+	ck_assert_int_eq(r.res, 0);
+	bl_list_clear(&l);
+	bl_uring_destroy(u);
+	close(fd);
+}
+END_TEST
+
+struct nested {
+	struct bl_uring *u;
+	int fd;
+	ssize_t wret, rret;
+	unsigned inflight;
+	int calls;
+};
+
+static void nested_cb(void *arg, ssize_t res, struct bl_list *data)
+{
+	struct nested *n = arg;
+	struct bl_list l, out;
+
+	(void)res;
+	(void)data;
+	bl_list_init(&l);
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_list_append(&l, "x", 1), 0);
+	n->inflight = bl_uring_inflight(n->u);
+	n->wret = bl_uring_write_wait(n->u, n->fd, 0, &l);
+	n->rret = bl_uring_read_wait(n->u, n->fd, 0, 1, 0, &out);
+	/* nothing was submitted */
+	ck_assert_uint_eq(bl_uring_inflight(n->u), n->inflight);
+	ck_assert(bl_list_is_empty(&out));
+	bl_list_clear(&l);
+	n->calls++;
+}
+
+START_TEST(test_wait_from_a_callback_is_edeadlk)
+{
+	struct bl_uring *u = new_ring(0);
+	struct bl_list l;
+	char path[PATH_MAX];
+	struct nested n = { .u = u, .fd = tmp_open(path, sizeof(path)) };
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_uring_write(u, n.fd, 0, &l, nested_cb, &n), 0);
+	run_until(u, &n.calls, 1);
+	ck_assert_int_eq(n.wret, -EDEADLK);
+	ck_assert_int_eq(n.rret, -EDEADLK);
+	ck_assert_uint_eq(bl_uring_inflight(u), 0);
+	bl_uring_destroy(u);
+	close(n.fd);
+}
+END_TEST
+
+START_TEST(test_wait_allocation_failure_is_enomem_and_leaks_nothing)
+{
+	struct bl_uring *u = new_ring(0);
+	struct tu_alloc_stats st;
+	struct bl_list l, out;
+	char path[PATH_MAX];
+	int fd = tmp_open(path, sizeof(path));
+	uint64_t n;
+
+	bl_list_init(&l);
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_list_append(&l, "hello", 5), 0);
+	/* the waiter, then the operation */
+	for (n = 1; n <= 2; n++) {
+		tu_alloc_install(n, 1);
+		ck_assert_int_eq(bl_uring_write_wait(u, fd, 0, &l), -ENOMEM);
+		ck_assert_uint_eq(live_bytes(), 0);
+		tu_alloc_uninstall();
+	}
+	ck_assert_int_eq(bl_uring_write_wait(u, fd, 0, &l), 5);
+	/* every allocation of a read (the last: @out's chunk for the bytes
+	 * when its inline slots are full) */
+	add_two_segments(&out);
+	tu_alloc_install(0, 0);
+	ck_assert_int_eq(bl_uring_read_wait(u, fd, 0, 5, 0, &out), 5);
+	tu_alloc_stats(&st);
+	tu_alloc_uninstall();
+	bl_list_clear(&out);
+	for (n = 1; n <= st.allocs; n++) {
+		add_two_segments(&out);
+		tu_alloc_install(n, 1);
+		ck_assert_int_eq(bl_uring_read_wait(u, fd, 0, 5, 0, &out),
+				 -ENOMEM);
+		tu_alloc_uninstall();
+		assert_str_list(&out, "ab");
+		bl_list_clear(&out);
+	}
+	ck_assert_uint_eq(bl_uring_inflight(u), 0);
+	bl_list_clear(&l);
+	bl_uring_destroy(u);
+	close(fd);
+}
+END_TEST
+
 static Suite *uring_suite(void)
 {
 	Suite *s = suite_create("uring");
@@ -2911,6 +3238,11 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_null_ring_or_list_is_einval_at_submission);
 		tcase_add_test(tc, test_inflight_counts_ops_until_their_callback_ran);
 		tcase_add_test(tc, test_o_direct_round_trip_copies_only_misaligned_runs);
+		tcase_add_test(tc, test_write_wait_and_read_wait_round_trip);
+		tcase_add_test(tc, test_wait_returns_the_operations_error);
+		tcase_add_test(tc, test_wait_runs_other_callbacks_meanwhile);
+		tcase_add_test(tc, test_wait_from_a_callback_is_edeadlk);
+		tcase_add_test(tc, test_wait_allocation_failure_is_enomem_and_leaks_nothing);
 		suite_add_tcase(s, tc);
 
 		tc = tcase_create(names[b][1]);
@@ -2959,6 +3291,8 @@ static Suite *uring_suite(void)
 		tcase_add_unchecked_fixture(tc, setup, tdir_teardown);
 		tcase_set_timeout(tc, 60);
 		tcase_add_test(tc, test_registered_raws_know_their_index_and_use_fixed_io);
+		tcase_add_test(tc, test_constructors_return_null_with_errno);
+		tcase_add_test(tc, test_constructors_during_destroy_are_ecanceled);
 		suite_add_tcase(s, tc);
 
 		tc = tcase_create(names[b][5]);

@@ -96,7 +96,8 @@ BL_API int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align);
  * bl_list_prepare_dio() - makes @l writable with O_DIRECT on @fd: copies
  * only the misaligned runs (bl_list_rebuild_aligned_size_and_memory) and
  * keeps the list within IOV_MAX segments.  The length of @l must already
- * be a multiple of the offset alignment (-EINVAL otherwise).
+ * be a multiple of the offset alignment (-EINVAL otherwise): pad it first
+ * with bl_list_pad_to(), which keeps aligned segments aligned.
  * Return: 1 if it copied, 0 if not, or -errno: those of bl_fd_dio_align()
  * (-EINVAL: @fd cannot do direct I/O), -EINVAL (the length), or -ENOMEM;
  * @l is unchanged on failure.

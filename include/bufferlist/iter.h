@@ -46,8 +46,10 @@ BL_API int bl_iter_advance(struct bl_iter *it, size_t n);
 BL_API int bl_iter_seek(struct bl_iter *it, size_t off);
 
 /**
- * bl_iter_copy() - copies the next @len bytes into @dst and advances.
- * Return: 0 or -ERANGE (fewer than @len bytes left).
+ * bl_iter_copy() - copies the next @len bytes into @dst and advances past
+ * them.
+ * Return: 0, or -ERANGE when fewer than @len bytes are left (then nothing
+ * is copied and the cursor stays where it was).
  */
 BL_API int bl_iter_copy(struct bl_iter *it, size_t len, void *dst);
 

@@ -69,6 +69,22 @@ struct bl_list {
 /** bl_list_init() - an empty list.  No allocation. */
 BL_API void bl_list_init(struct bl_list *l);
 
+/*
+ * BL_LIST_INIT(name) - an initializer for the list @name, the very object
+ * being defined, that makes what bl_list_init() makes (no allocation):
+ *	struct bl_list l = BL_LIST_INIT(l);
+ *	static struct bl_list cache = BL_LIST_INIT(cache);
+ *	struct msg m = { .body = BL_LIST_INIT(m.body) };
+ * The list points at its own inline chunk, hence the name.  C only
+ * (designated initializers).
+ */
+#define BL_LIST_INIT(name) {						\
+	._tail = &(name)._inl, ._len = 0, ._nseg = 0, ._abuf_next = 0,	\
+	._abuf = NULL, ._ext = NULL, ._pool = NULL,			\
+	._inl = { .next = NULL, .start = 0, .count = 0,			\
+		  .cap = BL_LIST_INLINE, ._pad = 0 },			\
+}
+
 /**
  * bl_list_set_pool() - raws that @l allocates for appends come from @p
  * (NULL: the default pool).  Existing segments keep their pools.
@@ -209,6 +225,21 @@ BL_API int bl_list_rebuild_aligned_size_and_memory(struct bl_list *l,
 						   unsigned max_segments);
 
 /**
+ * bl_list_pad_to() - appends zero bytes until the length of @l is a
+ * multiple of @align (O_DIRECT wants whole blocks: pass bl_fd_dio_align()'s
+ * offset alignment before bl_list_prepare_dio()).  The zeros go into one
+ * new raw whose data is aligned to @align (to 64 bytes at least), in @l's
+ * pool.  The bytes of the unfinished last block that lie in the last
+ * segment (fewer than @align) are copied to the front of that raw and the
+ * last segment gives them up, so a list whose segments were aligned stays
+ * so and bl_list_prepare_dio() then copies nothing.  A length that is
+ * already a multiple (an empty list included) changes nothing.
+ * Return: zero bytes appended, or -EINVAL (@align not a power of two),
+ * -ENOMEM; on failure @l is unchanged.
+ */
+BL_API ssize_t bl_list_pad_to(struct bl_list *l, size_t align);
+
+/**
  * bl_list_c_str() - contiguous bytes of @l.  A list of several segments is
  * rebuilt into one (copies) and releases its old raws; a list of one
  * segment returns that memory without copying.  An empty list returns a
@@ -243,6 +274,40 @@ BL_API int bl_list_to_iovec(const struct bl_list *l, size_t off,
  */
 BL_API int bl_list_get_ptr(const struct bl_list *l, unsigned i,
 			   struct bl_ptr *p);
+
+/*
+ * Walking the segments: a cursor (all fields private) that lends each
+ * segment in order without taking a reference, as in
+ *	struct bl_list_seg_iter it;
+ *	const struct bl_ptr *seg;
+ *	BL_LIST_FOREACH_SEG(l, it, seg)
+ *		write(fd, bl_ptr_data(seg), seg->len);
+ * The segments are borrowed: valid, and to be read only, until @l changes.
+ * Any change to @l invalidates the cursor (as for struct bl_iter).
+ */
+struct bl_list_seg_iter {
+	const struct bl__chunk_hdr *_seg_chunk;	/* NULL past the last */
+	uint32_t _seg_slot;
+};
+
+/**
+ * bl_list_seg_first() - puts @it on the first segment of @l (borrowed).
+ * Return: that segment (borrowed, see above), or NULL when @l is empty.
+ */
+BL_API const struct bl_ptr *bl_list_seg_first(const struct bl_list *l,
+					       struct bl_list_seg_iter *it);
+
+/**
+ * bl_list_seg_next() - moves @it to the next segment.
+ * Return: that segment (borrowed), or NULL past the last (and on every
+ * call after that).
+ */
+BL_API const struct bl_ptr *bl_list_seg_next(struct bl_list_seg_iter *it);
+
+/* Every segment @seg (const struct bl_ptr *) of @l in order, with @it. */
+#define BL_LIST_FOREACH_SEG(l, it, seg)					\
+	for ((seg) = bl_list_seg_first((l), &(it)); (seg);		\
+	     (seg) = bl_list_seg_next(&(it)))
 
 /**
  * bl_list_crc32c() - crc32c of all bytes, Ceph's convention (no pre- or

@@ -63,7 +63,11 @@ BL_API ssize_t bl_lz4_decompress(const struct bl_list *in,
 /* A streaming decoder for data that arrives in pieces. */
 struct bl_lz4_decoder;
 
-/** bl_lz4_decoder_new() - new; @max_out counts the whole stream (0: no limit). */
+/**
+ * bl_lz4_decoder_new() - a decoder; @max_out counts the whole stream (0: no
+ * limit).
+ * Return: new, or NULL with errno ENOMEM.
+ */
 BL_API struct bl_lz4_decoder *bl_lz4_decoder_new(size_t max_out);
 
 /**

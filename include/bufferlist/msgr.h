@@ -268,8 +268,12 @@ struct bl_msgr_conn_opts {
  * run @u until their on_close before destroying it).  Receiving starts at
  * once; callbacks run from bl_uring_run().
  * @o: copied; NULL for defaults (frames are then dropped).
- * Return: new, or NULL when memory runs out or the buffer ring could not
- * be made (then @fd is left open).
+ * Return: new, or NULL with errno set (then @fd is left open): EINVAL (@u
+ * is NULL), ENOMEM, bl_uring_bufring_create()'s errno when the
+ * connection's own buffer ring could not be made (EINVAL for bad nbufs or
+ * buf_size, EEXIST for a bgid in use, ...), or the first receive's
+ * submission error (ENOMEM, EBUSY, ECANCELED, EINVAL for a bufring of
+ * another ring).
  */
 BL_API struct bl_msgr_conn *
 bl_msgr_conn_new(struct bl_uring *u, int fd,
@@ -352,7 +356,9 @@ struct bl_msgr_server;
  * gives each a connection with @o (copied).  Unless @o names a bufring,
  * the server makes one ring (nbufs, buf_size, bgid as for a connection)
  * that all its connections share.
- * Return: new, or NULL (memory, or the ring could not be made).
+ * Return: new, or NULL with errno set: EINVAL (@u is NULL), EBADF
+ * (@listen_fd is not open), ENOMEM, or bl_uring_bufring_create()'s errno
+ * when the shared buffer ring could not be made.
  */
 BL_API struct bl_msgr_server *
 bl_msgr_server_new(struct bl_uring *u, int listen_fd,

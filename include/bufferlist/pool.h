@@ -117,8 +117,9 @@ BL_API struct bl_pool *bl_pool_default(void);
  * bl_pool_create() - the pool named @name, made on first use.
  * @a: the allocator for this pool's raws (copied), or NULL for the
  *     allocator in force at each allocation.  Ignored when the pool exists.
- * Return: borrowed (pools live as long as the process), or NULL when
- * BL_POOL_MAX pools exist already or @name is empty or too long.
+ * Return: borrowed (pools live as long as the process), or NULL with
+ * errno set: ENOSPC (BL_POOL_MAX pools exist already), EINVAL (@name is
+ * NULL, empty or too long).
  */
 BL_API struct bl_pool *bl_pool_create(const char *name,
 				      const struct bl_allocator *a);

@@ -31,6 +31,18 @@ struct bl_ptr {
 BL_API int bl_ptr_alloc(struct bl_ptr *p, size_t len);
 
 /**
+ * bl_ptr_alloc_aligned() - a new raw of exactly @len bytes whose data
+ * starts at a multiple of @align, and @p covering it: the slice to fill
+ * for O_DIRECT (pass bl_fd_dio_align()'s memory alignment, or 4096), so
+ * that bl_list_prepare_dio() keeps it instead of copying it.  bl_ptr_alloc()
+ * only promises 64 bytes.  The bytes are not initialised.
+ * @p: output only; what it held is not released.
+ * Return: 0, -EINVAL (@align is not a power of two) or -ENOMEM; on
+ * failure @p is unchanged.
+ */
+BL_API int bl_ptr_alloc_aligned(struct bl_ptr *p, size_t len, size_t align);
+
+/**
  * bl_ptr_reserve() - a new raw of @cap bytes; @p is an empty slice at its
  * start that grows with bl_ptr_append().
  * Return: 0, or -ENOMEM (then @p is unchanged).

@@ -88,8 +88,9 @@ struct bl_uring_params {
 
 /**
  * bl_uring_create() - a ring of its own.
- * Return: new, or NULL when memory runs out.  A ring that io_uring refuses
- * falls back to the blocking back end instead of failing.
+ * Return: new, or NULL with errno ENOMEM when memory runs out.  A ring
+ * that io_uring refuses falls back to the blocking back end instead of
+ * failing.
  */
 BL_API struct bl_uring *bl_uring_create(const struct bl_uring_params *p);
 
@@ -98,7 +99,7 @@ BL_API struct bl_uring *bl_uring_create(const struct bl_uring_params *p);
  * (borrowed: it must outlive the bl_uring).  The application reaps its own
  * completions and passes each to bl_uring_handle_cqe(); user_data values
  * of the application's own requests must have bit 0 clear.
- * Return: new, or NULL (@ring is NULL, or memory ran out).
+ * Return: new, or NULL with errno set: EINVAL (@ring is NULL), ENOMEM.
  */
 BL_API struct bl_uring *bl_uring_attach(struct io_uring *ring,
 					const struct bl_uring_params *p);
@@ -220,9 +221,11 @@ struct bl_uring_bufring;
  * when the last reference to it is dropped, from whatever thread.
  * Owned by @u: bl_uring_bufring_destroy() frees it early, else
  * bl_uring_destroy() does (never call the former after the latter).
- * Return: new, or NULL (errno is not set): @u is NULL or being destroyed,
- * @nbufs is not a power of two or above 32768, @buf_size is 0 or above
- * 4 GiB - 1, memory ran out, or the kernel refused the registration.
+ * Return: new, or NULL with errno set: EINVAL (@u is NULL, @nbufs is not
+ * a power of two or above 32768, @buf_size is 0 or above 4 GiB - 1),
+ * ECANCELED (@u is being destroyed), ENOMEM, or the kernel's error for
+ * the registration (EEXIST: @bgid is taken on this ring; EINVAL: the
+ * kernel has no provided-buffer rings).
  */
 BL_API struct bl_uring_bufring *
 bl_uring_bufring_create(struct bl_uring *u, unsigned nbufs, size_t buf_size,
@@ -292,9 +295,10 @@ struct bl_uring_regpool;
  * READ_FIXED / WRITE_FIXED.  One per ring (the kernel keeps one table).
  * Owned by @u: bl_uring_regpool_destroy() frees it early, else
  * bl_uring_destroy() does (never call the former after the latter).
- * Return: new, or NULL (errno is not set): @u has one already or is being
- * destroyed, @nbufs is 0 or above 16384, @buf_size is 0 or above 1 GiB,
- * memory ran out, or the kernel refused the registration.
+ * Return: new, or NULL with errno set: EINVAL (@u is NULL, @nbufs is 0 or
+ * above 16384, @buf_size is 0 or above 1 GiB), EEXIST (@u has one
+ * already), ECANCELED (@u is being destroyed), ENOMEM, or the kernel's
+ * error for the registration (such as ENOMEM past RLIMIT_MEMLOCK).
  */
 BL_API struct bl_uring_regpool *
 bl_uring_regpool_create(struct bl_uring *u, unsigned nbufs, size_t buf_size);
@@ -302,7 +306,8 @@ bl_uring_regpool_create(struct bl_uring *u, unsigned nbufs, size_t buf_size);
 /**
  * bl_uring_regpool_get() - a free buffer as a new raw (one reference) of
  * buf_size bytes; it returns to the pool when released.
- * Return: the raw, or NULL when all are in use (or memory ran out).
+ * Return: the raw, or NULL with errno set: ENOBUFS (all are in use),
+ * ENOMEM.
  */
 BL_API struct bl_raw *bl_uring_regpool_get(struct bl_uring_regpool *p);
 
@@ -367,6 +372,45 @@ BL_API int bl_uring_handle_cqe(struct bl_uring *u, struct io_uring_cqe *cqe);
  * notification is due excluded).
  */
 BL_API unsigned bl_uring_inflight(const struct bl_uring *u);
+
+/* ---- one operation, waited for ------------------------------------------ */
+
+/*
+ * For a program that does one operation at a time: each submits through
+ * the functions above with a callback of its own and runs @u
+ * (bl_uring_run) until that callback ran.  Other operations in flight on
+ * @u complete meanwhile as usual: their callbacks run from inside the
+ * call.  Not from a callback of @u (-EDEADLK: the ring cannot be run
+ * there).  Should running the ring fail, its error is returned and the
+ * operation, already submitted, still completes later, unseen.
+ */
+
+/**
+ * bl_uring_write_wait() - bl_uring_write() of all of @l (borrowed; shared
+ * with the kernel, no copy) at file offset @off (-1: the file position),
+ * and waits for it.
+ * Return: bytes written (the length of @l), or -errno: -EINVAL (@u or @l
+ * is NULL), -EDEADLK (called from a callback of @u), those of
+ * bl_uring_write() (-ENOMEM, -EBUSY, -ECANCELED), the write's own error
+ * (-EBADF, -EIO, -ENOSPC, -EINVAL for O_DIRECT misalignment, ...), or an
+ * error of bl_uring_run().
+ */
+BL_API ssize_t bl_uring_write_wait(struct bl_uring *u, int fd, off_t off,
+				   const struct bl_list *l);
+
+/**
+ * bl_uring_read_wait() - bl_uring_read() of @len bytes at @off into new
+ * raws aligned to @align (0: 64), waits for it, and appends the bytes to
+ * @out (moved in: no copy).
+ * Return: bytes read (fewer than @len only at end of file), or -errno:
+ * -EINVAL (@u or @out is NULL, @align not a power of two), -EDEADLK (called
+ * from a callback of @u), those of bl_uring_read() (-ENOMEM, -EBUSY,
+ * -ECANCELED), the read's own error, -ENOMEM when @out could not take the
+ * bytes, or an error of bl_uring_run().  On failure @out is unchanged.
+ */
+BL_API ssize_t bl_uring_read_wait(struct bl_uring *u, int fd, off_t off,
+				  size_t len, size_t align,
+				  struct bl_list *out);
 
 BL_END_DECLS
 
