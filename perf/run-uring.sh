@@ -42,8 +42,9 @@
 #
 # Environment:
 #   BL_BENCH_ROUNDS   rounds (default 5)
-#   BL_BENCH_DIR      where the 1 GiB files go (default /work if it exists,
-#                     else the current directory); needs 3 GiB free
+#   BL_BENCH_DIR      where the 1 GiB files go (default /var/tmp if it is
+#                     writable, else the current directory; tmpfs such as
+#                     /tmp measures memory, not a disk); needs 3 GiB free
 #   BL_BENCH_PARTS    "file net" (default), "file" or "net"
 #   BL_BENCH_RAW      file to keep the raw RESULT lines in
 #   BL_BENCH_PRIME    1 (default): an untimed buffered 1 GiB write before
@@ -59,7 +60,7 @@ rounds=${BL_BENCH_ROUNDS:-5}
 parts=${BL_BENCH_PARTS:-file net}
 fdir=${BL_BENCH_DIR:-}
 if [ -z "$fdir" ]; then
-	if [ -d /work ] && [ -w /work ]; then fdir=/work; else fdir=.; fi
+	if [ -d /var/tmp ] && [ -w /var/tmp ]; then fdir=/var/tmp; else fdir=.; fi
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/blbench-uring.XXXXXX") || exit 1
