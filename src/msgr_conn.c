@@ -111,6 +111,7 @@ void bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
 		bl__msgr_log(&c->o, c, "fd %d: closing: %s", c->fd, c->reason);
 	c->depth++;
 	/* queued frames never reached the kernel: take them back */
+	c->out_bytes -= bl_list_length(&c->outq);
 	bl_list_clear(&c->outq);
 	c->outq_frames = 0;
 	for (unsigned i = c->rec_inflight, n = c->rec_n; i < n; i++) {
@@ -164,6 +165,8 @@ void bl__msgr_opts_fill(struct bl_msgr_conn_opts *d,
 		d->copy_below = COPY_BELOW_DEFAULT;
 	if (!d->direct_min)
 		d->direct_min = DIRECT_MIN_DEFAULT;
+	if (!d->max_out_bytes)
+		d->max_out_bytes = BL_MSGR_DEFAULT_MAX_OUT;
 }
 
 struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,

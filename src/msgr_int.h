@@ -5,8 +5,9 @@
  * structs and the bl__msgr_* functions one file calls in another.  Calls
  * go one way where they can: server -> conn -> recv / send -> frame;
  * recv and send call back into conn only to close (bl__msgr_conn_end) and
- * to free (bl__msgr_maybe_finish), and recv into send to flush replies
- * (bl__msgr_rx_end).  Never installed.
+ * to free (bl__msgr_maybe_finish), recv into send to flush replies
+ * (bl__msgr_rx_end), and send into recv to resume receiving once sends
+ * drained (bl__msgr_rx_resume).  Never installed.
  */
 #ifndef BUFFERLIST_MSGR_INT_H
 #define BUFFERLIST_MSGR_INT_H
@@ -64,6 +65,7 @@ struct bl_msgr_conn {
 	unsigned depth;		/* our callbacks on the stack */
 	bool closing, finished;
 	bool dry;		/* the ring ran dry: next receive is plain */
+	bool paused;		/* receiving stopped by backpressure */
 	int err;
 	/* receiving */
 	struct bl_list in;
@@ -75,6 +77,11 @@ struct bl_msgr_conn {
 	uint64_t tx_seq;
 	unsigned outq_frames, inflight_frames;
 	size_t inline_bytes;	/* of the batch in flight, sent directly */
+	size_t inflight_bytes;	/* of the batch in flight, in the ring */
+	size_t out_bytes;	/* queued or in flight, not taken yet */
+	uint64_t tx_bytes;	/* ever queued (taken: tx_bytes - out_bytes) */
+	uint64_t reply_end;	/* tx_bytes after the last reply queued */
+	unsigned unanswered;	/* frames delivered (max_inflight only) */
 	struct bl__msgr_send_rec *recs;	/* FIFO ring of callbacks */
 	unsigned rec_cap, rec_head, rec_n, rec_inflight;
 	/* the server's list */
@@ -157,6 +164,28 @@ struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
 
 /* Starts the next receive.  0 or -errno (nothing started). */
 int bl__msgr_start_recv(struct bl_msgr_conn *c);
+
+/*
+ * Whether @c is over a backpressure limit (max_out_bytes, max_inflight):
+ * then it delivers no frame and arms no receive.  The bytes count only
+ * while a reply is among them: a connection that streams frames of its
+ * own accord never stops reading for them (two such peers would stall
+ * each other), only one the peer makes answer.
+ */
+static inline bool bl__msgr_throttled(const struct bl_msgr_conn *c)
+{
+	return (c->out_bytes >= c->o.max_out_bytes &&
+		c->reply_end > c->tx_bytes - c->out_bytes) ||
+	       (c->o.max_inflight && c->unanswered >= c->o.max_inflight);
+}
+
+/*
+ * Resumes a connection that backpressure stopped, if it is under its
+ * limits again: delivers the frames it holds and arms a receive.  Called
+ * from the connection's own completions only (never from an application
+ * call), since it runs on_frame.
+ */
+void bl__msgr_rx_resume(struct bl_msgr_conn *c);
 
 /* ---- msgr_send.c -------------------------------------------------------- */
 

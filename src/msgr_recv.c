@@ -36,6 +36,8 @@ static void deliver(struct bl_msgr_conn *c, struct bl_msgr_frame *f,
 {
 	c->st.frames_received++;
 	c->st.bytes_received += wire;
+	if (c->o.max_inflight)
+		c->unanswered++;	/* until a frame sent answers it */
 	if (c->o.detach) {
 		/* on failure the frame keeps its ring slices: the ring-dry
 		 * path still guarantees progress */
@@ -118,8 +120,7 @@ static void pooled_cb(void *arg, ssize_t res, struct bl_list *data, bool more)
 			start_direct(c);
 	}
 	c->depth--;
-	if (!c->recv_busy)
-		arm(c);
+	bl__msgr_rx_resume(c);
 	bl__msgr_maybe_finish(c);
 }
 
@@ -148,12 +149,45 @@ int bl__msgr_start_recv(struct bl_msgr_conn *c)
 	return ret;
 }
 
+/*
+ * Backpressure: no receive is armed and no frame delivered until the
+ * connection is under its limits again (bl__msgr_rx_resume).  A multishot
+ * receive is stopped; the chunks the kernel already took still arrive and
+ * wait in c->in with the rest.
+ */
+static void pause_rx(struct bl_msgr_conn *c)
+{
+	if (!c->paused) {
+		c->paused = true;
+		c->st.throttled++;
+	}
+	if (c->recv_busy && !c->stopping && !bl__uring_recv_stop(c->u, c->fd))
+		c->stopping = true;
+}
+
+void bl__msgr_rx_resume(struct bl_msgr_conn *c)
+{
+	while (c->paused && !c->closing && !bl__msgr_throttled(c)) {
+		c->paused = false;
+		c->depth++;
+		c->in_rx = true;
+		process(c);
+		bl__msgr_rx_end(c);
+		c->depth--;
+	}
+	arm(c);
+}
+
 static void arm(struct bl_msgr_conn *c)
 {
 	int ret;
 
 	if (c->closing || c->recv_busy || c->read_busy)
 		return;
+	if (bl__msgr_throttled(c)) {
+		pause_rx(c);
+		return;
+	}
 	ret = bl__msgr_start_recv(c);
 	if (ret)
 		bl__msgr_conn_end(c, ret, true, "cannot start a receive: %s",
@@ -198,6 +232,8 @@ static bool start_direct(struct bl_msgr_conn *c)
 	uint32_t len;
 	bool align;
 
+	if (bl__msgr_throttled(c))
+		return false;
 	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
 	len = bl__le32_load(pre + 16);
 	align = c->o.align_data && len >= c->o.align_min;
@@ -369,8 +405,7 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
 		bl_list_clear(&d->headl);
 	}
 	c->depth--;
-	if (!c->read_busy)
-		arm(c);
+	bl__msgr_rx_resume(c);
 	bl__msgr_maybe_finish(c);
 }
 
@@ -445,7 +480,13 @@ static void process(struct bl_msgr_conn *c)
 	while (!c->closing) {
 		struct bl_msgr_frame f;
 		size_t before = bl_list_length(&c->in);
-		int ret = parse_resume(c, &f);
+		int ret;
+
+		if (bl__msgr_throttled(c)) {
+			pause_rx(c);
+			return;
+		}
+		ret = parse_resume(c, &f);
 
 		if (ret != 0)
 			c->pc_done = 0;

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -1800,6 +1801,311 @@ START_TEST(server_destroy_closes_its_connections)
 }
 END_TEST
 
+
+/* ---- hostile peers -------------------------------------------------------- */
+
+/* A number from /proc/self/status ("VmRSS:", "VmSize:"), in KiB. */
+static long proc_kb(const char *key)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			v = atol(line + strlen(key));
+	fclose(f);
+	ck_assert_int_ge(v, 0);
+	return v;
+}
+
+/* CPU time this process used (user + system), in ms. */
+static int64_t cpu_ms(void)
+{
+	struct rusage ru;
+
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+}
+
+/* A server connection that answers requests with fresh @reply bytes. */
+struct bp {
+	struct bl_msgr_conn *c;
+	size_t reply;
+	bool async;		/* hold requests, answered by bp_answer() */
+	unsigned delivered, held, held_max;
+	int closed, close_err;
+	char reason[160];
+	struct bl_msgr_conn_stats st;
+};
+
+static void bp_answer(struct bp *x)
+{
+	struct bl_list l;
+	struct bl_ptr p;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_ptr_alloc(&p, x->reply), 0);
+	memset(bl_ptr_data(&p), 0x5a, x->reply);	/* resident */
+	ck_assert_int_eq(bl_list_append_ptr_move(&l, &p), 0);
+	ck_assert_int_eq(bl_msgr_send(x->c, 9, &l, NULL, NULL), 0);
+	bl_list_clear(&l);
+}
+
+static void bp_frame(void *arg, struct bl_msgr_conn *c,
+		     struct bl_msgr_frame *f)
+{
+	struct bp *x = arg;
+
+	(void)f;
+	x->c = c;
+	x->delivered++;
+	if (!x->async) {
+		bp_answer(x);
+		return;
+	}
+	if (++x->held > x->held_max)
+		x->held_max = x->held;
+}
+
+static void bp_close(void *arg, struct bl_msgr_conn *c, int err,
+		     const char *reason)
+{
+	struct bp *x = arg;
+
+	x->closed++;
+	x->close_err = err;
+	snprintf(x->reason, sizeof(x->reason), "%s", reason);
+	bl_msgr_conn_stats(c, &x->st);
+}
+
+static void bp_init(struct bp *x, struct bl_msgr_conn_opts *o, size_t reply)
+{
+	memset(x, 0, sizeof(*x));
+	x->reply = reply;
+	memset(o, 0, sizeof(*o));
+	o->on_frame = bp_frame;
+	o->on_close = bp_close;
+	o->arg = x;
+}
+
+/* @n small request frames, as bytes. */
+static unsigned char *requests(uint64_t n, size_t *len)
+{
+	return stream(1, 1, (int)n, len);
+}
+
+/* Writes what the socket takes of [*@off, @n) without blocking. */
+static void push(int fd, const unsigned char *b, size_t n, size_t *off)
+{
+	while (*off < n) {
+		ssize_t w = send(fd, b + *off, n - *off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (w < 0) {
+			ck_assert_int_eq(errno, EAGAIN);
+			return;
+		}
+		*off += (size_t)w;
+	}
+}
+
+/* Reads what is there without blocking; Return: bytes read. */
+static size_t drain(int fd)
+{
+	static unsigned char sink[1 << 16];
+	size_t got = 0;
+	ssize_t r;
+
+	while ((r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
+		got += (size_t)r;
+	return got;
+}
+
+/*
+ * A client pipelines requests whose replies are 1 MiB each and never
+ * reads them.  The server connection (default max_out_bytes, 16 MiB)
+ * stops reading once its unsent replies pass the limit: it delivers a
+ * bounded number of requests, its resident memory grows by about the
+ * limit, not by 300 MiB, and it does not spin while it waits.  When the
+ * client starts reading, every request is answered.
+ */
+START_TEST(replies_nobody_reads_stop_the_reading_at_max_out_bytes)
+{
+	const uint64_t n = 300;
+	const size_t reply = (size_t)1 << 20;
+	struct bl_msgr_conn_opts o;
+	struct bl_msgr_conn_stats st;
+	struct bp x;
+	struct bl_uring *u = mk_uring();
+	unsigned char *req;
+	size_t len, off = 0, got = 0;
+	int64_t end, t0, c0;
+	long rss0;
+	int fa, fb;
+
+	unix_pair(&fa, &fb);
+	bp_init(&x, &o, reply);
+	x.c = bl_msgr_conn_new(u, fb, &o);
+	ck_assert_ptr_nonnull(x.c);
+	req = requests(n, &len);
+	rss0 = proc_kb("VmRSS:");
+	end = now_ms() + wait_ms;
+	do {
+		push(fa, req, len, &off);
+		bl_uring_run(u, 1, 20);
+		bl_msgr_conn_stats(x.c, &st);
+	} while (!st.throttled && x.delivered < n && now_ms() < end);
+	ck_assert_uint_ge(st.throttled, 1);
+	/* stopped: nothing more is delivered, and waiting costs no CPU */
+	t0 = now_ms();
+	c0 = cpu_ms();
+	for (int i = 0; i < 25; i++) {
+		push(fa, req, len, &off);
+		bl_uring_run(u, 1, 20);
+	}
+	ck_assert_msg(cpu_ms() - c0 <= (now_ms() - t0) / 2 + 100,
+		      "spent %lld ms of CPU in %lld ms while throttled",
+		      (long long)(cpu_ms() - c0), (long long)(now_ms() - t0));
+	ck_assert_msg(x.delivered <= 16 + 4, "%u requests delivered",
+		      x.delivered);
+	ck_assert_msg(proc_kb("VmRSS:") - rss0 < 64 * 1024,
+		      "RSS grew by %ld KiB", proc_kb("VmRSS:") - rss0);
+	/* the client reads: everything is answered */
+	end = now_ms() + wait_ms;
+	while ((x.delivered < n || got < n * (reply + BL_MSGR_OVERHEAD)) &&
+	       now_ms() < end) {
+		push(fa, req, len, &off);
+		bl_uring_run(u, 0, 0);
+		got += drain(fa);
+		bl_uring_run(u, 1, 1);
+	}
+	ck_assert_uint_eq(x.delivered, n);
+	ck_assert_uint_eq(got, n * (reply + BL_MSGR_OVERHEAD));
+	bl_msgr_conn_close(x.c, 0, NULL);
+	end = now_ms() + wait_ms;
+	while (!x.closed && now_ms() < end)
+		bl_uring_run(u, 1, 100);
+	ck_assert_int_eq(x.closed, 1);
+	ck_assert_uint_eq(x.st.frames_sent, n);
+	ck_assert_uint_ge(x.st.throttled, 1);
+	free(req);
+	close(fa);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/*
+ * max_inflight: a server that answers later (as a disk server does) gets
+ * at most max_inflight requests at a time however many the client
+ * pipelines; each answer lets one more in, from the answer's own send
+ * completion.
+ */
+START_TEST(max_inflight_bounds_requests_waiting_for_an_answer)
+{
+	const uint64_t n = 100;
+	struct bl_msgr_conn_opts o;
+	struct bl_msgr_conn_stats st;
+	struct bp x;
+	struct bl_uring *u = mk_uring();
+	unsigned char *req;
+	size_t len, off = 0, got = 0;
+	int64_t end;
+	int fa, fb;
+
+	unix_pair(&fa, &fb);
+	bp_init(&x, &o, 100);
+	x.async = true;
+	o.max_inflight = 4;
+	x.c = bl_msgr_conn_new(u, fb, &o);
+	ck_assert_ptr_nonnull(x.c);
+	req = requests(n, &len);
+	push(fa, req, len, &off);
+	ck_assert_uint_eq(off, len);
+	end = now_ms() + wait_ms;
+	do {
+		bl_uring_run(u, 1, 20);
+		bl_msgr_conn_stats(x.c, &st);
+	} while (!st.throttled && now_ms() < end);
+	for (int i = 0; i < 10; i++)
+		bl_uring_run(u, 1, 10);
+	ck_assert_uint_eq(x.delivered, 4);
+	/* two answers, two more requests */
+	bp_answer(&x);
+	bp_answer(&x);
+	x.held -= 2;
+	end = now_ms() + wait_ms;
+	while (x.delivered < 6 && now_ms() < end)
+		bl_uring_run(u, 1, 20);
+	for (int i = 0; i < 5; i++)
+		bl_uring_run(u, 1, 10);
+	ck_assert_uint_eq(x.delivered, 6);
+	/* answer everything as it comes */
+	end = now_ms() + wait_ms;
+	while ((x.delivered < n || x.held) && now_ms() < end) {
+		while (x.held) {
+			bp_answer(&x);
+			x.held--;
+		}
+		bl_uring_run(u, 1, 10);
+		got += drain(fa);
+	}
+	ck_assert_uint_eq(x.delivered, n);
+	ck_assert_uint_eq(x.held_max, 4);
+	end = now_ms() + wait_ms;
+	while (got < n * (100 + BL_MSGR_OVERHEAD) && now_ms() < end) {
+		bl_uring_run(u, 0, 0);
+		got += drain(fa);
+	}
+	ck_assert_uint_eq(got, n * (100 + BL_MSGR_OVERHEAD));
+	bl_msgr_conn_close(x.c, 0, NULL);
+	end = now_ms() + wait_ms;
+	while (!x.closed && now_ms() < end)
+		bl_uring_run(u, 1, 100);
+	ck_assert_int_eq(x.closed, 1);
+	free(req);
+	close(fa);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/*
+ * Frames a connection sends of its own accord are not replies: two peers
+ * streaming more than max_out_bytes at each other both keep reading.
+ */
+START_TEST(streams_both_ways_beyond_max_out_bytes_do_not_stall)
+{
+	const uint64_t n = 400;
+	struct bl_msgr_conn_opts oa, ob;
+	struct peer a, b;
+	struct bl_uring *u = mk_uring();
+	int fa, fb;
+
+	unix_pair(&fa, &fb);
+	peer_init(&a, "a");
+	peer_init(&b, "b");
+	opts_for(&oa, &a);
+	opts_for(&ob, &b);
+	oa.max_out_bytes = ob.max_out_bytes = (size_t)1 << 20;
+	a.c = bl_msgr_conn_new(u, fa, &oa);
+	b.c = bl_msgr_conn_new(u, fb, &ob);
+	ck_assert_ptr_nonnull(a.c);
+	ck_assert_ptr_nonnull(b.c);
+	send_frames(&a, 1, n, false);
+	send_frames(&b, 1, n, false);
+	run_until(u, &a.rx, n, &b.rx, n);
+	ck_assert_msg(!a.bad && !b.bad, "bad frames: %s%s", a.bad_msg,
+		      b.bad_msg);
+	bl_msgr_conn_close(a.c, 0, NULL);
+	bl_msgr_conn_close(b.c, 0, NULL);
+	run_until_closed(u, &a, &b);
+	ck_assert_uint_eq(a.st.throttled + b.st.throttled, 0);
+	bl_uring_destroy(u);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 /* ---- replies sent directly ----------------------------------------------- */
@@ -2069,6 +2375,10 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 		server_closes_only_the_connection_with_a_malformed_frame, 0,
 		C_N);
 	tcase_add_loop_test(tc, server_destroy_closes_its_connections, 0, 2);
+	tcase_add_test(tc,
+		replies_nobody_reads_stop_the_reading_at_max_out_bytes);
+	tcase_add_test(tc, max_inflight_bounds_requests_waiting_for_an_answer);
+	tcase_add_test(tc, streams_both_ways_beyond_max_out_bytes_do_not_stall);
 	suite_add_tcase(s, tc);
 }
 

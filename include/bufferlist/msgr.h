@@ -66,6 +66,8 @@ BL_BEGIN_DECLS
 #define BL_MSGR_PAYLOAD_LIMIT 0x7fffffffu
 /* What max_payload 0 means. */
 #define BL_MSGR_DEFAULT_MAX_PAYLOAD ((size_t)64 << 20)
+/* What max_out_bytes 0 means. */
+#define BL_MSGR_DEFAULT_MAX_OUT ((size_t)16 << 20)
 
 /* Encode options: bits above the 16 wire flags of bl_msgr_encode(). */
 #define BL_MSGR_ENC_COPY (1u << 16)	/* copy the payload, not share it */
@@ -210,6 +212,35 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * @log:         where the reasons for closing (malformed frames, I/O
  *               errors) go, one line each; NULL: stderr.
  * @log_arg:     first argument of @log.
+ * @max_out_bytes: backpressure on replies nobody reads, in bytes: while
+ *               this many bytes or more sent on the connection have not
+ *               been taken by the kernel (queued, or in the send in
+ *               flight) and a reply is among them (a frame sent from
+ *               on_frame, or one that answers a request, @max_inflight),
+ *               the connection delivers no frame and does not read the
+ *               peer (below); 0: BL_MSGR_DEFAULT_MAX_OUT (16 MiB);
+ *               SIZE_MAX: no limit.
+ * @max_inflight: backpressure on requests, in frames, for request/reply
+ *               protocols: a frame delivered to on_frame counts as in
+ *               flight until bl_msgr_send() queues a frame on the same
+ *               connection (each frame sent answers one request, the
+ *               oldest); while this many are, no frame is delivered and
+ *               the peer is not read.  0: no limit, and nothing counted
+ *               (the default: the messenger cannot know that a protocol
+ *               answers its frames).
+ *
+ * Backpressure (@max_out_bytes, @max_inflight): a connection over either
+ * limit stops delivering frames, leaves the frames it already holds where
+ * they are (at most what one receive brought) and arms no receive, so
+ * the peer's bytes wait in the kernel's socket buffers and then in the
+ * peer; a multishot receive is stopped (what the kernel already took is
+ * still kept, undelivered).  Delivery and receiving resume when the
+ * connection is under both limits again: when sends complete, or when a
+ * frame sent answers a request.  Each stop counts in throttled.  Frames
+ * a connection sends of its own accord (not from on_frame) never stop it
+ * alone, so two peers streaming at each other do not stall; two that
+ * answer each other's frames with more than @max_out_bytes each, while
+ * neither reads, would: give them SIZE_MAX.
  *
  * Direct reads (@direct_min): once the preamble of such a payload is in,
  * the rest of the frame is read with bl_uring_read(fd, -1, ...) into one
@@ -259,6 +290,8 @@ struct bl_msgr_conn_opts {
 	bool keep_fd;
 	bl_msgr_log_fn log;
 	void *log_arg;
+	size_t max_out_bytes;
+	unsigned max_inflight;
 };
 
 /**
@@ -290,6 +323,10 @@ bl_msgr_conn_new(struct bl_uring *u, int fd,
  * as any other send.  A request/response connection thus pays one system
  * call per reply and no ring completion.  A failure to hand such a batch
  * to the ring closes the connection (its callbacks get -ECANCELED).
+ * A frame is queued whatever the connection's backpressure limits say:
+ * its bytes count towards max_out_bytes until the kernel takes them, and
+ * with max_inflight it answers one request (see struct
+ * bl_msgr_conn_opts).
  * @cb: NULL, or called once with the frame's fate (from bl_uring_run()).
  * Return: 0; -EPIPE when the connection is closing; -E2BIG when the
  * payload is longer than BL_MSGR_PAYLOAD_LIMIT; -ENOMEM / -EBUSY when it
@@ -323,7 +360,9 @@ BL_API int bl_msgr_conn_fd(const struct bl_msgr_conn *c);
  * @detached:       bytes copied out of ring buffers (detach, ring dry);
  * @ring_dry:       receives ended by -ENOBUFS;
  * @direct_sends:   reply batches tried with a direct sendmsg() (see
- *                  bl_msgr_send()), whether or not the socket took all.
+ *                  bl_msgr_send()), whether or not the socket took all;
+ * @throttled:      times receiving stopped for backpressure
+ *                  (max_out_bytes, max_inflight).
  */
 struct bl_msgr_conn_stats {
 	uint64_t frames_sent;
@@ -336,6 +375,7 @@ struct bl_msgr_conn_stats {
 	uint64_t detached;
 	uint64_t ring_dry;
 	uint64_t direct_sends;
+	uint64_t throttled;
 };
 
 /** bl_msgr_conn_stats() - a copy of @c's counters into @out. */
