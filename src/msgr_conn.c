@@ -85,6 +85,7 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c)
 	bl_list_clear(&c->outq);
 	bl_ptr_release(&c->d.P);
 	bl_list_clear(&c->d.headl);
+	bl_list_clear(&c->d.restl);
 	if (c->own_br)
 		bl_uring_bufring_destroy(c->br);
 	if (!c->o.keep_fd)
@@ -187,6 +188,7 @@ struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
 	bl_list_init(&c->in);
 	bl_list_init(&c->outq);
 	bl_list_init(&c->d.headl);
+	bl_list_init(&c->d.restl);
 	/* one-shot receives bound what aligning copies (see msgr_recv.c) */
 	c->multishot = !c->o.align_data;
 	c->br = shared ? shared : c->o.bufring;

@@ -30,7 +30,9 @@ struct bl__msgr_send_rec {
  * A large payload being received by plain reads.  Aligned: its head is
  * copied into P, an aligned raw filled up to a 4096 boundary, and the
  * rest read after it.  Not aligned: its head stays in the ring slices it
- * arrived in (headl), and the rest is read after them.
+ * arrived in (headl), and the rest is read after them.  The rest (and the
+ * trailer) is read in pieces that grow as they fill (restl), so memory
+ * follows the bytes that arrived, not the length the preamble claims.
  */
 struct bl__msgr_direct {
 	uint16_t type, flags;
@@ -43,6 +45,10 @@ struct bl__msgr_direct {
 	size_t gap_read;	/* bytes the first read asks for */
 	struct bl_ptr P;	/* aligned: the first raw, or empty */
 	struct bl_list headl;	/* not aligned: the head's ring slices */
+	struct bl_list restl;	/* the rest's pieces read so far */
+	size_t got;		/* bytes in restl (trailer included) */
+	size_t want;		/* bytes the read in flight asks for */
+	size_t piece;		/* what the next piece may ask for */
 	unsigned char tr[BL_MSGR_TRAILER];
 };
 

@@ -26,6 +26,18 @@
 
 #define ALIGN_DIO 4096		/* aligned payloads: page boundaries */
 #define ONESHOT_AFTER_READ 8	/* see bl__msgr_start_recv() */
+/*
+ * A direct read's pieces: the first asks for at most PIECE_FIRST bytes,
+ * each next one for twice as many, up to PIECE_MAX.  A preamble costs
+ * nothing until its payload arrives (a peer that claims the largest
+ * payload and stops holds PIECE_FIRST, not the claim), memory never runs
+ * more than one piece ahead of the bytes received, and a payload up to
+ * PIECE_FIRST (the common large message) is still one read into one raw.
+ * All are multiples of 4096, so an aligned payload's pieces keep every
+ * segment but the last a multiple of 4096.
+ */
+#define PIECE_FIRST ((size_t)1 << 20)
+#define PIECE_MAX ((size_t)64 << 20)
 
 static void arm(struct bl_msgr_conn *c);
 static void process(struct bl_msgr_conn *c);
@@ -210,6 +222,26 @@ static int direct_read(struct bl_msgr_conn *c, size_t len)
 	return ret;
 }
 
+/* Reads the next piece of the rest of the frame (PIECE_FIRST). */
+static int read_piece(struct bl_msgr_conn *c)
+{
+	struct bl__msgr_direct *d = &c->d;
+	size_t left = d->rest + BL_MSGR_TRAILER - d->got;
+	size_t n = d->piece;
+	int ret;
+
+	/* the last piece takes the whole trailer, never a part of it */
+	if (left <= n + BL_MSGR_TRAILER)
+		n = left;
+	ret = direct_read(c, n);
+	if (!ret) {
+		d->want = n;
+		if (d->piece < PIECE_MAX)
+			d->piece *= 2;
+	}
+	return ret;
+}
+
 /*
  * The preamble of a large payload is in, and no receive is in flight
  * (one-shot receives), so the rest of the frame can come through plain
@@ -228,7 +260,6 @@ static bool start_direct(struct bl_msgr_conn *c)
 	unsigned char pre[BL_MSGR_PREAMBLE];
 	struct bl__msgr_direct *d = &c->d;
 	size_t have = bl_list_length(&c->in) - BL_MSGR_PREAMBLE;
-	size_t first;
 	uint32_t len;
 	bool align;
 
@@ -241,6 +272,8 @@ static bool start_direct(struct bl_msgr_conn *c)
 		return false;
 	memset(d, 0, sizeof(*d));
 	bl_list_init(&d->headl);
+	bl_list_init(&d->restl);
+	d->piece = PIECE_FIRST;
 	d->type = bl__le16_load(pre + 4);
 	d->flags = bl__le16_load(pre + 6);
 	d->seq = bl__le64_load(pre + 8);
@@ -249,7 +282,7 @@ static bool start_direct(struct bl_msgr_conn *c)
 	if (!align) {
 		d->head = d->have = have;
 		d->rest = len - have;
-		if (direct_read(c, d->rest + BL_MSGR_TRAILER))
+		if (read_piece(c))
 			return false;
 		/* from offset 0: cannot fail */
 		bl_list_splice(&c->in, 0, BL_MSGR_PREAMBLE, NULL);
@@ -268,8 +301,7 @@ static bool start_direct(struct bl_msgr_conn *c)
 			return false;
 		d->P.len = d->head;
 	}
-	first = d->gap_read ? d->gap_read : d->rest + BL_MSGR_TRAILER;
-	if (direct_read(c, first)) {
+	if (d->gap_read ? direct_read(c, d->gap_read) : read_piece(c)) {
 		bl_ptr_release(&d->P);
 		return false;
 	}
@@ -331,6 +363,7 @@ static void direct_done(struct bl_msgr_conn *c, struct bl_list *tail)
 	if (crc != bl__le32_load(d->tr)) {
 		bl_ptr_release(&d->P);
 		bl_list_clear(&d->headl);
+		bl_list_clear(&d->restl);
 		bl__msgr_conn_end(c, -EBADMSG, true,
 				  "malformed frame: bad payload crc (seq %llu)",
 				  (unsigned long long)d->seq);
@@ -360,8 +393,7 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
 {
 	struct bl_msgr_conn *c = arg;
 	struct bl__msgr_direct *d = &c->d;
-	size_t want = d->have < d->head ? d->gap_read
-					: d->rest + BL_MSGR_TRAILER;
+	size_t want = d->have < d->head ? d->gap_read : d->want;
 
 	c->read_busy = false;
 	c->depth++;
@@ -386,23 +418,33 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
 			bl__msgr_gather(data, gap, BL_MSGR_TRAILER, d->tr);
 			direct_done(c, NULL);
 		} else {
-			int ret = direct_read(c, d->rest + BL_MSGR_TRAILER);
+			int ret = read_piece(c);
 
 			if (ret)
 				bl__msgr_conn_end(c, ret, true,
 						  "cannot start a read: %s",
 						  strerror(-ret));
 		}
+	} else if (bl_list_claim_append(&d->restl, data)) {
+		bl__msgr_conn_end(c, -ENOMEM, true, "out of memory receiving");
+	} else if ((d->got += (size_t)res) < d->rest + BL_MSGR_TRAILER) {
+		int ret = read_piece(c);
+
+		if (ret)
+			bl__msgr_conn_end(c, ret, true,
+					  "cannot start a read: %s",
+					  strerror(-ret));
 	} else {
-		bl__msgr_gather(data, d->rest, BL_MSGR_TRAILER, d->tr);
+		bl__msgr_gather(&d->restl, d->rest, BL_MSGR_TRAILER, d->tr);
 		/* a tail range: cannot fail */
-		bl_list_splice(data, d->rest, BL_MSGR_TRAILER, NULL);
-		direct_done(c, data);
+		bl_list_splice(&d->restl, d->rest, BL_MSGR_TRAILER, NULL);
+		direct_done(c, &d->restl);
 	}
 	bl__msgr_rx_end(c);
 	if (c->closing) {
 		bl_ptr_release(&d->P);
 		bl_list_clear(&d->headl);
+		bl_list_clear(&d->restl);
 	}
 	c->depth--;
 	bl__msgr_rx_resume(c);

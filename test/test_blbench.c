@@ -1400,6 +1400,60 @@ START_TEST(test_serve_bounds_memory_for_replies_nobody_reads)
 }
 END_TEST
 
+
+/*
+ * 40 clients each send a preamble claiming the largest WRITE the server
+ * takes (1 GiB + 1 MiB) and 8 KiB of it: the server's address
+ * space grows by far less than the 40 GiB claimed, and it still serves
+ * another client in full.
+ */
+START_TEST(test_serve_does_not_reserve_what_preambles_claim)
+{
+	const uint32_t claim = (1u << 30) + (1u << 20);
+	char t[PATH_MAX + 64], tcp[64];
+	unsigned char pre[BL_MSGR_PREAMBLE + 8192];
+	uint64_t seq = 1;
+	uint32_t crc;
+	long vm0, peak = 0;
+	int64_t end;
+	struct res r;
+	int fds[40];
+
+	memset(pre, 0, sizeof(pre));
+	memcpy(pre, &(uint32_t){ BL_MSGR_MAGIC }, 4);
+	memcpy(pre + 4, &(uint16_t){ T_WRITE_ }, 2);
+	memcpy(pre + 8, &seq, 8);
+	memcpy(pre + 16, &claim, 4);
+	crc = bl_crc32c(BL_MSGR_CRC_SEED, pre, 20);
+	memcpy(pre + 20, &crc, 4);
+	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, sizeof(tcp));
+	vm0 = status_kb(server, "VmSize:");
+	for (int i = 0; i < 40; i++) {
+		fds[i] = connect_to(tcp);
+		ck_assert_int_eq(send(fds[i], pre, sizeof(pre), MSG_NOSIGNAL),
+				 (ssize_t)sizeof(pre));
+	}
+	end = mono_ms() + 2000;
+	while (mono_ms() < end) {
+		long v = status_kb(server, "VmSize:");
+
+		if (v > peak)
+			peak = v;
+		usleep(20000);
+	}
+	ck_assert_msg(peak - vm0 < 1024 * 1024,
+		      "the server's address space grew by %ld MiB for 40 GiB "
+		      "claimed", (peak - vm0) / 1024);
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
+	    "--target", tcp);
+	expect_status(&r, 0);
+	res_free(&r);
+	for (int i = 0; i < 40; i++)
+		close(fds[i]);
+	stop_server();
+}
+END_TEST
+
 START_TEST(test_tcp_target_that_is_not_there_gives_one_line_reason)
 {
 	struct res r;
@@ -1482,6 +1536,7 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_tcp_target_with_direct_on_the_server);
 	tcase_add_test(tc, test_server_fed_malformed_frames_stays_up_for_others);
 	tcase_add_test(tc, test_serve_bounds_memory_for_replies_nobody_reads);
+	tcase_add_test(tc, test_serve_does_not_reserve_what_preambles_claim);
 	tcase_add_test(tc, test_tcp_target_that_is_not_there_gives_one_line_reason);
 	suite_add_tcase(s, tc);
 	return s;

@@ -2106,6 +2106,173 @@ START_TEST(streams_both_ways_beyond_max_out_bytes_do_not_stall)
 }
 END_TEST
 
+
+/* A frame with @plen bytes of @pay, as bytes. */
+static unsigned char *big_frame(const unsigned char *pay, size_t plen,
+				size_t *n)
+{
+	struct bl_list l, out;
+	unsigned char *b;
+
+	bl_list_init(&l);
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_list_append(&l, pay, plen), 0);
+	ck_assert_int_eq(bl_msgr_encode(&out, 5, 1, &l, 0), 0);
+	*n = bl_list_length(&out);
+	b = tu_flatten(&out);
+	bl_list_clear(&l);
+	bl_list_clear(&out);
+	return b;
+}
+
+struct claim_rx {
+	int frames, closes, epipe;
+	bool ok, aligned;
+	unsigned segs;
+	const unsigned char *want;
+	size_t want_len;
+};
+
+static void claim_frame(void *arg, struct bl_msgr_conn *c,
+			struct bl_msgr_frame *f)
+{
+	struct claim_rx *x = arg;
+	unsigned char *flat = tu_flatten(&f->payload);
+
+	(void)c;
+	x->frames++;
+	x->segs = bl_list_num_buffers(&f->payload);
+	x->ok = bl_list_length(&f->payload) == x->want_len &&
+		!memcmp(flat, x->want, x->want_len);
+	x->aligned = dio_aligned(&f->payload);
+	free(flat);
+}
+
+static void quiet_log(void *arg, struct bl_msgr_conn *c, const char *msg)
+{
+	(void)arg;
+	(void)c;
+	(void)msg;
+}
+
+static void claim_close(void *arg, struct bl_msgr_conn *c, int err,
+			const char *reason)
+{
+	struct claim_rx *x = arg;
+
+	(void)c;
+	(void)reason;
+	x->closes++;
+	if (err == -EPIPE)
+		x->epipe++;
+}
+
+/*
+ * Eight peers each send a preamble claiming the largest payload there is
+ * (2 GiB) and 8 KiB of it, on connections that accept it, half of
+ * them aligning: the receiver's address space and resident memory grow by
+ * far less than the 16 GiB claimed, since a direct read's buffer grows
+ * with the bytes that arrive.  A 5 MiB payload that does arrive still
+ * comes through direct reads, whole and (aligning) 4096-aligned, in a few
+ * pieces.
+ */
+START_TEST(a_preamble_claiming_the_largest_payload_reserves_little)
+{
+	const size_t big = ((size_t)5 << 20) + 3;
+	struct bl_msgr_conn_opts o;
+	struct claim_rx x, y[2];
+	struct bl_msgr_conn *cs[8], *cb[2];
+	struct bl_msgr_conn_stats st;
+	struct bl_uring *u = mk_uring();
+	unsigned char pre[BL_MSGR_PREAMBLE + 8192], *pay, *fr;
+	uint32_t len = BL_MSGR_PAYLOAD_LIMIT, crc;
+	uint64_t seq = 1, rng = seed;
+	long vm0, rss0;
+	size_t n;
+	int fa[8], fb[8], ga[2], gb[2];
+	int64_t end;
+
+	memset(&x, 0, sizeof(x));
+	memset(pre, 0x33, sizeof(pre));
+	memcpy(pre, &(uint32_t){ BL_MSGR_MAGIC }, 4);
+	memcpy(pre + 4, &(uint16_t){ 5 }, 2);
+	memcpy(pre + 6, &(uint16_t){ 0 }, 2);
+	memcpy(pre + 8, &seq, 8);
+	memcpy(pre + 16, &len, 4);
+	crc = bl_crc32c(BL_MSGR_CRC_SEED, pre, 20);
+	memcpy(pre + 20, &crc, 4);
+	memset(&o, 0, sizeof(o));
+	o.on_frame = claim_frame;
+	o.on_close = claim_close;
+	o.log = quiet_log;
+	o.arg = &x;
+	o.max_payload = BL_MSGR_PAYLOAD_LIMIT;
+	for (int i = 0; i < 8; i++) {
+		unix_pair(&fa[i], &fb[i]);
+		o.align_data = i & 1;
+		cs[i] = bl_msgr_conn_new(u, fb[i], &o);
+		ck_assert_ptr_nonnull(cs[i]);
+	}
+	vm0 = proc_kb("VmSize:");
+	rss0 = proc_kb("VmRSS:");
+	for (int i = 0; i < 8; i++)
+		write_all(fa[i], pre, sizeof(pre));
+	for (int i = 0; i < 40; i++)
+		bl_uring_run(u, 1, 10);
+	ck_assert_msg(proc_kb("VmSize:") - vm0 < 256 * 1024,
+		      "address space grew by %ld MiB for 16 GiB claimed",
+		      (proc_kb("VmSize:") - vm0) / 1024);
+	ck_assert_msg(proc_kb("VmRSS:") - rss0 < 64 * 1024,
+		      "RSS grew by %ld MiB", (proc_kb("VmRSS:") - rss0) / 1024);
+	ck_assert_int_eq(x.frames + x.closes, 0);
+
+	/* payloads that do arrive still come through direct reads */
+	pay = malloc(big);
+	ck_assert_ptr_nonnull(pay);
+	tu_fill(pay, big, &rng);
+	fr = big_frame(pay, big, &n);
+	for (int i = 0; i < 2; i++) {
+		memset(&y[i], 0, sizeof(y[i]));
+		y[i].want = pay;
+		y[i].want_len = big;
+		o.arg = &y[i];
+		o.align_data = i;
+		unix_pair(&ga[i], &gb[i]);
+		cb[i] = bl_msgr_conn_new(u, gb[i], &o);
+		ck_assert_ptr_nonnull(cb[i]);
+		feed(u, ga[i], fr, 1000);
+		bl_uring_run(u, 1, 10);
+		feed(u, ga[i], fr + 1000, n - 1000);
+		end = now_ms() + wait_ms;
+		while (!y[i].frames && now_ms() < end)
+			bl_uring_run(u, 1, 10);
+		ck_assert_int_eq(y[i].frames, 1);
+		ck_assert(y[i].ok);
+		ck_assert_uint_ge(y[i].segs, 2);
+		if (i)
+			ck_assert(y[i].aligned);
+		bl_msgr_conn_stats(cb[i], &st);
+		ck_assert_uint_eq(st.direct_frames, 1);
+		bl_msgr_conn_close(cb[i], 0, NULL);
+	}
+	/* the claimants leave half way: each connection ends with -EPIPE */
+	for (int i = 0; i < 8; i++)
+		close(fa[i]);
+	end = now_ms() + wait_ms;
+	while ((x.closes < 8 || y[0].closes + y[1].closes < 2) &&
+	       now_ms() < end)
+		bl_uring_run(u, 1, 10);
+	ck_assert_int_eq(x.closes, 8);
+	ck_assert_int_eq(x.epipe, 8);
+	ck_assert_int_eq(x.frames, 0);
+	for (int i = 0; i < 2; i++)
+		close(ga[i]);
+	free(fr);
+	free(pay);
+	bl_uring_destroy(u);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 /* ---- replies sent directly ----------------------------------------------- */
@@ -2379,6 +2546,8 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 		replies_nobody_reads_stop_the_reading_at_max_out_bytes);
 	tcase_add_test(tc, max_inflight_bounds_requests_waiting_for_an_answer);
 	tcase_add_test(tc, streams_both_ways_beyond_max_out_bytes_do_not_stall);
+	tcase_add_test(tc,
+		a_preamble_claiming_the_largest_payload_reserves_little);
 	suite_add_tcase(s, tc);
 }
 

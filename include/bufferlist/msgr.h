@@ -243,12 +243,16 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * neither reads, would: give them SIZE_MAX.
  *
  * Direct reads (@direct_min): once the preamble of such a payload is in,
- * the rest of the frame is read with bl_uring_read(fd, -1, ...) into one
- * raw, and the payload is the slices already received (no copy) followed
- * by that raw.  Give @u a regpool (bl_uring_regpool_create) whose buffers
- * hold the largest payload plus a receive buffer: the read then goes into
- * a registered buffer (READ_FIXED), the most recently freed first, instead
- * of a fresh allocation.  The preamble stops the connection's multishot
+ * the rest of the frame is read with bl_uring_read(fd, -1, ...) into raws
+ * of its own, and the payload is the slices already received (no copy)
+ * followed by those raws: one raw when the rest is at most 1 MiB, else
+ * pieces of 1 MiB, 2 MiB, 4 MiB ... up to 64 MiB, each read once the one
+ * before it is full, so that memory follows the bytes received and never
+ * the length a preamble claims.  Give @u a regpool
+ * (bl_uring_regpool_create) whose buffers hold a piece (for payloads up
+ * to 1 MiB: the payload plus a receive buffer): the reads then go into
+ * registered buffers (READ_FIXED), the most recently freed first, instead
+ * of fresh allocations.  The preamble stops the connection's multishot
  * receive (every byte it took is still delivered); receives are then armed
  * one at a time for as long as large payloads keep coming.
  *
