@@ -127,6 +127,27 @@ void bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
 	bl__msgr_maybe_finish(c);
 }
 
+void bl__msgr_eof_check(struct bl_msgr_conn *c)
+{
+	size_t pending = bl_list_length(&c->in);
+
+	if (!c->rd_eof || c->closing)
+		return;
+	if (pending) {
+		/* frames that backpressure holds are delivered first */
+		if (!c->paused)
+			bl__msgr_conn_end(c, -EPIPE, true,
+					  "peer closed in the middle of a "
+					  "frame (%zu bytes pending)", pending);
+		return;
+	}
+	/* a half-closed peer still gets its answers */
+	if (c->send_busy || bl_list_length(&c->outq) ||
+	    (c->o.max_inflight && c->unanswered))
+		return;
+	bl__msgr_conn_end(c, 0, false, "peer closed");
+}
+
 void bl_msgr_conn_close(struct bl_msgr_conn *c, int err, const char *reason)
 {
 	bl__msgr_conn_end(c, err, false, "%s", reason ? reason : "closed");

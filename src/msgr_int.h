@@ -72,6 +72,7 @@ struct bl_msgr_conn {
 	bool closing, finished;
 	bool dry;		/* the ring ran dry: next receive is plain */
 	bool paused;		/* receiving stopped by backpressure */
+	bool rd_eof;		/* the peer sends nothing more */
 	int err;
 	/* receiving */
 	struct bl_list in;
@@ -150,6 +151,13 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c);
 void __attribute__((format(printf, 4, 5)))
 bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
 		  const char *fmt, ...);
+
+/*
+ * The peer shut its side down (rd_eof): closes @c once every frame it
+ * sent was delivered and answered (max_inflight) and every reply went to
+ * the kernel; a partial frame left over closes it with -EPIPE.
+ */
+void bl__msgr_eof_check(struct bl_msgr_conn *c);
 
 /* @d = @o (NULL: zero) with every 0 replaced by its default. */
 void bl__msgr_opts_fill(struct bl_msgr_conn_opts *d,

@@ -68,13 +68,9 @@ static void recv_ended(struct bl_msgr_conn *c, ssize_t res)
 	if (c->closing)
 		return;
 	if (res == 0) {
-		if (bl_list_length(&c->in))
-			bl__msgr_conn_end(c, -EPIPE, true,
-					  "peer closed in the middle of a "
-					  "frame (%zu bytes pending)",
-					  bl_list_length(&c->in));
-		else
-			bl__msgr_conn_end(c, 0, false, "peer closed");
+		/* perhaps only its sending side (shutdown(SHUT_WR)) */
+		c->rd_eof = true;
+		bl__msgr_eof_check(c);
 		return;
 	}
 	if (res == -ENOBUFS) {
@@ -188,13 +184,14 @@ void bl__msgr_rx_resume(struct bl_msgr_conn *c)
 		c->depth--;
 	}
 	arm(c);
+	bl__msgr_eof_check(c);
 }
 
 static void arm(struct bl_msgr_conn *c)
 {
 	int ret;
 
-	if (c->closing || c->recv_busy || c->read_busy)
+	if (c->closing || c->recv_busy || c->read_busy || c->rd_eof)
 		return;
 	if (bl__msgr_throttled(c)) {
 		pause_rx(c);

@@ -96,6 +96,7 @@ static void send_cb(void *arg, ssize_t res, struct bl_list *data)
 	}
 	if (c->paused)
 		bl__msgr_rx_resume(c);
+	bl__msgr_eof_check(c);
 	c->depth--;
 	bl__msgr_maybe_finish(c);
 }

@@ -1454,6 +1454,34 @@ START_TEST(test_serve_does_not_reserve_what_preambles_claim)
 }
 END_TEST
 
+
+/*
+ * A client sends a READ and shuts its sending side down before the disk
+ * read is done: it still reads the whole reply, then EOF.
+ */
+START_TEST(test_serve_answers_a_half_closed_client)
+{
+	const size_t len = (size_t)4 << 20;
+	char t[PATH_MAX + 64], tcp[64];
+	static unsigned char buf[1 << 16];
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, sizeof(tcp));
+	fd = connect_to(tcp);
+	write_object(fd, len);
+	read_requests(fd, 1, len);
+	ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+		got += (size_t)n;
+	ck_assert_msg(n == 0, "recv: %s", strerror(errno));
+	ck_assert_uint_eq(got, BL_MSGR_OVERHEAD + 16 + len);
+	close(fd);
+	stop_server();
+}
+END_TEST
+
 START_TEST(test_tcp_target_that_is_not_there_gives_one_line_reason)
 {
 	struct res r;
@@ -1537,6 +1565,7 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_server_fed_malformed_frames_stays_up_for_others);
 	tcase_add_test(tc, test_serve_bounds_memory_for_replies_nobody_reads);
 	tcase_add_test(tc, test_serve_does_not_reserve_what_preambles_claim);
+	tcase_add_test(tc, test_serve_answers_a_half_closed_client);
 	tcase_add_test(tc, test_tcp_target_that_is_not_there_gives_one_line_reason);
 	suite_add_tcase(s, tc);
 	return s;

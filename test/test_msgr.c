@@ -2273,6 +2273,83 @@ START_TEST(a_preamble_claiming_the_largest_payload_reserves_little)
 }
 END_TEST
 
+
+/* Reads @fd (blocking, 10 s limit a read) until EOF; Return: bytes. */
+static size_t read_to_eof(int fd)
+{
+	static unsigned char sink[1 << 16];
+	struct timeval tv = { 10, 0 };
+	size_t got = 0;
+	ssize_t r;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while ((r = recv(fd, sink, sizeof(sink), 0)) > 0)
+		got += (size_t)r;
+	ck_assert_int_eq(r, 0);
+	return got;
+}
+
+/*
+ * A client sends its requests and shuts its sending side down
+ * (shutdown(SHUT_WR)) before it reads.  _i 0: the server answers from
+ * on_frame with replies larger than the socket takes at once; _i 1: it
+ * answers later, with max_inflight counting.  Either way the client reads
+ * every reply in full, then EOF, and the connection ends cleanly.
+ */
+START_TEST(a_half_closed_peer_still_gets_every_reply)
+{
+	const uint64_t n = 3;
+	const size_t reply = (size_t)300 << 10;
+	struct bl_msgr_conn_opts o;
+	struct bp x;
+	struct bl_uring *u = mk_uring();
+	unsigned char *req;
+	size_t len, got = 0;
+	int64_t end;
+	int fa, fb;
+
+	unix_pair(&fa, &fb);
+	bp_init(&x, &o, reply);
+	x.async = _i == 1;
+	if (x.async)
+		o.max_inflight = 8;
+	x.c = bl_msgr_conn_new(u, fb, &o);
+	ck_assert_ptr_nonnull(x.c);
+	req = requests(n, &len);
+	write_all(fa, req, len);
+	ck_assert_int_eq(shutdown(fa, SHUT_WR), 0);
+	end = now_ms() + wait_ms;
+	while (x.delivered < n && now_ms() < end)
+		bl_uring_run(u, 1, 10);
+	ck_assert_uint_eq(x.delivered, n);
+	if (x.async) {
+		/* the peer's EOF is in, the answers are not: still open */
+		for (int i = 0; i < 10; i++)
+			bl_uring_run(u, 1, 10);
+		ck_assert_int_eq(x.closed, 0);
+		while (x.held) {
+			bp_answer(&x);
+			x.held--;
+		}
+	}
+	/* the client reads while the server sends */
+	end = now_ms() + wait_ms;
+	while (!x.closed && now_ms() < end) {
+		bl_uring_run(u, 1, 10);
+		got += drain(fa);
+	}
+	ck_assert_int_eq(x.closed, 1);
+	got += read_to_eof(fa);
+	ck_assert_uint_eq(got, n * (reply + BL_MSGR_OVERHEAD));
+	ck_assert_int_eq(x.close_err, 0);
+	ck_assert_str_eq(x.reason, "peer closed");
+	ck_assert_uint_eq(x.st.frames_sent, n);
+	free(req);
+	close(fa);
+	bl_uring_destroy(u);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 /* ---- replies sent directly ----------------------------------------------- */
@@ -2548,6 +2625,8 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 	tcase_add_test(tc, streams_both_ways_beyond_max_out_bytes_do_not_stall);
 	tcase_add_test(tc,
 		a_preamble_claiming_the_largest_payload_reserves_little);
+	tcase_add_loop_test(tc, a_half_closed_peer_still_gets_every_reply, 0,
+			    2);
 	suite_add_tcase(s, tc);
 }
 

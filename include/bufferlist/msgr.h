@@ -160,6 +160,11 @@ typedef void (*bl_msgr_frame_fn)(void *arg, struct bl_msgr_conn *c,
 /**
  * bl_msgr_close_fn - @c is gone: called exactly once per connection, after
  * every operation on it finished; @c is freed when the callback returns.
+ * A peer that shuts down only its sending side (shutdown(SHUT_WR)) still
+ * gets its answers: the connection closes once every frame that peer sent
+ * was delivered, and answered when max_inflight counts answers, and every
+ * frame queued went to the kernel.  (Without max_inflight, a reply the
+ * application sends only after that, from elsewhere, finds it closed.)
  * @err:    0 when the peer closed cleanly between frames or the
  *          application closed the connection; otherwise a negative errno
  *          (-EBADMSG, -E2BIG for malformed frames, -EPIPE for a peer that
