@@ -91,6 +91,12 @@ struct bl_msgr_conn {
 	unsigned unanswered;	/* frames delivered (max_inflight only) */
 	struct bl__msgr_send_rec *recs;	/* FIFO ring of callbacks */
 	unsigned rec_cap, rec_head, rec_n, rec_inflight;
+	/* timeouts (the server's connections) */
+	uint64_t rx_raw;	/* bytes that came in, frames or not */
+	uint64_t act_seen;	/* rx_raw + bytes sent, at act_at */
+	int64_t act_at;		/* ms: when that last moved; 0: not yet */
+	int64_t hdr_at;		/* ms: a preamble partly in since; 0: none */
+	uint64_t hdr_frames;	/* frames_received then */
 	/* the server's list */
 	struct bl_msgr_server *srv;
 	struct bl_msgr_conn *snext, *sprev;
@@ -109,6 +115,12 @@ struct bl_msgr_server {
 	unsigned nconns;
 	int64_t next_accept;	/* ms: when to look for connections again */
 	bool ring_wait;		/* busy: wait in the ring, not in poll() */
+	bool accept_paused;	/* out of descriptors: until next_accept */
+	int backoff_ms;		/* the last pause; 0: accept4() succeeded */
+	int64_t log_next;	/* ms: the next accept failure worth a line */
+	unsigned log_suppressed;	/* failures not logged since */
+	int64_t next_sweep;	/* ms: when to check timeouts again */
+	bool sweep_due;		/* and whether an idle server must wake then */
 };
 
 /* ---- msgr_frame.c ------------------------------------------------------- */
@@ -158,6 +170,13 @@ bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
  * the kernel; a partial frame left over closes it with -EPIPE.
  */
 void bl__msgr_eof_check(struct bl_msgr_conn *c);
+
+/*
+ * Closes @c with -ETIMEDOUT if its idle or preamble timeout expired by
+ * @now (ms, CLOCK_MONOTONIC): the server calls it every SWEEP_MS.
+ * Return: true when a preamble timeout is running (@c stays open).
+ */
+bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now);
 
 /* @d = @o (NULL: zero) with every 0 replaced by its default. */
 void bl__msgr_opts_fill(struct bl_msgr_conn_opts *d,

@@ -114,6 +114,7 @@ static void pooled_cb(void *arg, ssize_t res, struct bl_list *data, bool more)
 	c->recv_busy = more;
 	c->depth++;
 	if (res > 0) {
+		c->rx_raw += (uint64_t)res;
 		c->in_rx = true;
 		got_data(c, data);
 		bl__msgr_rx_end(c);
@@ -395,6 +396,8 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
 	c->read_busy = false;
 	c->depth++;
 	c->in_rx = true;
+	if (res > 0)
+		c->rx_raw += (uint64_t)res;
 	if (c->closing) {
 		/* dropped */
 	} else if (res < 0 || (size_t)res < want) {

@@ -43,6 +43,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -58,6 +59,7 @@
 static char scratch[PATH_MAX + 64];	/* one directory per test */
 static char dio_dir[PATH_MAX + 64];	/* where O_DIRECT works ("" if nowhere) */
 static pid_t server = -1;		/* a `blbench serve` of this test */
+static rlim_t server_nofile;		/* its RLIMIT_NOFILE; 0: inherited */
 
 /* ---- running blbench ----------------------------------------------------- */
 
@@ -1009,6 +1011,14 @@ static void start_server(const char *target, char *tcp, size_t len)
 		dup2(fe, 2);
 		/* a test that fails half way must not leave a server behind */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (server_nofile) {
+			struct rlimit rl;
+
+			getrlimit(RLIMIT_NOFILE, &rl);
+			rl.rlim_cur = server_nofile;
+			if (setrlimit(RLIMIT_NOFILE, &rl))
+				_exit(125);
+		}
 		execl(BLBENCH_PATH, "blbench", "serve", "--listen",
 		      "127.0.0.1:0", "--target", target, (char *)NULL);
 		_exit(127);
@@ -1456,8 +1466,8 @@ END_TEST
 
 
 /*
- * A client sends a READ and shuts its sending side down before the disk
- * read is done: it still reads the whole reply, then EOF.
+ * A client sends 8 READs and shuts its sending side down before the disk
+ * reads are done: it still reads every reply in full, then EOF.
  */
 START_TEST(test_serve_answers_a_half_closed_client)
 {
@@ -1471,13 +1481,56 @@ START_TEST(test_serve_answers_a_half_closed_client)
 	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, sizeof(tcp));
 	fd = connect_to(tcp);
 	write_object(fd, len);
-	read_requests(fd, 1, len);
+	read_requests(fd, 8, len);
 	ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
 	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
 		got += (size_t)n;
 	ck_assert_msg(n == 0, "recv: %s", strerror(errno));
-	ck_assert_uint_eq(got, BL_MSGR_OVERHEAD + 16 + len);
+	ck_assert_uint_eq(got, 8 * (BL_MSGR_OVERHEAD + 16 + len));
 	close(fd);
+	stop_server();
+}
+END_TEST
+
+
+/*
+ * `ulimit -n 64` and 100 clients: out of descriptors, the server neither
+ * spins nor floods its log (at most a line a second), and once the
+ * clients are gone it serves the next one in full.
+ */
+START_TEST(test_serve_out_of_descriptors_backs_off)
+{
+	char t[PATH_MAX + 64], tcp[64], errp[PATH_MAX + 64];
+	int64_t t0, c0, cpu, wall;
+	struct res r;
+	int fds[100], lines;
+	char *err;
+
+	server_nofile = 64;
+	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, sizeof(tcp));
+	server_nofile = 0;
+	for (int i = 0; i < 100; i++)
+		fds[i] = connect_to(tcp);
+	usleep(200000);
+	t0 = mono_ms();
+	c0 = cpu_ms_of(server);
+	usleep(2000000);
+	cpu = cpu_ms_of(server) - c0;
+	wall = mono_ms() - t0;
+	ck_assert_msg(cpu <= wall / 4, "the server spent %lld ms of CPU in "
+		      "%lld ms out of descriptors", (long long)cpu,
+		      (long long)wall);
+	err = slurp(fmt(errp, sizeof(errp), "%s/.srv.err", scratch));
+	lines = count_str(err, "accept failed");
+	ck_assert_msg(lines >= 1 && lines <= 4, "%d accept failures logged in "
+		      "about 2 s", lines);
+	free(err);
+	for (int i = 0; i < 100; i++)
+		close(fds[i]);
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
+	    "--target", tcp);
+	expect_status(&r, 0);
+	res_free(&r);
 	stop_server();
 }
 END_TEST
@@ -1566,6 +1619,7 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_serve_bounds_memory_for_replies_nobody_reads);
 	tcase_add_test(tc, test_serve_does_not_reserve_what_preambles_claim);
 	tcase_add_test(tc, test_serve_answers_a_half_closed_client);
+	tcase_add_test(tc, test_serve_out_of_descriptors_backs_off);
 	tcase_add_test(tc, test_tcp_target_that_is_not_there_gives_one_line_reason);
 	suite_add_tcase(s, tc);
 	return s;

@@ -27,6 +27,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <liburing.h>
@@ -2350,6 +2351,247 @@ START_TEST(a_half_closed_peer_still_gets_every_reply)
 }
 END_TEST
 
+
+/* ---- out of descriptors, timeouts ----------------------------------------- */
+
+struct fdx {
+	unsigned logs, failed_lines;
+	char log[256];
+	int closes, timeouts;
+	char reason[4][160];
+	struct bl_msgr_conn *first;
+};
+
+static void fdx_log(void *arg, struct bl_msgr_conn *c, const char *msg)
+{
+	struct fdx *x = arg;
+
+	(void)c;
+	x->logs++;
+	if (strstr(msg, "accept failed"))
+		x->failed_lines++;
+	snprintf(x->log, sizeof(x->log), "%s", msg);
+}
+
+static void fdx_frame(void *arg, struct bl_msgr_conn *c,
+		      struct bl_msgr_frame *f)
+{
+	struct fdx *x = arg;
+
+	(void)f;
+	if (!x->first)
+		x->first = c;
+}
+
+static void fdx_close(void *arg, struct bl_msgr_conn *c, int err,
+		      const char *reason)
+{
+	struct fdx *x = arg;
+
+	if (c == x->first)
+		x->first = NULL;
+	if (x->closes < 4)
+		snprintf(x->reason[x->closes], 160, "%s", reason);
+	x->closes++;
+	if (err == -ETIMEDOUT)
+		x->timeouts++;
+}
+
+/* What the server process reports to the test. */
+struct fd_report {
+	unsigned nconns, failed_lines, nconns_after;
+	int64_t wall_ms, cpu_ms;
+	char log[256];
+};
+
+/* The server, in a process of its own with a few descriptors to spare. */
+static void fd_server(int l, int ready, int report)
+{
+	struct bl_msgr_conn_opts o;
+	struct fd_report rep;
+	struct bl_msgr_server *s;
+	struct bl_uring *u = mk_uring();
+	struct rlimit rl;
+	struct fdx x;
+	int64_t t0, c0, end;
+	int spare = dup(0);
+	char go;
+
+	memset(&x, 0, sizeof(x));
+	memset(&rep, 0, sizeof(rep));
+	memset(&o, 0, sizeof(o));
+	o.on_frame = fdx_frame;
+	o.on_close = fdx_close;
+	o.arg = &x;
+	o.log = fdx_log;
+	o.log_arg = &x;
+	s = bl_msgr_server_new(u, l, &o);
+	if (!s || spare < 0)
+		_exit(3);
+	close(spare);
+	/* room for 3 connections: spare is the lowest free descriptor */
+	getrlimit(RLIMIT_NOFILE, &rl);
+	rl.rlim_cur = (rlim_t)spare + 3;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		_exit(4);
+	if (write(ready, "r", 1) != 1 || read(ready, &go, 1) != 1)
+		_exit(5);
+	/* 30 clients wait in the backlog: 1.5 s of serving */
+	t0 = now_ms();
+	c0 = cpu_ms();
+	while (now_ms() - t0 < 1500)
+		bl_msgr_server_poll(s, 50);
+	rep.wall_ms = now_ms() - t0;
+	rep.cpu_ms = cpu_ms() - c0;
+	rep.nconns = bl_msgr_server_nconns(s);
+	rep.failed_lines = x.failed_lines;
+	snprintf(rep.log, sizeof(rep.log), "%s", x.log);
+	/* a connection closes: the next one in the backlog comes in */
+	if (x.first)
+		bl_msgr_conn_close(x.first, 0, NULL);
+	end = now_ms() + wait_ms;
+	while (x.closes < 1 && now_ms() < end)
+		bl_msgr_server_poll(s, 50);
+	end = now_ms() + wait_ms;
+	while (bl_msgr_server_nconns(s) < rep.nconns && now_ms() < end)
+		bl_msgr_server_poll(s, 50);
+	rep.nconns_after = bl_msgr_server_nconns(s);
+	if (write(report, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
+		_exit(6);
+	bl_msgr_server_destroy(s);
+	bl_uring_destroy(u);
+	_exit(0);
+}
+
+/*
+ * Out of descriptors, the server does not spin on a listening socket
+ * that stays readable: 30 clients wait in the backlog of a server that
+ * may open 3 more descriptors; over 1.5 s it takes under a quarter of a
+ * CPU and logs "accept failed" at most once a second.  When one of its
+ * connections closes, the next client is accepted.
+ */
+START_TEST(out_of_descriptors_the_server_backs_off)
+{
+	struct fd_report rep;
+	struct sockaddr_in sa;
+	int l = listener(&sa), sv[2], rp[2], fds[30], st;
+	size_t n;
+	unsigned char *g = stream(2, 1, 1, &n);
+	pid_t pid;
+	char c;
+
+	ck_assert_int_eq(listen(l, 64), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(pipe(rp), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(sv[0]);
+		close(rp[0]);
+		fd_server(l, sv[1], rp[1]);
+	}
+	close(sv[1]);
+	close(rp[1]);
+	ck_assert_int_eq(read(sv[0], &c, 1), 1);
+	for (int i = 0; i < 30; i++)
+		fds[i] = dial(&sa);
+	write_all(fds[0], g, n);	/* the server's first connection */
+	ck_assert_int_eq(write(sv[0], "g", 1), 1);
+	ck_assert_int_eq(read(rp[0], &rep, sizeof(rep)), (ssize_t)sizeof(rep));
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server: %d", st);
+	ck_assert_msg(rep.nconns >= 1 && rep.nconns <= 3, "%u connections",
+		      rep.nconns);
+	ck_assert_msg(rep.cpu_ms <= rep.wall_ms / 4,
+		      "%lld ms of CPU in %lld ms out of descriptors",
+		      (long long)rep.cpu_ms, (long long)rep.wall_ms);
+	ck_assert_msg(rep.failed_lines >= 1 && rep.failed_lines <= 3,
+		      "%u accept failures logged in %lld ms",
+		      rep.failed_lines, (long long)rep.wall_ms);
+	ck_assert_msg(strstr(rep.log, "Too many open files"), "log: %s",
+		      rep.log);
+	ck_assert_uint_eq(rep.nconns_after, rep.nconns);
+	for (int i = 0; i < 30; i++)
+		close(fds[i]);
+	close(sv[0]);
+	close(rp[0]);
+	close(l);
+	free(g);
+}
+END_TEST
+
+static bool fdx_closed(void *arg)
+{
+	return ((struct fdx *)arg)->closes >= 2;
+}
+
+/*
+ * _i 0: a preamble begun and not finished closes its connection after
+ * header_timeout_ms, also with the idle timeout off; one that was never
+ * begun stays.  _i 1: with idle_timeout_ms, connections that send
+ * nothing, before or after a frame, are closed.  Both -ETIMEDOUT, with
+ * the reason logged.
+ */
+START_TEST(timeouts_close_stalled_and_idle_connections)
+{
+	struct bl_msgr_conn_opts o;
+	struct sockaddr_in sa;
+	struct bl_msgr_server *s;
+	struct bl_uring *u = mk_uring();
+	struct fdx x;
+	int l = listener(&sa), a, b;
+	size_t n;
+	unsigned char *g = stream(2, 1, 1, &n);
+
+	memset(&x, 0, sizeof(x));
+	memset(&o, 0, sizeof(o));
+	o.on_frame = fdx_frame;
+	o.on_close = fdx_close;
+	o.arg = &x;
+	o.log = fdx_log;
+	o.log_arg = &x;
+	if (_i == 0)
+		o.header_timeout_ms = 200;
+	else
+		o.idle_timeout_ms = 300;
+	s = bl_msgr_server_new(u, l, &o);
+	ck_assert_ptr_nonnull(s);
+	a = dial(&sa);
+	b = dial(&sa);
+	if (_i == 0) {
+		write_all(a, g, 10);	/* 10 bytes of a preamble */
+		write_all(b, g, n);	/* a whole frame, then nothing */
+		write_all(b, g, 12);	/* and a second preamble begun */
+	} else {
+		write_all(b, g, n);
+	}
+	serve_until(s, fdx_closed, &x);
+	ck_assert_int_eq(x.closes, 2);
+	ck_assert_int_eq(x.timeouts, 2);
+	for (int i = 0; i < 2; i++)
+		ck_assert_msg(strstr(x.reason[i], _i ? "idle" : "preamble"),
+			      "reason: %s", x.reason[i]);
+	ck_assert_uint_ge(x.logs, 2);
+	ck_assert_uint_eq(bl_msgr_server_nconns(s), 0);
+	if (_i == 0) {
+		/* a client that never began a preamble is not timed */
+		int c = dial(&sa);
+
+		for (int i = 0; i < 8; i++)
+			bl_msgr_server_poll(s, 50);
+		ck_assert_uint_eq(bl_msgr_server_nconns(s), 1);
+		ck_assert_int_eq(x.closes, 2);
+		close(c);
+	}
+	bl_msgr_server_destroy(s);
+	close(a);
+	close(b);
+	close(l);
+	free(g);
+	bl_uring_destroy(u);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 /* ---- replies sent directly ----------------------------------------------- */
@@ -2626,6 +2868,9 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 	tcase_add_test(tc,
 		a_preamble_claiming_the_largest_payload_reserves_little);
 	tcase_add_loop_test(tc, a_half_closed_peer_still_gets_every_reply, 0,
+			    2);
+	tcase_add_test(tc, out_of_descriptors_the_server_backs_off);
+	tcase_add_loop_test(tc, timeouts_close_stalled_and_idle_connections, 0,
 			    2);
 	suite_add_tcase(s, tc);
 }

@@ -40,6 +40,13 @@
  */
 #define SRV_MAX_INFLIGHT 32
 #define SRV_READ_BUDGET ((uint64_t)64 << 20)
+/*
+ * Nobody holds a descriptor for free: a client that sends nothing and
+ * reads nothing for 2 minutes, or stops half way through a preamble for
+ * 10 s, is closed.
+ */
+#define SRV_IDLE_MS (120u * 1000)
+#define SRV_HEADER_MS (10u * 1000)
 
 struct srv_conn;
 
@@ -578,6 +585,8 @@ int blb_serve(const struct blb_opts *o)
 	co.max_payload = TCP_MAX_PAYLOAD;
 	co.align_data = true;	/* WRITE data lands 4096-aligned for O_DIRECT */
 	co.max_inflight = SRV_MAX_INFLIGHT;	/* every request is answered */
+	co.idle_timeout_ms = SRV_IDLE_MS;
+	co.header_timeout_ms = SRV_HEADER_MS;
 	s.ms = bl_msgr_server_new(s.u, lfd, &co);
 	if (!s.ms) {
 		fprintf(stderr, "blbench serve: cannot serve on %s\n", shown);

@@ -68,6 +68,8 @@ BL_BEGIN_DECLS
 #define BL_MSGR_DEFAULT_MAX_PAYLOAD ((size_t)64 << 20)
 /* What max_out_bytes 0 means. */
 #define BL_MSGR_DEFAULT_MAX_OUT ((size_t)16 << 20)
+/* What header_timeout_ms 0 means. */
+#define BL_MSGR_DEFAULT_HEADER_TIMEOUT_MS 10000u
 
 /* Encode options: bits above the 16 wire flags of bl_msgr_encode(). */
 #define BL_MSGR_ENC_COPY (1u << 16)	/* copy the payload, not share it */
@@ -233,6 +235,21 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  *               the peer is not read.  0: no limit, and nothing counted
  *               (the default: the messenger cannot know that a protocol
  *               answers its frames).
+ * @idle_timeout_ms: a server's connection that neither received a byte
+ *               nor got a byte of its own to the kernel for this many
+ *               milliseconds, and owes no answer (@max_inflight), is
+ *               closed with -ETIMEDOUT; 0: never (the default).
+ * @header_timeout_ms: a server's connection on which a frame's preamble
+ *               began to arrive and is not complete after this many
+ *               milliseconds is closed with -ETIMEDOUT; 0:
+ *               BL_MSGR_DEFAULT_HEADER_TIMEOUT_MS (10 s); UINT_MAX: never.
+ *
+ * Timeouts (@idle_timeout_ms, @header_timeout_ms) are kept by
+ * bl_msgr_server_poll() for the server's connections, checked every
+ * 100 ms or so (so they fire up to that much late); a connection of
+ * bl_msgr_conn_new() has no timer and ignores them.  A connection stopped
+ * by backpressure is not waiting for a preamble; if its peer does not
+ * read either, it is idle.
  *
  * Backpressure (@max_out_bytes, @max_inflight): a connection over either
  * limit stops delivering frames, leaves the frames it already holds where
@@ -301,6 +318,8 @@ struct bl_msgr_conn_opts {
 	void *log_arg;
 	size_t max_out_bytes;
 	unsigned max_inflight;
+	unsigned idle_timeout_ms;
+	unsigned header_timeout_ms;
 };
 
 /**
@@ -410,10 +429,19 @@ bl_msgr_server_new(struct bl_uring *u, int listen_fd,
 /**
  * bl_msgr_server_poll() - one turn of a server's event loop: waits up to
  * @timeout_ms (-1: no limit) for a connection to accept or a completion
- * on the ring, accepts every pending connection, and runs the ring's
- * callbacks (bl_uring_run).  It returns as soon as it did something.  An
- * accept or set-up failure is logged and skips that connection; accepted
- * TCP sockets get TCP_NODELAY (a messenger is latency bound).
+ * on the ring, accepts every pending connection, closes the connections
+ * whose timeouts expired (idle_timeout_ms, header_timeout_ms), and runs
+ * the ring's callbacks (bl_uring_run).  It returns as soon as it did
+ * something.  A set-up failure is logged and skips that connection;
+ * accepted TCP sockets get TCP_NODELAY (a messenger is latency bound).
+ *
+ * Out of descriptors or memory (accept4() failing with EMFILE, ENFILE,
+ * ENOBUFS or ENOMEM), the connection stays in the listen backlog and the
+ * listening socket stays readable: the server then stops looking at it
+ * for 100 ms, doubling with each failure in a row up to 1.6 s, or until
+ * one of its connections closes, instead of waking for it at once.
+ * Accept failures are logged at most once a second, the line saying how
+ * many went unlogged since the last.
  *
  * An idle server waits in one poll() on the listening socket and the
  * ring's fd.  Once completions come, it waits inside the ring
