@@ -452,7 +452,9 @@ bl_msgr_server_new(struct bl_uring *u, int listen_fd,
  * the blocking back end waits inside bl_uring_run(), so there it always
  * waits in the ring's slices.  A server waiting in the ring, or busy,
  * looks for new connections every few milliseconds (a new connection may
- * wait that long); a call with @timeout_ms 0 looks every time.
+ * wait that long); a call with @timeout_ms 0 looks every time.  With
+ * idle_timeout_ms set, or a preamble pending, an idle server also wakes
+ * every 100 ms or so to check its timeouts.
  * Return: completions handled plus connections accepted (0 on timeout),
  * or -errno.
  */
