@@ -49,6 +49,7 @@ struct bl__msgr_direct {
 	size_t got;		/* bytes in restl (trailer included) */
 	size_t want;		/* bytes the read in flight asks for */
 	size_t piece;		/* what the next piece may ask for */
+	uint32_t crc;		/* of the head and restl's payload bytes */
 	unsigned char tr[BL_MSGR_TRAILER];
 };
 

@@ -346,18 +346,25 @@ static bool stop_for_direct(struct bl_msgr_conn *c)
 	return true;
 }
 
-static void direct_done(struct bl_msgr_conn *c, struct bl_list *tail)
+/* crc32c of the payload's head (complete once the rest is being read). */
+static uint32_t head_crc(const struct bl__msgr_direct *d)
 {
-	struct bl__msgr_direct *d = &c->d;
-	struct bl_msgr_frame f;
 	uint32_t crc = BL_MSGR_CRC_SEED;
 
 	if (d->aligned && d->head)
 		crc = bl_crc32c(crc, bl_raw_data(d->P.raw), d->head);
 	else if (d->head)
 		crc = bl__msgr_crc_range(&d->headl, 0, d->head, crc);
-	if (tail)
-		crc = bl__msgr_crc_range(tail, 0, d->rest, crc);
+	return crc;
+}
+
+/* @tail: the rest, whose crc is in d->crc already (read_piece_done). */
+static void direct_done(struct bl_msgr_conn *c, struct bl_list *tail)
+{
+	struct bl__msgr_direct *d = &c->d;
+	struct bl_msgr_frame f;
+	uint32_t crc = tail ? d->crc : head_crc(d);
+
 	if (crc != bl__le32_load(d->tr)) {
 		bl_ptr_release(&d->P);
 		bl_list_clear(&d->headl);
@@ -385,6 +392,24 @@ static void direct_done(struct bl_msgr_conn *c, struct bl_list *tail)
 	if (d->aligned)
 		c->st.aligned_frames++;
 	deliver(c, &f, BL_MSGR_OVERHEAD + (size_t)d->len);
+}
+
+/*
+ * A piece of @n bytes went to the end of d->restl: its payload bytes go
+ * into the crc now, while the read has just left them in the cache, not
+ * in one pass over the whole payload at the end.  Return: d->got.
+ */
+static size_t read_piece_done(struct bl__msgr_direct *d, size_t n)
+{
+	size_t pay = d->got < d->rest ? d->rest - d->got : 0;
+
+	if (pay > n)
+		pay = n;
+	if (!d->got)
+		d->crc = head_crc(d);
+	d->crc = bl__msgr_crc_range(&d->restl, d->got, pay, d->crc);
+	d->got += n;
+	return d->got;
 }
 
 static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
@@ -427,7 +452,8 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
 		}
 	} else if (bl_list_claim_append(&d->restl, data)) {
 		bl__msgr_conn_end(c, -ENOMEM, true, "out of memory receiving");
-	} else if ((d->got += (size_t)res) < d->rest + BL_MSGR_TRAILER) {
+	} else if (read_piece_done(d, (size_t)res) <
+		   d->rest + BL_MSGR_TRAILER) {
 		int ret = read_piece(c);
 
 		if (ret)
