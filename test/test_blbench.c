@@ -20,7 +20,11 @@
  *  - a raw target too small for one round is refused, one that fills up
  *    stops the run cleanly;
  *  - the TCP target through `blbench serve`, and a server fed malformed
- *    frames that stays up for the next client.
+ *    frames that stays up for the next client;
+ *  - hostile clients of the server: READ replies never read (its memory
+ *    stays bounded), preambles claiming 1 GiB (its address space does),
+ *    a half-closed client (still answered), 100 clients under ulimit -n
+ *    64 (no spinning, a log line a second at most).
  *
  * Runs are kept small (64 KiB ops, a few ops in flight, capped object
  * counts) so the suite writes little and stays well under 30 seconds.
@@ -1264,7 +1268,8 @@ static int64_t cpu_ms_of(pid_t pid)
 	 * cmajflt utime stime */
 	ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u "
 				"%*u %*u %llu %llu", &ut, &st), 2);
-	return (int64_t)((ut + st) * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
+	return (int64_t)((ut + st) * 1000 /
+			 (unsigned long long)sysconf(_SC_CLK_TCK));
 }
 
 static int64_t mono_ms(void)

@@ -8,6 +8,12 @@
  * bytes (no copy counted, payload pointing into the receive raws), every
  * kind of malformed frame, and allocation failure at every step.
  *
+ * Hostile peers: replies never read and requests never answered
+ * (backpressure bounds memory, CPU and what is delivered), streams both
+ * ways that must not stall, preambles claiming 2 GiB (address space stays
+ * small), half-closed peers (still answered), a server out of descriptors
+ * (no spinning, a log line a second) and timeouts.
+ *
  * The connection and server cases run twice, in "*-uring" on the io_uring
  * back end and in "*-blocking" on the blocking one
  * (bl_uring_params.force_blocking).  Both ends of a connection live in the

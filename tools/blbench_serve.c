@@ -61,7 +61,7 @@ struct srv_req {
 	uint16_t type;
 	struct bl_list payload;		/* WRITE: the data until it is written */
 	struct srv_req *prev, *next;
-	struct srv_req *wnext;		/* READ: in its connection's wait queue */
+	struct srv_req *wnext;		/* READ: its connection's wait queue */
 };
 
 /* A client connection's READ budget. */
