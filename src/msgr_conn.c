@@ -14,6 +14,7 @@
  */
 #include "msgr_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,6 +71,9 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c)
 		return;
 	c->finished = true;
 	if (s) {
+		/* a descriptor is free: out of them, try accepting now */
+		if (s->accept_paused)
+			s->next_accept = 0;
 		if (c->sprev)
 			c->sprev->snext = c->snext;
 		else
@@ -84,6 +88,7 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c)
 	bl_list_clear(&c->outq);
 	bl_ptr_release(&c->d.P);
 	bl_list_clear(&c->d.headl);
+	bl_list_clear(&c->d.restl);
 	if (c->own_br)
 		bl_uring_bufring_destroy(c->br);
 	if (!c->o.keep_fd)
@@ -110,6 +115,7 @@ void bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
 		bl__msgr_log(&c->o, c, "fd %d: closing: %s", c->fd, c->reason);
 	c->depth++;
 	/* queued frames never reached the kernel: take them back */
+	c->out_bytes -= bl_list_length(&c->outq);
 	bl_list_clear(&c->outq);
 	c->outq_frames = 0;
 	for (unsigned i = c->rec_inflight, n = c->rec_n; i < n; i++) {
@@ -122,6 +128,65 @@ void bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
 	shutdown(c->fd, SHUT_RDWR);
 	c->depth--;
 	bl__msgr_maybe_finish(c);
+}
+
+void bl__msgr_eof_check(struct bl_msgr_conn *c)
+{
+	size_t pending = bl_list_length(&c->in);
+
+	if (!c->rd_eof || c->closing)
+		return;
+	if (pending) {
+		/* frames that backpressure holds are delivered first */
+		if (!c->paused)
+			bl__msgr_conn_end(c, -EPIPE, true,
+					  "peer closed in the middle of a "
+					  "frame (%zu bytes pending)", pending);
+		return;
+	}
+	/* a half-closed peer still gets its answers */
+	if (c->send_busy || bl_list_length(&c->outq) ||
+	    (c->o.max_inflight && c->unanswered))
+		return;
+	bl__msgr_conn_end(c, 0, false, "peer closed");
+}
+
+bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
+{
+	uint64_t act = c->rx_raw + (c->tx_bytes - c->out_bytes);
+	size_t in = bl_list_length(&c->in);
+
+	if (c->closing)
+		return false;
+	if (act != c->act_seen || !c->act_at) {
+		c->act_seen = act;
+		c->act_at = now;
+	}
+	if (c->o.max_inflight && c->unanswered)
+		c->act_at = now;	/* we owe the peer, not it us */
+	if (c->o.idle_timeout_ms &&
+	    now - c->act_at >= (int64_t)c->o.idle_timeout_ms) {
+		bl__msgr_conn_end(c, -ETIMEDOUT, true,
+				  "idle for %u ms", c->o.idle_timeout_ms);
+		return false;
+	}
+	/* a preamble begun and not finished (not our own backpressure) */
+	if (!in || in >= BL_MSGR_PREAMBLE || c->read_busy || c->paused ||
+	    c->o.header_timeout_ms == UINT_MAX) {
+		c->hdr_at = 0;
+		return false;
+	}
+	if (!c->hdr_at || c->hdr_frames != c->st.frames_received) {
+		c->hdr_at = now;
+		c->hdr_frames = c->st.frames_received;
+	} else if (now - c->hdr_at >= (int64_t)c->o.header_timeout_ms) {
+		bl__msgr_conn_end(c, -ETIMEDOUT, true,
+				  "preamble not complete after %u ms "
+				  "(%zu of %d bytes)", c->o.header_timeout_ms,
+				  in, BL_MSGR_PREAMBLE);
+		return false;
+	}
+	return true;
 }
 
 void bl_msgr_conn_close(struct bl_msgr_conn *c, int err, const char *reason)
@@ -163,6 +228,10 @@ void bl__msgr_opts_fill(struct bl_msgr_conn_opts *d,
 		d->copy_below = COPY_BELOW_DEFAULT;
 	if (!d->direct_min)
 		d->direct_min = DIRECT_MIN_DEFAULT;
+	if (!d->max_out_bytes)
+		d->max_out_bytes = BL_MSGR_DEFAULT_MAX_OUT;
+	if (!d->header_timeout_ms)
+		d->header_timeout_ms = BL_MSGR_DEFAULT_HEADER_TIMEOUT_MS;
 }
 
 struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
@@ -191,6 +260,7 @@ struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
 	bl_list_init(&c->in);
 	bl_list_init(&c->outq);
 	bl_list_init(&c->d.headl);
+	bl_list_init(&c->d.restl);
 	/* one-shot receives bound what aligning copies (see msgr_recv.c) */
 	c->multishot = !c->o.align_data;
 	c->br = shared ? shared : c->o.bufring;
