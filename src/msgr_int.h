@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * msgr_int.h - what the messenger's files share (msgr_frame.c, msgr_conn.c,
- * msgr_recv.c, msgr_send.c, msgr_server.c): the connection and server
- * structs and the bl__msgr_* functions one file calls in another.  Calls
- * go one way where they can: server -> conn -> recv / send -> frame;
- * recv and send call back into conn only to close (bl__msgr_conn_end) and
- * to free (bl__msgr_maybe_finish), recv into send to flush replies
- * (bl__msgr_rx_end), and send into recv to resume receiving once sends
- * drained (bl__msgr_rx_resume).  Never installed.
+ * msgr_send.c, msgr_recv.c, msgr_open.c, msgr_server.c): the connection
+ * and server structs and the bl__msgr_* functions one file calls in
+ * another.  Calls go one way, each file using only those below it:
+ *	server -> open -> recv -> send -> conn -> frame
+ * The one call against that order, sending restarting the reading that
+ * backpressure stopped, goes through the connection's rx_resume pointer,
+ * which msgr_open.c sets.  Never installed.
  */
 #ifndef BUFFERLIST_MSGR_INT_H
 #define BUFFERLIST_MSGR_INT_H
@@ -74,6 +74,10 @@ struct bl_msgr_conn {
 	bool closing, finished;
 	bool dry;		/* the ring ran dry: next receive is plain */
 	bool paused;		/* receiving stopped by backpressure */
+	/* the receive side's bl__msgr_rx_resume, set by msgr_open.c: sending
+	 * restarts reading when its queue drains without calling up into
+	 * msgr_recv.c */
+	void (*rx_resume)(struct bl_msgr_conn *c);
 	bool rd_eof;		/* the peer sends nothing more */
 	int err;
 	/* receiving */

@@ -94,7 +94,7 @@ static void send_cb(void *arg, ssize_t res, struct bl_list *data)
 					  strerror(-ret));
 	}
 	if (c->paused)
-		bl__msgr_rx_resume(c);
+		c->rx_resume(c);	/* the queue drained: read again */
 	bl__msgr_eof_check(c);
 	c->depth--;
 	bl__msgr_maybe_finish(c);
