@@ -111,7 +111,7 @@ void bl__uring_blk_perform(struct bl_uring *u, struct uop *op)
 			return;
 		}
 		bl__uring_doneq_push(u, op);
-		op = bl__uring_seq_next(u, op);
+		op = op->seq == SEQ_HEAD ? bl__uring_seq_next(u, op) : NULL;
 	}
 }
 

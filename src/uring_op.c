@@ -207,11 +207,14 @@ static void op_collect(struct uop *op)
 void bl__uring_op_finish(struct bl_uring *u, struct uop *op)
 {
 	struct bl_list *data = NULL;
-	struct uop *next = bl__uring_seq_next(u, op);
 
 	/* the next on the descriptor goes before this callback runs */
-	if (next)
-		u->be->start(u, next);
+	if (op->seq == SEQ_HEAD) {
+		struct uop *next = bl__uring_seq_next(u, op);
+
+		if (next)
+			u->be->start(u, next);
+	}
 
 	if (op->kind == OP_READ || op->kind == OP_RECV) {
 		data = &op->data;
