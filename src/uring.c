@@ -36,9 +36,6 @@
  */
 #define ZC_THRESHOLD_DEFAULT ((size_t)16 * 1024)
 
-bl__uring_cqe_hook_fn _Atomic bl__uring_cqe_hook;
-_Atomic bool bl__uring_rwf_nosignal_refused;
-
 /* ---- creation and teardown -------------------------------------------- */
 
 static size_t default_zc_threshold(void)
@@ -55,30 +52,13 @@ static struct bl_uring *uring_alloc(const struct bl_uring_params *p)
 		return NULL;
 	memset(u, 0, sizeof(*u));
 	u->al = al;
+	u->be = &bl__uring_backend_blocking;	/* until a ring is set up */
 	u->zc_threshold = p && p->zc_threshold ? p->zc_threshold
 					       : default_zc_threshold();
 	for (unsigned i = 0; i < ZC_HINTS; i++)
 		u->zc_hint[i].fd = -1;
 	u->zc_adapt = true;
 	return u;
-}
-
-static void probe(struct bl_uring *u)
-{
-	struct io_uring_probe *pr = io_uring_get_probe_ring(u->ring);
-
-	if (!pr)
-		return;
-	u->has_send_zc = io_uring_opcode_supported(pr, IORING_OP_SEND_ZC);
-	u->has_sendmsg_zc = io_uring_opcode_supported(pr, IORING_OP_SENDMSG_ZC);
-	/*
-	 * Multishot receive has no opcode of its own; it came with the same
-	 * kernel (6.0) as SEND_ZC.  A kernel that refuses it anyway answers
-	 * -EINVAL, and the receive is re-armed as single shot.
-	 */
-	u->has_recv_multishot = u->has_send_zc;
-	u->zc_report = u->has_sendmsg_zc;	/* until the kernel says -EINVAL */
-	io_uring_free_probe(pr);
 }
 
 static void set_reason(struct bl_uring *u, int err)
@@ -142,8 +122,7 @@ struct bl_uring *bl_uring_create(const struct bl_uring_params *p)
 		set_reason(u, -ret);
 		return u;
 	}
-	u->ring = &u->own;
-	probe(u);
+	bl__uring_kernel_setup(u, &u->own);
 	return u;
 }
 
@@ -161,9 +140,8 @@ struct bl_uring *bl_uring_attach(struct io_uring *ring,
 		errno = ENOMEM;
 		return NULL;
 	}
-	u->ring = ring;
 	u->attached = true;
-	probe(u);
+	bl__uring_kernel_setup(u, ring);
 	return u;
 }
 
@@ -173,10 +151,7 @@ void bl_uring_destroy(struct bl_uring *u)
 		return;
 	BL_ASSERT(!u->reaping && !u->destroying);	/* not from a callback */
 	u->destroying = true;
-	if (u->ring)
-		bl__uring_drain_kernel(u);
-	else
-		bl__uring_drain_blocking(u);
+	u->be->drain(u);
 	bl__uring_bufrings_destroy(u);
 	bl__uring_regpool_destroy(u);
 	if (u->ring && !u->attached)
@@ -474,9 +449,7 @@ int bl_uring_run(struct bl_uring *u, unsigned min_complete, int timeout_ms)
 	/* from a callback: the outer call owns the CQ ring's head */
 	if (u->reaping || u->destroying)
 		return -EDEADLK;
-	if (u->ring)
-		return bl__uring_run_kernel(u, min_complete, timeout_ms);
-	return bl__uring_run_blocking(u, min_complete, timeout_ms);
+	return u->be->run(u, min_complete, timeout_ms);
 }
 
 int bl_uring_handle_cqe(struct bl_uring *u, struct io_uring_cqe *cqe)
@@ -591,18 +564,4 @@ void bl__uring_zc_adapt(struct bl_uring *u, bool on)
 	u->zc_adapt = on;
 	for (unsigned i = 0; i < ZC_HINTS; i++)
 		u->zc_hint[i].fd = -1;
-}
-
-void bl__uring_set_cqe_hook(bl__uring_cqe_hook_fn fn)
-{
-	atomic_store_explicit(&bl__uring_cqe_hook, fn, memory_order_relaxed);
-}
-
-bool bl__uring_rwf_nosignal(int set)
-{
-	if (set >= 0)
-		atomic_store_explicit(&bl__uring_rwf_nosignal_refused, !set,
-				      memory_order_relaxed);
-	return !atomic_load_explicit(&bl__uring_rwf_nosignal_refused,
-				     memory_order_relaxed);
 }

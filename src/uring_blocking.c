@@ -89,7 +89,7 @@ static ssize_t blk_hook(struct uop *op, ssize_t r)
 
 /*
  * Runs @op as far as it goes; when it ends, the op queued behind it on
- * its descriptor (bl__uring_seq_pop) runs next, in this same loop, so a
+ * its descriptor (bl__uring_seq_next) runs next, in this same loop, so a
  * file's writes at the position still end in the submit call.
  */
 void bl__uring_blk_perform(struct bl_uring *u, struct uop *op)
@@ -98,13 +98,6 @@ void bl__uring_blk_perform(struct bl_uring *u, struct uop *op)
 		enum step st;
 		ssize_t r;
 
-		if (op->seq && (u->destroying || !op->total)) {
-			/* a turn come with nothing to do, or during destroy */
-			op->res = u->destroying ? -ECANCELED : 0;
-			bl__uring_doneq_push(u, op);
-			op = bl__uring_seq_pop(u, op);
-			continue;
-		}
 		if (op->pollfirst && !fd_ready(op)) {
 			waitq_push(u, op);
 			return;
@@ -118,7 +111,7 @@ void bl__uring_blk_perform(struct bl_uring *u, struct uop *op)
 			return;
 		}
 		bl__uring_doneq_push(u, op);
-		op = bl__uring_seq_pop(u, op);
+		op = op->seq == SEQ_HEAD ? bl__uring_seq_next(u, op) : NULL;
 	}
 }
 
@@ -204,7 +197,7 @@ static int blk_poll(struct bl_uring *u, int ms)
 	return ready;
 }
 
-int bl__uring_run_blocking(struct bl_uring *u, unsigned min, int timeout_ms)
+static int blk_run(struct bl_uring *u, unsigned min, int timeout_ms)
 {
 	uint64_t start = u->ncomplete;
 	int64_t deadline = timeout_ms > 0 ? (int64_t)bl__now_ms() + timeout_ms : 0;
@@ -250,7 +243,7 @@ int bl__uring_run_blocking(struct bl_uring *u, unsigned min, int timeout_ms)
 	return (int)(u->ncomplete - start);
 }
 
-void bl__uring_drain_blocking(struct bl_uring *u)
+static void blk_drain(struct bl_uring *u)
 {
 	struct uop *op;
 
@@ -263,3 +256,10 @@ void bl__uring_drain_blocking(struct bl_uring *u)
 		}
 	}
 }
+
+const struct bl__uring_backend bl__uring_backend_blocking = {
+	.start = bl__uring_blk_perform,		/* takes the queue along */
+	.pooled_again = bl__uring_blk_pooled,
+	.run = blk_run,
+	.drain = blk_drain,
+};

@@ -18,6 +18,41 @@
 #include <errno.h>
 #include <string.h>
 
+/* 6.18: a write that fails with EPIPE raises no SIGPIPE */
+#ifndef RWF_NOSIGNAL
+#define RWF_NOSIGNAL 0x00000100
+#endif
+
+/* The kernel refused RWF_NOSIGNAL (before 6.18): writes go without it. */
+static _Atomic bool rwf_nosignal_refused;
+
+/* ---- setup -------------------------------------------------------------- */
+
+static void probe(struct bl_uring *u)
+{
+	struct io_uring_probe *pr = io_uring_get_probe_ring(u->ring);
+
+	if (!pr)
+		return;
+	u->has_send_zc = io_uring_opcode_supported(pr, IORING_OP_SEND_ZC);
+	u->has_sendmsg_zc = io_uring_opcode_supported(pr, IORING_OP_SENDMSG_ZC);
+	/*
+	 * Multishot receive has no opcode of its own; it came with the same
+	 * kernel (6.0) as SEND_ZC.  A kernel that refuses it anyway answers
+	 * -EINVAL, and the receive is re-armed as single shot.
+	 */
+	u->has_recv_multishot = u->has_send_zc;
+	u->zc_report = u->has_sendmsg_zc;	/* until the kernel says -EINVAL */
+	io_uring_free_probe(pr);
+}
+
+void bl__uring_kernel_setup(struct bl_uring *u, struct io_uring *ring)
+{
+	u->ring = ring;
+	u->be = &bl__uring_backend_kernel;
+	probe(u);
+}
+
 /* ---- queue of ops waiting for an SQE ------------------------------------ */
 
 static void backlog_push(struct bl_uring *u, struct uop *op)
@@ -82,7 +117,7 @@ void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
 		 * later system calls; RWF_NOSIGNAL (6.18) stops it.
 		 */
 		op->rwf_nosig = op->off < 0 &&
-			!atomic_load_explicit(&bl__uring_rwf_nosignal_refused,
+			!atomic_load_explicit(&rwf_nosignal_refused,
 					      memory_order_relaxed);
 		if (op->rwf_nosig)
 			sqe->rw_flags |= RWF_NOSIGNAL;
@@ -141,7 +176,7 @@ void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
 }
 
 /* The next request of an op already in flight: never fails, may wait. */
-void bl__uring_issue(struct bl_uring *u, struct uop *op)
+static void issue(struct bl_uring *u, struct uop *op)
 {
 	struct io_uring_sqe *sqe = bl__uring_get_sqe(u);
 
@@ -232,7 +267,7 @@ static void pooled_cqe(struct bl_uring *u, struct uop *op,
 	    !u->destroying) {
 		u->has_recv_multishot = false;
 		op->multishot = 0;
-		bl__uring_issue(u, op);
+		issue(u, op);
 		return;
 	}
 	if (res > 0) {
@@ -249,7 +284,7 @@ static void pooled_cqe(struct bl_uring *u, struct uop *op,
 		op->got_any = 1;
 		if (again) {	/* single shot, or the kernel stopped early */
 			u->cnt.rearms++;
-			bl__uring_issue(u, op);
+			issue(u, op);
 		}
 		bl__uring_pooled_call(u, op, res, more || again);
 		bl__uring_op_maybe_free(u, op);
@@ -307,9 +342,17 @@ void bl__uring_handle(struct bl_uring *u, const struct io_uring_cqe *kc)
 	if (op->zc && (c.flags & IORING_CQE_F_MORE))
 		op->notifs++;
 	op->sqe = 0;
+	/* a kernel before 6.18 refuses RWF_NOSIGNAL: without it */
+	if (c.res == -EOPNOTSUPP && op->rwf_nosig) {
+		op->rwf_nosig = 0;
+		atomic_store_explicit(&rwf_nosignal_refused, true,
+				      memory_order_relaxed);
+		issue(u, op);
+		return;
+	}
 	switch (bl__uring_op_progress(u, op, c.res)) {
 	case STEP_NEXT:
-		bl__uring_issue(u, op);
+		issue(u, op);
 		return;
 	case STEP_WAIT:
 		op_issue_polled(u, op);
@@ -416,7 +459,7 @@ static int wait_until(struct bl_uring *u, unsigned keep, int64_t deadline,
 	return wait_cqes(u, keep, -1);
 }
 
-int bl__uring_run_kernel(struct bl_uring *u, unsigned min, int timeout_ms)
+static int kernel_run(struct bl_uring *u, unsigned min, int timeout_ms)
 {
 	uint64_t start = u->ncomplete;
 	int64_t deadline = timeout_ms > 0 ? (int64_t)bl__now_ms() + timeout_ms : 0;
@@ -477,7 +520,7 @@ static void cancel_all(struct bl_uring *u)
 			op_cancel(u, op);
 }
 
-void bl__uring_drain_kernel(struct bl_uring *u)
+static void kernel_drain(struct bl_uring *u)
 {
 	struct uop *op;
 	unsigned rounds = 0;
@@ -510,3 +553,22 @@ void bl__uring_drain_kernel(struct bl_uring *u)
 			cancel_all(u);
 	}
 }
+
+/* ---- for tests (uring_int.h) -------------------------------------------- */
+
+bool bl__uring_rwf_nosignal(int set)
+{
+	if (set >= 0)
+		atomic_store_explicit(&rwf_nosignal_refused, !set,
+				      memory_order_relaxed);
+	return !atomic_load_explicit(&rwf_nosignal_refused,
+				     memory_order_relaxed);
+}
+
+const struct bl__uring_backend bl__uring_backend_kernel = {
+	.start = issue,
+	/* unused: a pooled receive re-arms from its CQE (pooled_cqe) */
+	.pooled_again = issue,
+	.run = kernel_run,
+	.drain = kernel_drain,
+};

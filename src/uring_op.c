@@ -3,7 +3,9 @@
  * uring_op.c - the operation engine that both back ends run: an op's
  * allocation, its references and release, and what a transfer's result
  * means (resume, retry, wait, done), up to the final callback.  It issues
- * nothing itself: uring_kernel.c and uring_blocking.c do, and call back in.
+ * nothing itself: uring_kernel.c and uring_blocking.c do, and call down
+ * into it; when the engine must start an op on the back end (the next op
+ * on a descriptor, a pooled receive to re-arm) it asks through u->be.
  *
  * An operation (struct uop) is ONE allocation: its header, an iovec per
  * segment and a raw pointer per segment.  Submitting a write or a send
@@ -27,6 +29,14 @@
 
 /* -EAGAIN / -EINTR completions retried in a row before giving up. */
 #define RETRY_MAX 64u
+
+/* Both back ends apply it (bl__uring_apply_hook), so it lives below them. */
+bl__uring_cqe_hook_fn _Atomic bl__uring_cqe_hook;
+
+void bl__uring_set_cqe_hook(bl__uring_cqe_hook_fn fn)
+{
+	atomic_store_explicit(&bl__uring_cqe_hook, fn, memory_order_relaxed);
+}
 
 /* ---- ops: allocation, release ------------------------------------------ */
 
@@ -133,13 +143,6 @@ enum step bl__uring_op_progress(struct bl_uring *u, struct uop *op, ssize_t res)
 			bl__uring_zc_avoid(u, op->fd);
 			return STEP_NEXT;
 		}
-		/* a kernel before 6.18 refuses RWF_NOSIGNAL: without it */
-		if (res == -EOPNOTSUPP && op->rwf_nosig) {
-			op->rwf_nosig = 0;
-			atomic_store_explicit(&bl__uring_rwf_nosignal_refused,
-					      true, memory_order_relaxed);
-			return STEP_NEXT;
-		}
 		/* a kernel before 6.2 refuses the usage report */
 		if (res == -EINVAL && op->zc && u->zc_report) {
 			u->zc_report = false;
@@ -204,11 +207,14 @@ static void op_collect(struct uop *op)
 void bl__uring_op_finish(struct bl_uring *u, struct uop *op)
 {
 	struct bl_list *data = NULL;
-	struct uop *next = bl__uring_seq_pop(u, op);
 
 	/* the next on the descriptor goes before this callback runs */
-	if (next)
-		bl__uring_seq_start(u, next);
+	if (op->seq == SEQ_HEAD) {
+		struct uop *next = bl__uring_seq_next(u, op);
+
+		if (next)
+			u->be->start(u, next);
+	}
 
 	if (op->kind == OP_READ || op->kind == OP_RECV) {
 		data = &op->data;
@@ -283,20 +289,17 @@ struct uop *bl__uring_seq_pop(struct bl_uring *u, struct uop *op)
 	return next;
 }
 
-void bl__uring_seq_start(struct bl_uring *u, struct uop *op)
+struct uop *bl__uring_seq_next(struct bl_uring *u, struct uop *op)
 {
-	if (!u->ring) {
-		bl__uring_blk_perform(u, op);	/* takes the queue along */
-		return;
-	}
+	struct uop *next = bl__uring_seq_pop(u, op);
+
 	/* nothing to send, or no more starts: over at once, next please */
-	while (op && (u->destroying || !op->total)) {
-		op->res = u->destroying ? -ECANCELED : 0;
-		bl__uring_doneq_push(u, op);
-		op = bl__uring_seq_pop(u, op);
+	while (next && (u->destroying || !next->total)) {
+		next->res = u->destroying ? -ECANCELED : 0;
+		bl__uring_doneq_push(u, next);
+		next = bl__uring_seq_pop(u, next);
 	}
-	if (op)
-		bl__uring_issue(u, op);
+	return next;
 }
 
 /* Ends @op (no request of it in the kernel) with @res. */
@@ -341,7 +344,7 @@ void bl__uring_deliver(struct bl_uring *u)
 				op->more = 0;
 				bl__uring_doneq_push(u, op);
 			} else if (more) {
-				bl__uring_blk_pooled(u, op);
+				u->be->pooled_again(u, op);
 			} else {
 				bl__uring_op_maybe_free(u, op);
 			}

@@ -8,6 +8,18 @@
  * STEP_*, TAG_*) have no linkage and are the layer's own vocabulary.
  * Helpers that the submission or completion path of two files calls are
  * static inline here, so that the split into files added no call.
+ *
+ * Calls go one way, down this order, never back up:
+ *
+ *   uring.c                          the API: creation, submissions, run
+ *   uring_kernel.c, uring_blocking.c the back ends, side by side
+ *   uring_op.c                       the op engine both back ends run
+ *   bufring.c, regbuf.c              provided buffers, registered buffers
+ *
+ * Where the engine must start work on the back end (an op that waited its
+ * turn on its descriptor, a pooled receive to re-arm after its callback),
+ * it goes through u->be, the back end's struct bl__uring_backend, chosen
+ * when the ring is made.  test/check_calls.sh holds the files to this.
  */
 #ifndef BUFFERLIST_URING_PRIV_H
 #define BUFFERLIST_URING_PRIV_H
@@ -45,11 +57,6 @@
 #endif
 #ifndef IORING_NOTIF_USAGE_ZC_COPIED
 #define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
-#endif
-
-/* 6.18: a write that fails with EPIPE raises no SIGPIPE */
-#ifndef RWF_NOSIGNAL
-#define RWF_NOSIGNAL 0x00000100
 #endif
 
 /*
@@ -144,6 +151,7 @@ struct uop {
 
 struct bl_uring {
 	struct io_uring *ring;		/* NULL: blocking back end */
+	const struct bl__uring_backend *be;	/* ring's or blocking's */
 	bool attached;
 	bool destroying;
 	bool reaping;		/* callbacks may run: no nested reap */
@@ -228,13 +236,45 @@ struct bl_uring_regpool {
 	unsigned free_ids[];
 };
 
-/* The completion hook of the tests (uring_int.h); NULL almost always. */
-extern bl__uring_cqe_hook_fn _Atomic bl__uring_cqe_hook;
+/*
+ * What the engine (uring_op.c) asks of a back end; one const instance per
+ * back end, each defined in its file.  run and drain serve uring.c.
+ */
+struct bl__uring_backend {
+	/* @op (a write or send) now heads its descriptor's queue: start it
+	 * (never fails: it waits for an SQE or for readiness if it must) */
+	void (*start)(struct bl_uring *u, struct uop *op);
+	/* a pooled receive's callback asked for more: re-arm it */
+	void (*pooled_again)(struct bl_uring *u, struct uop *op);
+	/* bl_uring_run() on this back end */
+	int (*run)(struct bl_uring *u, unsigned min, int timeout_ms);
+	/* bl_uring_destroy(): ends every op and waits until none is left */
+	void (*drain)(struct bl_uring *u);
+};
 
-/* The kernel refused RWF_NOSIGNAL (before 6.18): writes go without it. */
-extern _Atomic bool bl__uring_rwf_nosignal_refused;
+extern const struct bl__uring_backend bl__uring_backend_kernel;
+extern const struct bl__uring_backend bl__uring_backend_blocking;
+
+/* ---- uring_kernel.c: issuing and completing on io_uring ---------------- */
+
+/* @u runs on @ring from now on: the back end, and what the kernel knows */
+void bl__uring_kernel_setup(struct bl_uring *u, struct io_uring *ring);
+struct io_uring_sqe *bl__uring_get_sqe(struct bl_uring *u);
+void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
+		       struct io_uring_sqe *sqe);
+void bl__uring_flush_backlog(struct bl_uring *u);
+void bl__uring_handle(struct bl_uring *u, const struct io_uring_cqe *kc);
+
+/* ---- uring_blocking.c: the blocking back end ---------------------------- */
+
+/* as far as it goes without blocking; then on the done or wait queue */
+void bl__uring_blk_perform(struct bl_uring *u, struct uop *op);
+void bl__uring_blk_pooled(struct bl_uring *u, struct uop *op);
 
 /* ---- uring_op.c: the operation engine, completion logic of both ends ---- */
+
+/* The completion hook of the tests (uring_int.h); NULL almost always. */
+extern bl__uring_cqe_hook_fn _Atomic bl__uring_cqe_hook;
 
 struct uop *bl__uring_op_new(struct bl_uring *u, int kind, unsigned n);
 void bl__uring_op_release(struct uop *op);
@@ -249,30 +289,9 @@ void bl__uring_deliver(struct bl_uring *u);
 bool bl__uring_seq_enter(struct bl_uring *u, struct uop *op);
 /* @op's transfer is over: the next op on its fd, now the head, or NULL */
 struct uop *bl__uring_seq_pop(struct bl_uring *u, struct uop *op);
-/* starts @op, just made the head by bl__uring_seq_pop() */
-void bl__uring_seq_start(struct bl_uring *u, struct uop *op);
-
-/* ---- uring_kernel.c: issuing and completing on io_uring ---------------- */
-
-struct io_uring_sqe *bl__uring_get_sqe(struct bl_uring *u);
-void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
-		       struct io_uring_sqe *sqe);
-void bl__uring_flush_backlog(struct bl_uring *u);
-/* the next request of an op: never fails (the backlog takes it) */
-void bl__uring_issue(struct bl_uring *u, struct uop *op);
-void bl__uring_handle(struct bl_uring *u, const struct io_uring_cqe *kc);
-/* bl_uring_run() and bl_uring_destroy()'s wait on this back end */
-int bl__uring_run_kernel(struct bl_uring *u, unsigned min, int timeout_ms);
-void bl__uring_drain_kernel(struct bl_uring *u);
-
-/* ---- uring_blocking.c: the blocking back end ---------------------------- */
-
-/* as far as it goes without blocking; then on the done or wait queue */
-void bl__uring_blk_perform(struct bl_uring *u, struct uop *op);
-void bl__uring_blk_pooled(struct bl_uring *u, struct uop *op);
-/* bl_uring_run() and bl_uring_destroy()'s wait on this back end */
-int bl__uring_run_blocking(struct bl_uring *u, unsigned min, int timeout_ms);
-void bl__uring_drain_blocking(struct bl_uring *u);
+/* the same, and the ops after it with nothing to do (or, during destroy,
+ * none may start) end on the done queue: the next to start, or NULL */
+struct uop *bl__uring_seq_next(struct bl_uring *u, struct uop *op);
 
 /* ---- bufring.c: provided-buffer rings ----------------------------------- */
 
