@@ -3,8 +3,13 @@
  * test_blbench.c - the blbench program, run as a user runs it (fork and
  * exec of the built binary, its output parsed back):
  *
- *  - bad options give a usage message and exit status 2; a target that
- *    cannot be opened gives a one-line reason and status 1;
+ *  - bad options give a usage message and exit status 2, getopt's naming
+ *    the program, not libtool's path to it; a target that cannot be
+ *    opened gives a one-line reason and status 1 (a tcp: host that does
+ *    not resolve: the resolver's); a SIZE typo in file:PATH:SIZE is bad
+ *    usage, not part of the path; --version;
+ *  - msgbench checks every option (a reason naming the value, the usage,
+ *    status 2), takes sizes as blbench does, --help on stdout;
  *  - rados:POOL's options (-c, -p, the pool name) without a cluster: a
  *    blbench built without the Ceph bridge says so in one line, status 2;
  *    one with it names the ceph.conf it could not read (-c or $CEPH_CONF);
@@ -55,6 +60,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -65,10 +71,14 @@
 #include <grp.h>
 #include <unistd.h>
 #include <bufferlist/msgr.h>
+#include <bufferlist/version.h>
 #include "testutil.h"
 
 #ifndef BLBENCH_PATH
 #define BLBENCH_PATH "./blbench"
+#endif
+#ifndef MSGBENCH_PATH
+#define MSGBENCH_PATH "./msgbench"
 #endif
 
 static char scratch[PATH_MAX + 64];	/* one directory per test */
@@ -130,6 +140,8 @@ struct how {
 	const char *env;	/* "NAME=VALUE" */
 	bool nobody;		/* as user nobody (exit 125 if it cannot be) */
 	long long fsize;	/* > 0: RLIMIT_FSIZE, SIGXFSZ ignored */
+	const char *prog;	/* the program (BLBENCH_PATH) */
+	const char *argv0;	/* its argv[0] ("blbench") */
 };
 
 /*
@@ -150,12 +162,12 @@ static pid_t spawn(const char *tag, const struct how *how,
 	/* made here, so that polling them never races the child's open */
 	close(open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
 	close(open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
-	argv[n++] = "blbench";
+	if (!how)
+		how = &plain;
+	argv[n++] = how->argv0 ? how->argv0 : "blbench";
 	while (*args && n < 63)
 		argv[n++] = *args++;
 	argv[n] = NULL;
-	if (!how)
-		how = &plain;
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -181,7 +193,8 @@ static pid_t spawn(const char *tag, const struct how *how,
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (how->env)
 			putenv((char *)how->env);
-		execv(BLBENCH_PATH, (char *const *)argv);
+		execv(how->prog ? how->prog : BLBENCH_PATH,
+		      (char *const *)argv);
 		_exit(127);
 	}
 	return pid;
@@ -239,18 +252,25 @@ static bool wait_for_output(pid_t pid, const char *tag, const char *text,
 	return false;
 }
 
-static void run_as(struct res *r, const char *env, bool nobody,
-		   const char *const *args)
+static void run_how(struct res *r, const struct how *how,
+		    const char *const *args)
 {
-	struct how how = { .env = env, .nobody = nobody };
 	char p[PATH_MAX + 64];
-	pid_t pid = spawn("run", &how, args);
+	pid_t pid = spawn("run", how, args);
 	int st;
 
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	r->status = status_of(st);
 	r->out = slurp(fmt(p, sizeof(p), "%s/.run.out", scratch));
 	r->err = slurp(fmt(p, sizeof(p), "%s/.run.err", scratch));
+}
+
+static void run_as(struct res *r, const char *env, bool nobody,
+		   const char *const *args)
+{
+	struct how how = { .env = env, .nobody = nobody };
+
+	run_how(r, &how, args);
 }
 
 /* Runs blbench with @args (NULL-terminated) and, if @env, "NAME=VALUE". */
@@ -264,6 +284,11 @@ static void run_env(struct res *r, const char *env, const char *const *args)
 	run_env((r), (env), (const char *const[]){ __VA_ARGS__, NULL })
 #define RUN_NOBODY(r, ...) \
 	run_as((r), NULL, true, (const char *const[]){ __VA_ARGS__, NULL })
+/* msgbench, as its own name */
+#define RUN_MSGBENCH(r, ...) \
+	run_how((r), &(const struct how){ .prog = MSGBENCH_PATH, \
+					  .argv0 = "msgbench" }, \
+		(const char *const[]){ __VA_ARGS__, NULL })
 #define SPAWN(tag, ...) spawn((tag), NULL, (const char *const[]){ __VA_ARGS__, NULL })
 
 static void res_free(struct res *r)
@@ -546,6 +571,153 @@ START_TEST(test_help_prints_usage_on_stdout_and_succeeds)
 	expect_status(&r, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "usage: blbench"));
 	ck_assert_ptr_nonnull(strstr(r.out, "--target"));
+	ck_assert_ptr_nonnull(strstr(r.out, "--version"));
+	/* SECONDS 0 is no time limit: a write fills the target */
+	ck_assert_ptr_nonnull(strstr(r.out, "`blbench 0 write` fills it"));
+	ck_assert_str_eq(r.err, "");
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_version_names_the_library_version)
+{
+	struct res r;
+
+	RUN(&r, "--version");
+	expect_status(&r, 0);
+	ck_assert_str_eq(r.out, "blbench (libbufferlist) " BL_VERSION_STRING "\n");
+	ck_assert_str_eq(r.err, "");
+	res_free(&r);
+
+	RUN_MSGBENCH(&r, "--version");
+	expect_status(&r, 0);
+	ck_assert_str_eq(r.out, "msgbench (libbufferlist) " BL_VERSION_STRING "\n");
+	ck_assert_str_eq(r.err, "");
+	res_free(&r);
+}
+END_TEST
+
+/*
+ * getopt names argv[0]: run under the full path (as libtool's wrapper
+ * runs the real binary, from .libs), the messages still say "blbench:".
+ */
+START_TEST(test_getopt_messages_name_the_program_not_its_path)
+{
+	static const char *const progs[][2] = {
+		{ BLBENCH_PATH, "blbench" },
+		{ MSGBENCH_PATH, "msgbench" },
+	};
+	char want[64];
+	struct res r;
+
+	for (int i = 0; i < 2; i++) {
+		struct how how = { .prog = progs[i][0], .argv0 = progs[i][0] };
+
+		run_how(&r, &how, (const char *const[]){ "--bogus", NULL });
+		expect_status(&r, 2);
+		fmt(want, sizeof(want), "%s: unrecognized option '--bogus'\n",
+		    progs[i][1]);
+		ck_assert_msg(!strncmp(r.err, want, strlen(want)),
+			      "wanted '%s' first in:\n%s", want, r.err);
+		res_free(&r);
+
+		run_how(&r, &how, (const char *const[]){ "-t", NULL });
+		expect_status(&r, 2);
+		fmt(want, sizeof(want), "%s: option requires an argument -- 't'\n",
+		    progs[i][1]);
+		ck_assert_msg(!strncmp(r.err, want, strlen(want)),
+			      "wanted '%s' first in:\n%s", want, r.err);
+		ck_assert_ptr_null(strstr(r.err, ".libs"));
+		res_free(&r);
+	}
+}
+END_TEST
+
+START_TEST(test_msgbench_bad_options_give_a_reason_and_status_2)
+{
+	static const char *const cases[][4] = {
+		{ "--size", "0", NULL },
+		{ "--size", "1x", NULL },
+		{ "--size", "65M", NULL },
+		{ "--size", "-1", NULL },
+		{ "--conns", "0", NULL },
+		{ "--conns", "65", NULL },
+		{ "--conns", "2x", NULL },
+		{ "--seconds", "0", NULL },
+		{ "--seconds", "1s", NULL },
+		{ "--seconds", "nan", NULL },
+		{ "--mode", "burst", NULL },
+		{ "--impl", "theirs", NULL },
+		{ "--direct-min", "1q", NULL },
+		{ "--frames", "0", NULL },
+		{ "--frames", "1e3", NULL },
+		{ "--parse", "--size", "1K", NULL },	/* named: --parse */
+		{ "extra", NULL },
+	};
+	struct res r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *args[5] = { NULL };
+		const char *bad = NULL;
+
+		for (int j = 0; j < 4 && cases[i][j]; j++)
+			bad = args[j] = cases[i][j];
+		if (!strcmp(args[0], "--parse"))
+			bad = args[0];	/* what does not go with the rest */
+		run_how(&r, &(const struct how){ .prog = MSGBENCH_PATH,
+						  .argv0 = "msgbench" },
+			args);
+		ck_assert_msg(r.status == 2, "case %zu (%s %s): status %d\n%s",
+			      i, args[0], bad, r.status, r.err);
+		/* one line of reason naming the value, then the usage */
+		ck_assert_msg(!strncmp(r.err, "msgbench: ", 10) &&
+				      strstr(r.err, bad) &&
+				      strstr(r.err, bad) < strchr(r.err, '\n'),
+			      "case %zu: no reason naming '%s':\n%s", i, bad,
+			      r.err);
+		ck_assert_ptr_nonnull(strstr(r.err, "\nusage: msgbench"));
+		ck_assert_str_eq(r.out, "");
+		res_free(&r);
+	}
+}
+END_TEST
+
+START_TEST(test_msgbench_help_lists_every_option_on_stdout)
+{
+	static const char *const opts[] = {
+		"--size", "--conns", "--seconds", "--mode", "--parse",
+		"--impl", "--zc", "--align", "--blocking", "--direct-min",
+		"--no-regpool", "--lz4", "--frames", "--quiet", "--help",
+		"--version",
+	};
+	struct res r;
+
+	RUN_MSGBENCH(&r, "--help");
+	expect_status(&r, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "usage: msgbench"));
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		ck_assert_msg(strstr(r.out, opts[i]) != NULL, "no %s in:\n%s",
+			      opts[i], r.out);
+	ck_assert_str_eq(r.err, "");
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_msgbench_takes_sizes_with_suffixes)
+{
+	struct res r;
+
+	RUN_MSGBENCH(&r, "--size", "1K", "--direct-min", "0", "--conns", "2",
+		     "--seconds", "0.1", "--impl", "ours", "-q");
+	expect_status(&r, 0);
+	ck_assert_ptr_nonnull(strstr(r.out,
+		"RESULT msgbench stream size=1024 conns=2 impl=ours "));
+	ck_assert_ptr_null(strstr(r.out, "impl=base"));
+	res_free(&r);
+
+	RUN_MSGBENCH(&r, "--parse", "--frames", "1000", "-q");
+	expect_status(&r, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "RESULT msgbench parse size=0 conns=0 impl=ours "));
 	res_free(&r);
 }
 END_TEST
@@ -589,6 +761,51 @@ START_TEST(test_unopenable_target_gives_one_line_reason)
 	RUN(&r, "1", "seq", "--target", spec(t, sizeof(t), "dir", scratch, "empty"));
 	expect_status(&r, 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "Must write data before running a read benchmark!"));
+	/* and where it looked */
+	ck_assert_ptr_nonnull(strstr(r.err, t));
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_raw_file_size_that_is_not_a_size_is_a_usage_error)
+{
+	char t[PATH_MAX + 64], p[PATH_MAX + 64];
+	struct res r;
+	int fd;
+
+	/* a typo in SIZE is not part of the path */
+	RUN(&r, "1", "write", "--target",
+	    spec(t, sizeof(t), "file", scratch, "raw:1x"));
+	expect_status(&r, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "'1x' is not a size"));
+	ck_assert_ptr_nonnull(strstr(r.err, "usage: blbench"));
+	ck_assert_int_eq(access(path_in(p, sizeof(p), scratch, "raw"), F_OK), -1);
+	res_free(&r);
+
+	/* serve checks its target alike */
+	RUN(&r, "serve", "--listen", "127.0.0.1:0", "--target",
+	    spec(t, sizeof(t), "file", scratch, "raw:10Q"));
+	expect_status(&r, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "'10Q' is not a size"));
+	res_free(&r);
+
+	/* a ':' followed by what no size looks like is the path's */
+	RUN(&r, "1", "write", "--target",
+	    spec(t, sizeof(t), "file", scratch, "pci-0000:00:1f.2"));
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "pci-0000:00:1f.2"));
+	res_free(&r);
+
+	/* and so is the whole spec when that names a file */
+	fd = open(path_in(p, sizeof(p), scratch, "dev:1x"),
+		  O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 4 << 20), 0);
+	close(fd);
+	RUN(&r, "-b", "64K", "-t", "1", "--max-objects", "2", "0", "write",
+	    "--target", spec(t, sizeof(t), "file", scratch, "dev:1x"));
+	expect_status(&r, 0);
+	ck_assert_int_eq(check_write_summary(r.out, 65536, 65536), 2);
 	res_free(&r);
 }
 END_TEST
@@ -1977,6 +2194,46 @@ START_TEST(test_tcp_target_that_is_not_there_gives_one_line_reason)
 }
 END_TEST
 
+/* RFC 6761: names under .invalid never resolve */
+#define NO_HOST "blbench-test.invalid"
+
+START_TEST(test_tcp_host_that_does_not_resolve_gives_the_resolvers_reason)
+{
+	struct addrinfo hints, *ai = NULL;
+	char t[PATH_MAX + 64];
+	const char *why;
+	struct res r;
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	rc = getaddrinfo(NO_HOST, "6800", &hints, &ai);
+	if (rc == 0)
+		freeaddrinfo(ai);
+	if (rc == 0 || rc == EAI_SYSTEM) {
+		fprintf(stderr, "skipped: this resolver answers for %s\n", NO_HOST);
+		return;
+	}
+	why = gai_strerror(rc);
+
+	RUN(&r, "1", "write", "--target", "tcp:" NO_HOST ":6800");
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "tcp:" NO_HOST ":6800"));
+	ck_assert_msg(strstr(r.err, why) != NULL, "no '%s' in:\n%s", why, r.err);
+	ck_assert_ptr_null(strstr(r.err, strerror(EHOSTUNREACH)));
+	ck_assert_ptr_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);
+	res_free(&r);
+
+	/* serve's --listen alike */
+	RUN(&r, "serve", "--listen", NO_HOST ":0", "--target",
+	    spec(t, sizeof(t), "dir", scratch, "s"));
+	expect_status(&r, 1);
+	ck_assert_msg(strstr(r.err, why) != NULL, "no '%s' in:\n%s", why, r.err);
+	res_free(&r);
+}
+END_TEST
+
 static Suite *blbench_suite(void)
 {
 	Suite *s = suite_create("blbench");
@@ -1987,6 +2244,11 @@ static Suite *blbench_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_bad_options_give_usage_and_status_2);
 	tcase_add_test(tc, test_help_prints_usage_on_stdout_and_succeeds);
+	tcase_add_test(tc, test_version_names_the_library_version);
+	tcase_add_test(tc, test_getopt_messages_name_the_program_not_its_path);
+	tcase_add_test(tc, test_msgbench_bad_options_give_a_reason_and_status_2);
+	tcase_add_test(tc, test_msgbench_help_lists_every_option_on_stdout);
+	tcase_add_test(tc, test_msgbench_takes_sizes_with_suffixes);
 	tcase_add_test(tc, test_pool_and_sizes_with_suffixes_are_accepted);
 	tcase_add_test(tc, test_unopenable_target_gives_one_line_reason);
 	tcase_add_test(tc, test_rados_target_options_are_checked_before_connecting);
@@ -2013,6 +2275,7 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_one_cleanup_removes_what_a_killed_run_left);
 	tcase_add_test(tc, test_metadata_naming_files_elsewhere_is_refused);
 	tcase_add_test(tc, test_object_size_beyond_16t_is_a_usage_error);
+	tcase_add_test(tc, test_raw_file_size_that_is_not_a_size_is_a_usage_error);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("output");
@@ -2038,6 +2301,7 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_tcp_target_with_direct_on_the_server);
 	tcase_add_test(tc, test_server_fed_malformed_frames_stays_up_for_others);
 	tcase_add_test(tc, test_tcp_target_that_is_not_there_gives_one_line_reason);
+	tcase_add_test(tc, test_tcp_host_that_does_not_resolve_gives_the_resolvers_reason);
 	tcase_add_test(tc, test_failed_server_write_leaves_no_empty_object);
 	tcase_add_test(tc, test_hello_with_absurd_alignment_is_refused);
 	tcase_add_test(tc, test_op_timeout_fails_a_run_whose_server_stalled);
