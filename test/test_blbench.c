@@ -18,7 +18,11 @@
  *    (writes made = ops in the metadata object = what seq finds, bandwidth
  *    = writes * size / time), and rados bench's labels are all there;
  *  - --format json is one valid JSON object with rados bench's keys;
- *  - --plot writes an SVG with its polylines;
+ *  - the latency histogram (tools/blbench_hist.c, compiled in) gives the
+ *    percentiles of known sets within its bucket error; a run prints
+ *    them after rados bench's summary and as JSON keys, in order, the
+ *    maximum equal to rados bench's;
+ *  - --plot writes an SVG with its polylines and the distribution panel;
  *  - a byte flipped in one object makes seq fail naming that object
  *    (pattern check, crc32c check, lz4);
  *  - the default target is a fixed directory a later process finds;
@@ -73,6 +77,7 @@
 #include <bufferlist/msgr.h>
 #include <bufferlist/version.h>
 #include "testutil.h"
+#include "blbench_hist.h"
 
 #ifndef BLBENCH_PATH
 #define BLBENCH_PATH "./blbench"
@@ -1171,7 +1176,173 @@ START_TEST(test_json_output_is_one_object_with_rados_keys)
 }
 END_TEST
 
-START_TEST(test_plot_writes_an_svg_of_both_panels)
+/* ---- latency percentiles --------------------------------------------------------- */
+
+/* |got - want| within the histogram's promise: 1/256 of want, and 1 ns */
+static void expect_near(uint64_t got, uint64_t want, const char *what)
+{
+	double err = fabs((double)got - (double)want);
+
+	ck_assert_msg(err <= (double)want / 256 + 1,
+		      "%s: %llu, wanted %llu (error %.3g%%)", what,
+		      (unsigned long long)got, (unsigned long long)want,
+		      want ? 100 * err / (double)want : 0);
+}
+
+START_TEST(test_histogram_buckets_are_contiguous_and_narrow)
+{
+	uint64_t lower, width, prev_end = 0;
+
+	ck_assert_uint_eq(BLB_HIST_BUCKETS, 4480);
+	for (size_t i = 0; i < BLB_HIST_BUCKETS; i++) {
+		blb_hist_bucket(i, &lower, &width);
+		/* each starts where the last ended, and holds what it says */
+		ck_assert_uint_eq(lower, prev_end);
+		ck_assert_uint_eq(blb_hist_index(lower), i);
+		ck_assert_uint_eq(blb_hist_index(lower + width - 1), i);
+		/* under 1% of its values wide (exact below 128 ns) */
+		ck_assert(lower < 128 ? width == 1 : width * 128 <= lower);
+		prev_end = lower + width;
+	}
+	/* 1 us .. 1000 s inside; beyond 2^41 ns, the last bucket */
+	ck_assert_uint_lt(blb_hist_index(1000000000000ull), BLB_HIST_BUCKETS - 1);
+	ck_assert_uint_eq(prev_end, 1ull << 41);
+	ck_assert_uint_eq(blb_hist_index(UINT64_MAX), BLB_HIST_BUCKETS - 1);
+	ck_assert_uint_eq(blb_hist_ns(-1), 0);
+	ck_assert_uint_eq(blb_hist_ns(1e-6), 1000);
+	ck_assert_uint_eq(blb_hist_ns(1e30), UINT64_MAX);
+}
+END_TEST
+
+START_TEST(test_histogram_percentiles_of_known_sets)
+{
+	static struct blb_hist h;	/* 35 KiB: not on the stack */
+	uint64_t v[1000];
+
+	/* empty: zeroes */
+	blb_hist_init(&h);
+	ck_assert_uint_eq(blb_hist_quantile(&h, 0.5), 0);
+	ck_assert_uint_eq(blb_hist_quantile(&h, 1), 0);
+
+	/* 1..100000 us, each once: the k-th smallest is k us */
+	for (uint64_t k = 1; k <= 100000; k++)
+		blb_hist_add(&h, k * 1000);
+	ck_assert_uint_eq(h.count, 100000);
+	expect_near(blb_hist_quantile(&h, 0.50), 50000000, "p50");
+	expect_near(blb_hist_quantile(&h, 0.90), 90000000, "p90");
+	expect_near(blb_hist_quantile(&h, 0.99), 99000000, "p99");
+	expect_near(blb_hist_quantile(&h, 0.999), 99900000, "p99.9");
+	ck_assert_uint_eq(blb_hist_quantile(&h, 1), 100000000);
+	ck_assert_uint_eq(blb_hist_quantile(&h, 0), 1000);
+
+	/*
+	 * 1000 values spread over 1 us .. 1000 s (a factor of 10^9,
+	 * geometrically), added in a scrambled order: the ranks of the
+	 * sorted set.
+	 */
+	blb_hist_init(&h);
+	for (int i = 0; i < 1000; i++)
+		v[i] = (uint64_t)llround(1000 * pow(10, 9.0 * i / 999));
+	for (int i = 0; i < 1000; i++)
+		blb_hist_add(&h, v[(i * 367) % 1000]);
+	expect_near(blb_hist_quantile(&h, 0.50), v[499], "p50 wide");
+	expect_near(blb_hist_quantile(&h, 0.90), v[899], "p90 wide");
+	expect_near(blb_hist_quantile(&h, 0.99), v[989], "p99 wide");
+	expect_near(blb_hist_quantile(&h, 0.999), v[998], "p99.9 wide");
+	ck_assert_uint_eq(blb_hist_quantile(&h, 1), v[999]);
+	ck_assert_uint_eq(v[999], 1000000000000ull);
+	ck_assert_uint_eq(h.min_ns, 1000);
+
+	/* one slow op among 999 fast: p99.9 is a fast one, max the slow */
+	blb_hist_init(&h);
+	for (int i = 0; i < 999; i++)
+		blb_hist_add(&h, 2000000);
+	blb_hist_add(&h, 3000000000ull);
+	expect_near(blb_hist_quantile(&h, 0.999), 2000000, "p99.9 of 999 + 1");
+	ck_assert_uint_eq(blb_hist_quantile(&h, 1), 3000000000ull);
+
+	/* never above the maximum, nor below the minimum */
+	blb_hist_init(&h);
+	blb_hist_add(&h, 1000001);
+	ck_assert_uint_eq(blb_hist_quantile(&h, 0.5), 1000001);
+	ck_assert_uint_eq(blb_hist_quantile(&h, 0.999), 1000001);
+}
+END_TEST
+
+/* The plain output's "Latency pNN(s):" lines, after rados bench's. */
+static void check_percentile_lines(const char *out, bool is_read)
+{
+	static const char *const labels[] = {
+		"Latency p50(s):", "Latency p90(s):", "Latency p99(s):",
+		"Latency p99.9(s):", "Latency max(s):",
+	};
+	const char *p = strstr(out, "Min latency(s):");
+	double prev = 0, v = 0, max;
+	char want[64];
+
+	ck_assert_msg(p != NULL, "no summary in:\n%s", out);
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+		/* each on its own line, in the summary's column */
+		fmt(want, sizeof(want), "\n%-*s", is_read ? 22 : 24, labels[i]);
+		p = strstr(p, want);
+		ck_assert_msg(p != NULL, "'%s' missing or out of order in:\n%s",
+			      labels[i], out);
+		v = strtod(p + strlen(want), NULL);
+		ck_assert_msg(v > 0 && v >= prev, "%s %g after %g", labels[i],
+			      v, prev);
+		prev = v;
+	}
+	/* the maximum is rados bench's, to the printed digits */
+	max = field(out, "Max latency(s):");
+	ck_assert_msg(fabs(v - max) <= 1e-5 * max, "max %g, Max latency %g",
+		      v, max);
+	ck_assert(field(out, "Latency p50(s):") >= field(out, "Min latency(s):") * (1 - 1.0 / 256));
+}
+
+START_TEST(test_runs_print_latency_percentiles_after_the_summary)
+{
+	static const char *const keys[] = {
+		"latency_p50", "latency_p90", "latency_p99", "latency_p999",
+		"latency_max",
+	};
+	char t[PATH_MAX + 64];
+	double prev = 0, v = 0;
+	struct res r;
+
+	spec(t, sizeof(t), "dir", scratch, "l");
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "200", "1", "write",
+	    "--no-cleanup", "--target", t);
+	expect_status(&r, 0);
+	check_write_summary(r.out, 65536, 65536);
+	check_percentile_lines(r.out, false);
+	res_free(&r);
+
+	RUN(&r, "1", "seq", "--target", t);
+	expect_status(&r, 0);
+	check_read_summary(r.out, 65536);
+	check_percentile_lines(r.out, true);
+	res_free(&r);
+
+	/* JSON: rados bench's keys, then these */
+	RUN(&r, "--format", "json", "1", "rand", "--target", t);
+	expect_status(&r, 0);
+	ck_assert(strstr(r.out, "\"min_latency\":") <
+		  strstr(r.out, "\"latency_p50\":"));
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		v = jfield(r.out, keys[i]);
+		ck_assert_msg(v >= prev, "%s %g after %g", keys[i], v, prev);
+		prev = v;
+	}
+	ck_assert(fabs(v - jfield(r.out, "max_latency")) <= 1e-6);
+	res_free(&r);
+
+	RUN(&r, "cleanup", "--target", t);
+	expect_status(&r, 0);
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_plot_writes_an_svg_of_its_three_panels)
 {
 	char t[PATH_MAX + 64], p[PATH_MAX + 64];
 	struct res r;
@@ -1188,6 +1359,12 @@ START_TEST(test_plot_writes_an_svg_of_both_panels)
 	ck_assert_ptr_nonnull(strstr(svg, "<polyline"));
 	ck_assert_ptr_nonnull(strstr(svg, "bandwidth (MB/s)"));
 	ck_assert_ptr_nonnull(strstr(svg, "latency (s)"));
+	/* the distribution, with its percentiles marked */
+	ck_assert_ptr_nonnull(strstr(svg, "latency distribution ("));
+	ck_assert_ptr_nonnull(strstr(svg, "latency (log scale)"));
+	ck_assert_ptr_nonnull(strstr(svg, "fill-opacity=\"0.6\""));
+	ck_assert_ptr_nonnull(strstr(svg, ">p99.9</text>"));
+	ck_assert_ptr_nonnull(strstr(svg, ">max</text>"));
 	/* the title is the command line, escaped */
 	ck_assert_ptr_nonnull(strstr(svg, "blbench -b 64K -t 2"));
 	ck_assert_ptr_nonnull(strstr(svg, "</svg>\n"));
@@ -2282,7 +2459,10 @@ static Suite *blbench_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_json_output_is_one_object_with_rados_keys);
-	tcase_add_test(tc, test_plot_writes_an_svg_of_both_panels);
+	tcase_add_test(tc, test_histogram_buckets_are_contiguous_and_narrow);
+	tcase_add_test(tc, test_histogram_percentiles_of_known_sets);
+	tcase_add_test(tc, test_runs_print_latency_percentiles_after_the_summary);
+	tcase_add_test(tc, test_plot_writes_an_svg_of_its_three_panels);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("verify");
