@@ -782,7 +782,9 @@ static void svg_distribution(FILE *f, const struct blb_stats *s)
 		x = fmin(fmax(x, PLOT_L), PLOT_R);
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"4,3\"/>\n",
 			x, p.top, x, p.bottom, colors[i]);
-		fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"%s\" fill=\"%s\">%s</text>\n",
+		/* a halo of the background, so that a close line behind
+		 * does not cross the name out */
+		fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"%s\" fill=\"%s\" stroke=\"#fafafa\" stroke-width=\"3\" paint-order=\"stroke\">%s</text>\n",
 			right ? x - 4 : x + 4, p.top + 14 + 14 * i,
 			right ? "end" : "start", colors[i], marks[i].name);
 		if (n >= 0 && (size_t)n < sizeof(legend))
