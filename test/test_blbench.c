@@ -3,8 +3,13 @@
  * test_blbench.c - the blbench program, run as a user runs it (fork and
  * exec of the built binary, its output parsed back):
  *
- *  - bad options give a usage message and exit status 2; a target that
- *    cannot be opened gives a one-line reason and status 1;
+ *  - bad options give a usage message and exit status 2, getopt's naming
+ *    the program, not libtool's path to it; a target that cannot be
+ *    opened gives a one-line reason and status 1 (a tcp: host that does
+ *    not resolve: the resolver's); a SIZE typo in file:PATH:SIZE is bad
+ *    usage, not part of the path; --version;
+ *  - msgbench checks every option (a reason naming the value, the usage,
+ *    status 2), takes sizes as blbench does, --help on stdout;
  *  - rados:POOL's options (-c, -p, the pool name) without a cluster: a
  *    blbench built without the Ceph bridge says so in one line, status 2;
  *    one with it names the ceph.conf it could not read (-c or $CEPH_CONF);
@@ -13,7 +18,11 @@
  *    (writes made = ops in the metadata object = what seq finds, bandwidth
  *    = writes * size / time), and rados bench's labels are all there;
  *  - --format json is one valid JSON object with rados bench's keys;
- *  - --plot writes an SVG with its polylines;
+ *  - the latency histogram (tools/blbench_hist.c, compiled in) gives the
+ *    percentiles of known sets within its bucket error; a run prints
+ *    them after rados bench's summary and as JSON keys, in order, the
+ *    maximum equal to rados bench's;
+ *  - --plot writes an SVG with its polylines and the distribution panel;
  *  - a byte flipped in one object makes seq fail naming that object
  *    (pattern check, crc32c check, lz4);
  *  - the default target is a fixed directory a later process finds;
@@ -59,6 +68,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -70,10 +80,15 @@
 #include <grp.h>
 #include <unistd.h>
 #include <bufferlist/msgr.h>
+#include <bufferlist/version.h>
 #include "testutil.h"
+#include "blbench_hist.h"
 
 #ifndef BLBENCH_PATH
 #define BLBENCH_PATH "./blbench"
+#endif
+#ifndef MSGBENCH_PATH
+#define MSGBENCH_PATH "./msgbench"
 #endif
 
 static char scratch[PATH_MAX + 64];	/* one directory per test */
@@ -137,6 +152,8 @@ struct how {
 	bool nobody;		/* as user nobody (exit 125 if it cannot be) */
 	long long fsize;	/* > 0: RLIMIT_FSIZE, SIGXFSZ ignored */
 	rlim_t nofile;		/* > 0: RLIMIT_NOFILE's soft limit */
+	const char *prog;	/* the program (BLBENCH_PATH) */
+	const char *argv0;	/* its argv[0] ("blbench") */
 };
 
 /*
@@ -157,12 +174,12 @@ static pid_t spawn(const char *tag, const struct how *how,
 	/* made here, so that polling them never races the child's open */
 	close(open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
 	close(open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
-	argv[n++] = "blbench";
+	if (!how)
+		how = &plain;
+	argv[n++] = how->argv0 ? how->argv0 : "blbench";
 	while (*args && n < 63)
 		argv[n++] = *args++;
 	argv[n] = NULL;
-	if (!how)
-		how = &plain;
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -196,7 +213,8 @@ static pid_t spawn(const char *tag, const struct how *how,
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (how->env)
 			putenv((char *)how->env);
-		execv(BLBENCH_PATH, (char *const *)argv);
+		execv(how->prog ? how->prog : BLBENCH_PATH,
+		      (char *const *)argv);
 		_exit(127);
 	}
 	return pid;
@@ -254,18 +272,25 @@ static bool wait_for_output(pid_t pid, const char *tag, const char *text,
 	return false;
 }
 
-static void run_as(struct res *r, const char *env, bool nobody,
-		   const char *const *args)
+static void run_how(struct res *r, const struct how *how,
+		    const char *const *args)
 {
-	struct how how = { .env = env, .nobody = nobody };
 	char p[PATH_MAX + 64];
-	pid_t pid = spawn("run", &how, args);
+	pid_t pid = spawn("run", how, args);
 	int st;
 
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	r->status = status_of(st);
 	r->out = slurp(fmt(p, sizeof(p), "%s/.run.out", scratch));
 	r->err = slurp(fmt(p, sizeof(p), "%s/.run.err", scratch));
+}
+
+static void run_as(struct res *r, const char *env, bool nobody,
+		   const char *const *args)
+{
+	struct how how = { .env = env, .nobody = nobody };
+
+	run_how(r, &how, args);
 }
 
 /* Runs blbench with @args (NULL-terminated) and, if @env, "NAME=VALUE". */
@@ -279,6 +304,11 @@ static void run_env(struct res *r, const char *env, const char *const *args)
 	run_env((r), (env), (const char *const[]){ __VA_ARGS__, NULL })
 #define RUN_NOBODY(r, ...) \
 	run_as((r), NULL, true, (const char *const[]){ __VA_ARGS__, NULL })
+/* msgbench, as its own name */
+#define RUN_MSGBENCH(r, ...) \
+	run_how((r), &(const struct how){ .prog = MSGBENCH_PATH, \
+					  .argv0 = "msgbench" }, \
+		(const char *const[]){ __VA_ARGS__, NULL })
 #define SPAWN(tag, ...) spawn((tag), NULL, (const char *const[]){ __VA_ARGS__, NULL })
 
 static void res_free(struct res *r)
@@ -561,6 +591,153 @@ START_TEST(test_help_prints_usage_on_stdout_and_succeeds)
 	expect_status(&r, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "usage: blbench"));
 	ck_assert_ptr_nonnull(strstr(r.out, "--target"));
+	ck_assert_ptr_nonnull(strstr(r.out, "--version"));
+	/* SECONDS 0 is no time limit: a write fills the target */
+	ck_assert_ptr_nonnull(strstr(r.out, "`blbench 0 write` fills it"));
+	ck_assert_str_eq(r.err, "");
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_version_names_the_library_version)
+{
+	struct res r;
+
+	RUN(&r, "--version");
+	expect_status(&r, 0);
+	ck_assert_str_eq(r.out, "blbench (libbufferlist) " BL_VERSION_STRING "\n");
+	ck_assert_str_eq(r.err, "");
+	res_free(&r);
+
+	RUN_MSGBENCH(&r, "--version");
+	expect_status(&r, 0);
+	ck_assert_str_eq(r.out, "msgbench (libbufferlist) " BL_VERSION_STRING "\n");
+	ck_assert_str_eq(r.err, "");
+	res_free(&r);
+}
+END_TEST
+
+/*
+ * getopt names argv[0]: run under the full path (as libtool's wrapper
+ * runs the real binary, from .libs), the messages still say "blbench:".
+ */
+START_TEST(test_getopt_messages_name_the_program_not_its_path)
+{
+	static const char *const progs[][2] = {
+		{ BLBENCH_PATH, "blbench" },
+		{ MSGBENCH_PATH, "msgbench" },
+	};
+	char want[64];
+	struct res r;
+
+	for (int i = 0; i < 2; i++) {
+		struct how how = { .prog = progs[i][0], .argv0 = progs[i][0] };
+
+		run_how(&r, &how, (const char *const[]){ "--bogus", NULL });
+		expect_status(&r, 2);
+		fmt(want, sizeof(want), "%s: unrecognized option '--bogus'\n",
+		    progs[i][1]);
+		ck_assert_msg(!strncmp(r.err, want, strlen(want)),
+			      "wanted '%s' first in:\n%s", want, r.err);
+		res_free(&r);
+
+		run_how(&r, &how, (const char *const[]){ "-t", NULL });
+		expect_status(&r, 2);
+		fmt(want, sizeof(want), "%s: option requires an argument -- 't'\n",
+		    progs[i][1]);
+		ck_assert_msg(!strncmp(r.err, want, strlen(want)),
+			      "wanted '%s' first in:\n%s", want, r.err);
+		ck_assert_ptr_null(strstr(r.err, ".libs"));
+		res_free(&r);
+	}
+}
+END_TEST
+
+START_TEST(test_msgbench_bad_options_give_a_reason_and_status_2)
+{
+	static const char *const cases[][4] = {
+		{ "--size", "0", NULL },
+		{ "--size", "1x", NULL },
+		{ "--size", "65M", NULL },
+		{ "--size", "-1", NULL },
+		{ "--conns", "0", NULL },
+		{ "--conns", "65", NULL },
+		{ "--conns", "2x", NULL },
+		{ "--seconds", "0", NULL },
+		{ "--seconds", "1s", NULL },
+		{ "--seconds", "nan", NULL },
+		{ "--mode", "burst", NULL },
+		{ "--impl", "theirs", NULL },
+		{ "--direct-min", "1q", NULL },
+		{ "--frames", "0", NULL },
+		{ "--frames", "1e3", NULL },
+		{ "--parse", "--size", "1K", NULL },	/* named: --parse */
+		{ "extra", NULL },
+	};
+	struct res r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *args[5] = { NULL };
+		const char *bad = NULL;
+
+		for (int j = 0; j < 4 && cases[i][j]; j++)
+			bad = args[j] = cases[i][j];
+		if (!strcmp(args[0], "--parse"))
+			bad = args[0];	/* what does not go with the rest */
+		run_how(&r, &(const struct how){ .prog = MSGBENCH_PATH,
+						  .argv0 = "msgbench" },
+			args);
+		ck_assert_msg(r.status == 2, "case %zu (%s %s): status %d\n%s",
+			      i, args[0], bad, r.status, r.err);
+		/* one line of reason naming the value, then the usage */
+		ck_assert_msg(!strncmp(r.err, "msgbench: ", 10) &&
+				      strstr(r.err, bad) &&
+				      strstr(r.err, bad) < strchr(r.err, '\n'),
+			      "case %zu: no reason naming '%s':\n%s", i, bad,
+			      r.err);
+		ck_assert_ptr_nonnull(strstr(r.err, "\nusage: msgbench"));
+		ck_assert_str_eq(r.out, "");
+		res_free(&r);
+	}
+}
+END_TEST
+
+START_TEST(test_msgbench_help_lists_every_option_on_stdout)
+{
+	static const char *const opts[] = {
+		"--size", "--conns", "--seconds", "--mode", "--parse",
+		"--impl", "--zc", "--align", "--blocking", "--direct-min",
+		"--no-regpool", "--lz4", "--frames", "--quiet", "--help",
+		"--version",
+	};
+	struct res r;
+
+	RUN_MSGBENCH(&r, "--help");
+	expect_status(&r, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "usage: msgbench"));
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		ck_assert_msg(strstr(r.out, opts[i]) != NULL, "no %s in:\n%s",
+			      opts[i], r.out);
+	ck_assert_str_eq(r.err, "");
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_msgbench_takes_sizes_with_suffixes)
+{
+	struct res r;
+
+	RUN_MSGBENCH(&r, "--size", "1K", "--direct-min", "0", "--conns", "2",
+		     "--seconds", "0.1", "--impl", "ours", "-q");
+	expect_status(&r, 0);
+	ck_assert_ptr_nonnull(strstr(r.out,
+		"RESULT msgbench stream size=1024 conns=2 impl=ours "));
+	ck_assert_ptr_null(strstr(r.out, "impl=base"));
+	res_free(&r);
+
+	RUN_MSGBENCH(&r, "--parse", "--frames", "1000", "-q");
+	expect_status(&r, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "RESULT msgbench parse size=0 conns=0 impl=ours "));
 	res_free(&r);
 }
 END_TEST
@@ -604,6 +781,51 @@ START_TEST(test_unopenable_target_gives_one_line_reason)
 	RUN(&r, "1", "seq", "--target", spec(t, sizeof(t), "dir", scratch, "empty"));
 	expect_status(&r, 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "Must write data before running a read benchmark!"));
+	/* and where it looked */
+	ck_assert_ptr_nonnull(strstr(r.err, t));
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_raw_file_size_that_is_not_a_size_is_a_usage_error)
+{
+	char t[PATH_MAX + 64], p[PATH_MAX + 64];
+	struct res r;
+	int fd;
+
+	/* a typo in SIZE is not part of the path */
+	RUN(&r, "1", "write", "--target",
+	    spec(t, sizeof(t), "file", scratch, "raw:1x"));
+	expect_status(&r, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "'1x' is not a size"));
+	ck_assert_ptr_nonnull(strstr(r.err, "usage: blbench"));
+	ck_assert_int_eq(access(path_in(p, sizeof(p), scratch, "raw"), F_OK), -1);
+	res_free(&r);
+
+	/* serve checks its target alike */
+	RUN(&r, "serve", "--listen", "127.0.0.1:0", "--target",
+	    spec(t, sizeof(t), "file", scratch, "raw:10Q"));
+	expect_status(&r, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "'10Q' is not a size"));
+	res_free(&r);
+
+	/* a ':' followed by what no size looks like is the path's */
+	RUN(&r, "1", "write", "--target",
+	    spec(t, sizeof(t), "file", scratch, "pci-0000:00:1f.2"));
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "pci-0000:00:1f.2"));
+	res_free(&r);
+
+	/* and so is the whole spec when that names a file */
+	fd = open(path_in(p, sizeof(p), scratch, "dev:1x"),
+		  O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 4 << 20), 0);
+	close(fd);
+	RUN(&r, "-b", "64K", "-t", "1", "--max-objects", "2", "0", "write",
+	    "--target", spec(t, sizeof(t), "file", scratch, "dev:1x"));
+	expect_status(&r, 0);
+	ck_assert_int_eq(check_write_summary(r.out, 65536, 65536), 2);
 	res_free(&r);
 }
 END_TEST
@@ -969,7 +1191,173 @@ START_TEST(test_json_output_is_one_object_with_rados_keys)
 }
 END_TEST
 
-START_TEST(test_plot_writes_an_svg_of_both_panels)
+/* ---- latency percentiles --------------------------------------------------------- */
+
+/* |got - want| within the histogram's promise: 1/256 of want, and 1 ns */
+static void expect_near(uint64_t got, uint64_t want, const char *what)
+{
+	double err = fabs((double)got - (double)want);
+
+	ck_assert_msg(err <= (double)want / 256 + 1,
+		      "%s: %llu, wanted %llu (error %.3g%%)", what,
+		      (unsigned long long)got, (unsigned long long)want,
+		      want ? 100 * err / (double)want : 0);
+}
+
+START_TEST(test_histogram_buckets_are_contiguous_and_narrow)
+{
+	uint64_t lower, width, prev_end = 0;
+
+	ck_assert_uint_eq(BLB_HIST_BUCKETS, 4480);
+	for (size_t i = 0; i < BLB_HIST_BUCKETS; i++) {
+		blb_hist_bucket(i, &lower, &width);
+		/* each starts where the last ended, and holds what it says */
+		ck_assert_uint_eq(lower, prev_end);
+		ck_assert_uint_eq(blb_hist_index(lower), i);
+		ck_assert_uint_eq(blb_hist_index(lower + width - 1), i);
+		/* under 1% of its values wide (exact below 128 ns) */
+		ck_assert(lower < 128 ? width == 1 : width * 128 <= lower);
+		prev_end = lower + width;
+	}
+	/* 1 us .. 1000 s inside; beyond 2^41 ns, the last bucket */
+	ck_assert_uint_lt(blb_hist_index(1000000000000ull), BLB_HIST_BUCKETS - 1);
+	ck_assert_uint_eq(prev_end, 1ull << 41);
+	ck_assert_uint_eq(blb_hist_index(UINT64_MAX), BLB_HIST_BUCKETS - 1);
+	ck_assert_uint_eq(blb_hist_ns(-1), 0);
+	ck_assert_uint_eq(blb_hist_ns(1e-6), 1000);
+	ck_assert_uint_eq(blb_hist_ns(1e30), UINT64_MAX);
+}
+END_TEST
+
+START_TEST(test_histogram_percentiles_of_known_sets)
+{
+	static struct blb_hist h;	/* 35 KiB: not on the stack */
+	uint64_t v[1000];
+
+	/* empty: zeroes */
+	blb_hist_init(&h);
+	ck_assert_uint_eq(blb_hist_quantile(&h, 0.5), 0);
+	ck_assert_uint_eq(blb_hist_quantile(&h, 1), 0);
+
+	/* 1..100000 us, each once: the k-th smallest is k us */
+	for (uint64_t k = 1; k <= 100000; k++)
+		blb_hist_add(&h, k * 1000);
+	ck_assert_uint_eq(h.count, 100000);
+	expect_near(blb_hist_quantile(&h, 0.50), 50000000, "p50");
+	expect_near(blb_hist_quantile(&h, 0.90), 90000000, "p90");
+	expect_near(blb_hist_quantile(&h, 0.99), 99000000, "p99");
+	expect_near(blb_hist_quantile(&h, 0.999), 99900000, "p99.9");
+	ck_assert_uint_eq(blb_hist_quantile(&h, 1), 100000000);
+	ck_assert_uint_eq(blb_hist_quantile(&h, 0), 1000);
+
+	/*
+	 * 1000 values spread over 1 us .. 1000 s (a factor of 10^9,
+	 * geometrically), added in a scrambled order: the ranks of the
+	 * sorted set.
+	 */
+	blb_hist_init(&h);
+	for (int i = 0; i < 1000; i++)
+		v[i] = (uint64_t)llround(1000 * pow(10, 9.0 * i / 999));
+	for (int i = 0; i < 1000; i++)
+		blb_hist_add(&h, v[(i * 367) % 1000]);
+	expect_near(blb_hist_quantile(&h, 0.50), v[499], "p50 wide");
+	expect_near(blb_hist_quantile(&h, 0.90), v[899], "p90 wide");
+	expect_near(blb_hist_quantile(&h, 0.99), v[989], "p99 wide");
+	expect_near(blb_hist_quantile(&h, 0.999), v[998], "p99.9 wide");
+	ck_assert_uint_eq(blb_hist_quantile(&h, 1), v[999]);
+	ck_assert_uint_eq(v[999], 1000000000000ull);
+	ck_assert_uint_eq(h.min_ns, 1000);
+
+	/* one slow op among 999 fast: p99.9 is a fast one, max the slow */
+	blb_hist_init(&h);
+	for (int i = 0; i < 999; i++)
+		blb_hist_add(&h, 2000000);
+	blb_hist_add(&h, 3000000000ull);
+	expect_near(blb_hist_quantile(&h, 0.999), 2000000, "p99.9 of 999 + 1");
+	ck_assert_uint_eq(blb_hist_quantile(&h, 1), 3000000000ull);
+
+	/* never above the maximum, nor below the minimum */
+	blb_hist_init(&h);
+	blb_hist_add(&h, 1000001);
+	ck_assert_uint_eq(blb_hist_quantile(&h, 0.5), 1000001);
+	ck_assert_uint_eq(blb_hist_quantile(&h, 0.999), 1000001);
+}
+END_TEST
+
+/* The plain output's "Latency pNN(s):" lines, after rados bench's. */
+static void check_percentile_lines(const char *out, bool is_read)
+{
+	static const char *const labels[] = {
+		"Latency p50(s):", "Latency p90(s):", "Latency p99(s):",
+		"Latency p99.9(s):", "Latency max(s):",
+	};
+	const char *p = strstr(out, "Min latency(s):");
+	double prev = 0, v = 0, max;
+	char want[64];
+
+	ck_assert_msg(p != NULL, "no summary in:\n%s", out);
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+		/* each on its own line, in the summary's column */
+		fmt(want, sizeof(want), "\n%-*s", is_read ? 22 : 24, labels[i]);
+		p = strstr(p, want);
+		ck_assert_msg(p != NULL, "'%s' missing or out of order in:\n%s",
+			      labels[i], out);
+		v = strtod(p + strlen(want), NULL);
+		ck_assert_msg(v > 0 && v >= prev, "%s %g after %g", labels[i],
+			      v, prev);
+		prev = v;
+	}
+	/* the maximum is rados bench's, to the printed digits */
+	max = field(out, "Max latency(s):");
+	ck_assert_msg(fabs(v - max) <= 1e-5 * max, "max %g, Max latency %g",
+		      v, max);
+	ck_assert(field(out, "Latency p50(s):") >= field(out, "Min latency(s):") * (1 - 1.0 / 256));
+}
+
+START_TEST(test_runs_print_latency_percentiles_after_the_summary)
+{
+	static const char *const keys[] = {
+		"latency_p50", "latency_p90", "latency_p99", "latency_p999",
+		"latency_max",
+	};
+	char t[PATH_MAX + 64];
+	double prev = 0, v = 0;
+	struct res r;
+
+	spec(t, sizeof(t), "dir", scratch, "l");
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "200", "1", "write",
+	    "--no-cleanup", "--target", t);
+	expect_status(&r, 0);
+	check_write_summary(r.out, 65536, 65536);
+	check_percentile_lines(r.out, false);
+	res_free(&r);
+
+	RUN(&r, "1", "seq", "--target", t);
+	expect_status(&r, 0);
+	check_read_summary(r.out, 65536);
+	check_percentile_lines(r.out, true);
+	res_free(&r);
+
+	/* JSON: rados bench's keys, then these */
+	RUN(&r, "--format", "json", "1", "rand", "--target", t);
+	expect_status(&r, 0);
+	ck_assert(strstr(r.out, "\"min_latency\":") <
+		  strstr(r.out, "\"latency_p50\":"));
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		v = jfield(r.out, keys[i]);
+		ck_assert_msg(v >= prev, "%s %g after %g", keys[i], v, prev);
+		prev = v;
+	}
+	ck_assert(fabs(v - jfield(r.out, "max_latency")) <= 1e-6);
+	res_free(&r);
+
+	RUN(&r, "cleanup", "--target", t);
+	expect_status(&r, 0);
+	res_free(&r);
+}
+END_TEST
+
+START_TEST(test_plot_writes_an_svg_of_its_three_panels)
 {
 	char t[PATH_MAX + 64], p[PATH_MAX + 64];
 	struct res r;
@@ -986,6 +1374,12 @@ START_TEST(test_plot_writes_an_svg_of_both_panels)
 	ck_assert_ptr_nonnull(strstr(svg, "<polyline"));
 	ck_assert_ptr_nonnull(strstr(svg, "bandwidth (MB/s)"));
 	ck_assert_ptr_nonnull(strstr(svg, "latency (s)"));
+	/* the distribution, with its percentiles marked */
+	ck_assert_ptr_nonnull(strstr(svg, "latency distribution ("));
+	ck_assert_ptr_nonnull(strstr(svg, "latency (log scale)"));
+	ck_assert_ptr_nonnull(strstr(svg, "fill-opacity=\"0.6\""));
+	ck_assert_ptr_nonnull(strstr(svg, ">p99.9</text>"));
+	ck_assert_ptr_nonnull(strstr(svg, ">max</text>"));
 	/* the title is the command line, escaped */
 	ck_assert_ptr_nonnull(strstr(svg, "blbench -b 64K -t 2"));
 	ck_assert_ptr_nonnull(strstr(svg, "</svg>\n"));
@@ -2312,6 +2706,46 @@ START_TEST(test_tcp_target_that_is_not_there_gives_one_line_reason)
 }
 END_TEST
 
+/* RFC 6761: names under .invalid never resolve */
+#define NO_HOST "blbench-test.invalid"
+
+START_TEST(test_tcp_host_that_does_not_resolve_gives_the_resolvers_reason)
+{
+	struct addrinfo hints, *ai = NULL;
+	char t[PATH_MAX + 64];
+	const char *why;
+	struct res r;
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	rc = getaddrinfo(NO_HOST, "6800", &hints, &ai);
+	if (rc == 0)
+		freeaddrinfo(ai);
+	if (rc == 0 || rc == EAI_SYSTEM) {
+		fprintf(stderr, "skipped: this resolver answers for %s\n", NO_HOST);
+		return;
+	}
+	why = gai_strerror(rc);
+
+	RUN(&r, "1", "write", "--target", "tcp:" NO_HOST ":6800");
+	expect_status(&r, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "tcp:" NO_HOST ":6800"));
+	ck_assert_msg(strstr(r.err, why) != NULL, "no '%s' in:\n%s", why, r.err);
+	ck_assert_ptr_null(strstr(r.err, strerror(EHOSTUNREACH)));
+	ck_assert_ptr_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);
+	res_free(&r);
+
+	/* serve's --listen alike */
+	RUN(&r, "serve", "--listen", NO_HOST ":0", "--target",
+	    spec(t, sizeof(t), "dir", scratch, "s"));
+	expect_status(&r, 1);
+	ck_assert_msg(strstr(r.err, why) != NULL, "no '%s' in:\n%s", why, r.err);
+	res_free(&r);
+}
+END_TEST
+
 static Suite *blbench_suite(void)
 {
 	Suite *s = suite_create("blbench");
@@ -2322,6 +2756,11 @@ static Suite *blbench_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_bad_options_give_usage_and_status_2);
 	tcase_add_test(tc, test_help_prints_usage_on_stdout_and_succeeds);
+	tcase_add_test(tc, test_version_names_the_library_version);
+	tcase_add_test(tc, test_getopt_messages_name_the_program_not_its_path);
+	tcase_add_test(tc, test_msgbench_bad_options_give_a_reason_and_status_2);
+	tcase_add_test(tc, test_msgbench_help_lists_every_option_on_stdout);
+	tcase_add_test(tc, test_msgbench_takes_sizes_with_suffixes);
 	tcase_add_test(tc, test_pool_and_sizes_with_suffixes_are_accepted);
 	tcase_add_test(tc, test_unopenable_target_gives_one_line_reason);
 	tcase_add_test(tc, test_rados_target_options_are_checked_before_connecting);
@@ -2348,13 +2787,17 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_one_cleanup_removes_what_a_killed_run_left);
 	tcase_add_test(tc, test_metadata_naming_files_elsewhere_is_refused);
 	tcase_add_test(tc, test_object_size_beyond_16t_is_a_usage_error);
+	tcase_add_test(tc, test_raw_file_size_that_is_not_a_size_is_a_usage_error);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("output");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_json_output_is_one_object_with_rados_keys);
-	tcase_add_test(tc, test_plot_writes_an_svg_of_both_panels);
+	tcase_add_test(tc, test_histogram_buckets_are_contiguous_and_narrow);
+	tcase_add_test(tc, test_histogram_percentiles_of_known_sets);
+	tcase_add_test(tc, test_runs_print_latency_percentiles_after_the_summary);
+	tcase_add_test(tc, test_plot_writes_an_svg_of_its_three_panels);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("verify");
@@ -2377,6 +2820,7 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_serve_answers_a_half_closed_client);
 	tcase_add_test(tc, test_serve_out_of_descriptors_backs_off);
 	tcase_add_test(tc, test_tcp_target_that_is_not_there_gives_one_line_reason);
+	tcase_add_test(tc, test_tcp_host_that_does_not_resolve_gives_the_resolvers_reason);
 	tcase_add_test(tc, test_failed_server_write_leaves_no_empty_object);
 	tcase_add_test(tc, test_hello_with_absurd_alignment_is_refused);
 	tcase_add_test(tc, test_op_timeout_fails_a_run_whose_server_stalled);

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <bufferlist/version.h>
 #include "blbench.h"
 
 /* ---- usage and options ------------------------------------------------------ */
@@ -40,6 +41,10 @@ static const char usage_text[] =
 	"usage: blbench [options] SECONDS write|seq|rand [--no-cleanup]\n"
 	"       blbench [options] cleanup\n"
 	"       blbench serve [--listen HOST:PORT] [--target SPEC]\n"
+	"\n"
+	"SECONDS 0 means no time limit: write runs until --max-objects objects\n"
+	"are written or the target is full (`blbench 0 write` fills it), seq\n"
+	"reads everything once, rand runs until interrupted.\n"
 	"\n"
 	"options as rados bench's:\n"
 	"  -t, --concurrent-ios N   operations in flight (16)\n"
@@ -75,9 +80,11 @@ static const char usage_text[] =
 	"      --crc                crc32c of every operation, checked on read\n"
 	"      --lz4                store operations lz4-compressed (MB/s count\n"
 	"                           the uncompressed bytes)\n"
-	"      --plot FILE.svg      draw bandwidth and latency per second\n"
+	"      --plot FILE.svg      draw bandwidth and latency per second, and the\n"
+	"                           latency distribution\n"
 	"      --listen HOST:PORT   serve: address to listen on (127.0.0.1:6800)\n"
 	"  -h, --help               this text\n"
+	"      --version            print the version and exit\n"
 	"SIZE takes K, M, G or T (powers of 1024).  MB in the output is 2^20 bytes.\n"
 	"cleanup removes the run --run-name names, then this host's objects that\n"
 	"no run's metadata names (a killed write's), but not those of a write\n"
@@ -101,6 +108,7 @@ enum {
 	OPT_SHOW_TIME,
 	OPT_LISTEN,
 	OPT_OP_TIMEOUT,
+	OPT_VERSION,
 };
 
 static const struct option long_opts[] = {
@@ -125,6 +133,7 @@ static const struct option long_opts[] = {
 	{ "show-time", no_argument, NULL, OPT_SHOW_TIME },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "op-timeout", required_argument, NULL, OPT_OP_TIMEOUT },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -192,7 +201,9 @@ static int check_rados(const struct blb_opts *o)
 /* Returns -1 to go on, or the exit status. */
 static int parse_opts(struct blb_opts *o, int argc, char **argv)
 {
+	char path[PATH_MAX];
 	unsigned long long v;
+	uint64_t size;
 	bool listen_given = false;
 	size_t len = 0;
 	int c, i, npos, r;
@@ -215,6 +226,12 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 				"%s%s", i ? " " : "", a);
 	}
 
+	/*
+	 * getopt names argv[0] in its messages: uninstalled, that is the
+	 * path of libtool's real binary (.libs/...), not the command typed.
+	 */
+	if (argc > 0)
+		argv[0] = (char *)"blbench";
 	opterr = 1;
 	while ((c = getopt_long(argc, argv, "t:b:O:p:c:h", long_opts, NULL)) != -1) {
 		switch (c) {
@@ -249,6 +266,9 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 		case 'h':
 			fputs(usage_text, stdout);
 			return 0;
+		case OPT_VERSION:
+			printf("blbench (libbufferlist) %s\n", BL_VERSION_STRING);
+			return 0;
 		case OPT_DIRECT:
 			o->direct = true;
 			break;
@@ -280,6 +300,11 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 			    strncmp(optarg, "rados:", 6))
 				return usage_error("--target wants dir:PATH, file:PATH[:SIZE], tcp:HOST:PORT or rados:POOL, not '%s'",
 						   optarg);
+			if (!strncmp(optarg, "file:", 5) &&
+			    blb_file_split(optarg + 5, path, sizeof(path),
+					   &size) == -EINVAL)
+				return usage_error("--target %s: '%s' is not a size (K, M, G or T)",
+						   optarg, strrchr(optarg, ':') + 1);
 			o->target = optarg;
 			break;
 		case OPT_NO_CLEANUP:

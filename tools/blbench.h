@@ -3,8 +3,9 @@
  * blbench.h - what the parts of blbench above the targets share (never
  * installed): main and the options (blbench.c), the modes (blbench_mode.c),
  * the op loop (blbench_run.c), the metadata object (blbench_meta.c), the
- * output (blbench_out.c) and `blbench serve` (blbench_serve.c).  Targets
- * never include it: what they share with these files is blbench_target.h.
+ * output (blbench_out.c, its latency histogram in blbench_hist.c) and
+ * `blbench serve` (blbench_serve.c).  Targets never include it: what they
+ * share with these files is blbench_target.h.
  * Names: blb_ for what these files share; everything else is static.
  */
 #ifndef BLBENCH_H
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include <bufferlist.h>
+#include "blbench_hist.h"
 #include "blbench_target.h"
 
 /* rados bench's names, kept so that scripts and habits carry over */
@@ -59,6 +61,7 @@ struct blb_stats {
 	double start;			/* monotonic seconds */
 	double cur_lat, min_lat, max_lat, avg_lat;
 	double total_lat, lat_m2;	/* Welford, as rados bench */
+	struct blb_hist lat_hist;	/* every op's, for the percentiles */
 	/* per-second, as rados bench's bench_interval_data */
 	int tick;
 	int prev_finished, cycles_since_change;
@@ -103,7 +106,10 @@ void blb_out_summary(struct blb_out *o, struct blb_stats *s,
 void blb_out_kv(struct blb_out *o, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* --plot: bandwidth and latency per second as an SVG.  0 or -errno. */
+/*
+ * --plot: bandwidth and latency per second, and the latency distribution,
+ * as an SVG.  0 or -errno.
+ */
 int blb_plot_svg(const char *path, const struct blb_stats *s,
 		 const char *title, double time_run);
 

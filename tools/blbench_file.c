@@ -251,19 +251,34 @@ static const struct blb_target_ops file_ops = {
 	.close = file_close,
 };
 
-/* "PATH[:SIZE]": SIZE is what follows the last ':' if it reads as a size. */
-static void split_size(const char *spec, char *path, size_t len,
-		       uint64_t *size)
+/*
+ * What follows a last ':' reads as a SIZE when it is one; when it starts
+ * with a digit and has only letters and digits (4M, 1x, 10Q) it was meant
+ * as one, so a typo is refused instead of becoming part of the file name;
+ * anything else (a '.', '-' or '/': /dev/disk/by-path/pci-0000:00:1f.2)
+ * is part of the path, as is the whole spec when that names a file.
+ */
+int blb_file_split(const char *spec, char *path, size_t len, uint64_t *size)
 {
 	const char *colon = strrchr(spec, ':');
+	uint64_t v = 0;
+	size_t n = strlen(spec);
+	struct stat st;
 
-	*size = 0;
-	if (colon && colon != spec && blb_parse_size(colon + 1, size) == 0) {
-		snprintf(path, len, "%.*s", (int)(colon - spec), spec);
-		return;
+	if (colon && colon != spec && colon[1] >= '0' && colon[1] <= '9' &&
+	    !colon[1 + strspn(colon + 1, "0123456789abcdefghijklmnopqrstuvwxyz"
+				      "ABCDEFGHIJKLMNOPQRSTUVWXYZ")]) {
+		if (blb_parse_size(colon + 1, &v) == 0)
+			n = (size_t)(colon - spec);
+		else if (stat(spec, &st) < 0)
+			return -EINVAL;
 	}
-	*size = 0;
-	snprintf(path, len, "%s", spec);
+	if (n >= len)
+		return -ENAMETOOLONG;
+	memcpy(path, spec, n);
+	path[n] = 0;
+	*size = v;
+	return 0;
 }
 
 int blb_file_open(struct blb_target **out, const char *spec,
@@ -282,7 +297,12 @@ int blb_file_open(struct blb_target **out, const char *spec,
 	bool made = false;
 	int r;
 
-	split_size(spec, path, sizeof(path), &want);
+	r = blb_file_split(spec, path, sizeof(path), &want);
+	if (r == -EINVAL)
+		return blb_fail(err, len, 0, "file:%s: '%s' is not a size (K, M, G or T)",
+				spec, strrchr(spec, ':') + 1);
+	if (r < 0)
+		return blb_fail(err, len, r, "file:%.64s...", spec);
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return blb_fail(err, len, -ENOMEM, "file:%s", path);

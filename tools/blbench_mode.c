@@ -251,7 +251,8 @@ int blb_mode_read(struct blb_bench *b)
 
 	r = blb_meta_load(b);
 	if (r == -ENOENT)
-		fprintf(stderr, "Must write data before running a read benchmark!\n");
+		fprintf(stderr, "Must write data before running a read benchmark! (no %s in %s)\n",
+			o->run_name, t->desc);
 	if (r < 0)
 		return BLB_EXIT_FAIL;
 	b->opo = b->object_size / b->op_size;

@@ -34,6 +34,13 @@
  * and Min bandwidth (rados bench prints DBL_MAX / 0; it already does the
  * same for IOPS), and "stddev_iops" of a write is printed with %f (rados
  * bench passes a double to %d, which prints garbage).
+ *
+ * Added after rados bench's summary, so that what reads its lines reads
+ * them unchanged: the p50, p90, p99 and p99.9 latencies and the maximum
+ * from a histogram of every operation's latency (blbench_hist.c; within
+ * 1% of the exact values), as lines "Latency p50(s):" and so on, and as
+ * the JSON keys latency_p50, latency_p90, latency_p99, latency_p999 and
+ * latency_max, in seconds like rados bench's latency keys.
  */
 
 /* ---- statistics ------------------------------------------------------------ */
@@ -42,6 +49,7 @@ void blb_stats_init(struct blb_stats *s, uint64_t op_size,
 		    uint64_t object_size, bool is_read)
 {
 	memset(s, 0, sizeof(*s));
+	blb_hist_init(&s->lat_hist);
 	s->op_size = op_size;
 	s->object_size = object_size;
 	s->is_read = is_read;
@@ -63,6 +71,7 @@ void blb_stats_op_done(struct blb_stats *s, double lat)
 	double delta;
 
 	s->cur_lat = lat;
+	blb_hist_add(&s->lat_hist, blb_hist_ns(lat));
 	s->total_lat += lat;
 	if (lat > s->max_lat)
 		s->max_lat = lat;
@@ -371,6 +380,23 @@ void blb_out_write_intro(struct blb_out *o, const struct blb_opts *opt,
 	blb_out_kv(o, "object_prefix", "%s", prefix);
 }
 
+/* The percentiles after the summary: what they are, and their labels. */
+static const struct {
+	double q;
+	const char *label, *key;
+} pcts[] = {
+	{ 0.50, "Latency p50(s):", "latency_p50" },
+	{ 0.90, "Latency p90(s):", "latency_p90" },
+	{ 0.99, "Latency p99(s):", "latency_p99" },
+	{ 0.999, "Latency p99.9(s):", "latency_p999" },
+	{ 1.0, "Latency max(s):", "latency_max" },
+};
+
+static double hist_s(const struct blb_hist *h, double q)
+{
+	return (double)blb_hist_quantile(h, q) / 1e9;
+}
+
 static double stddev(double m2, int n)
 {
 	return n > 1 ? sqrt(m2 / (n - 1)) : 0;
@@ -428,6 +454,10 @@ void blb_out_summary(struct blb_out *o, struct blb_stats *s, double time_run)
 			fprintf(f, "Max latency(s):       %g\n", s->max_lat);
 			fprintf(f, "Min latency(s):       %g\n", s->min_lat);
 		}
+		/* in the column of the summary above (24, reads 22) */
+		for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++)
+			fprintf(f, "%-*s%g\n", s->is_read ? 22 : 24,
+				pcts[i].label, hist_s(&s->lat_hist, pcts[i].q));
 		fflush(f);
 		return;
 	}
@@ -455,6 +485,9 @@ void blb_out_summary(struct blb_out *o, struct blb_stats *s, double time_run)
 		blb_out_kv(o, "stddev_latency", "%f", sd_lat);
 	blb_out_kv(o, "max_latency", "%f", s->max_lat);
 	blb_out_kv(o, "min_latency", "%f", s->min_lat);
+	for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++)
+		blb_out_kv(o, pcts[i].key, "%f",
+			   hist_s(&s->lat_hist, pcts[i].q));
 }
 
 /* ---- the SVG plot ------------------------------------------------------------ */
@@ -462,17 +495,24 @@ void blb_out_summary(struct blb_out *o, struct blb_stats *s, double time_run)
 /*
  * Two panels sharing the time axis: MB/s per second (cur and avg) above,
  * latency per second (last and avg) below — the picture people draw by
- * hand from rados bench's table.  Plain SVG 1.1, no script, no fonts
- * beyond the generic families, so any browser or rsvg renders it.
+ * hand from rados bench's table — and a third, the distribution of every
+ * operation's latency: the share of operations per latency bin on a
+ * logarithmic axis (a run's tail is often decades from its median), with
+ * the percentiles of the summary marked.  Plain SVG 1.1, no script, no
+ * fonts beyond the generic families, so any browser or rsvg renders it.
  */
 #define SVG_W 900
-#define SVG_H 680
+#define SVG_H 960
 #define PLOT_L 90
 #define PLOT_R 870
 #define PANEL1_T 90
 #define PANEL1_B 350
 #define PANEL2_T 410
 #define PANEL2_B 630
+#define PANEL3_T 690
+#define PANEL3_B 910
+#define DIST_BINS_PER_DECADE 20
+#define DIST_DECADES_MAX 12	/* 1 ns .. 1000 s */
 
 static void xml_text(FILE *f, const char *s)
 {
@@ -622,6 +662,141 @@ static void svg_legend(FILE *f, int x, int y, const char *color, bool dashed,
 	fputs("</text>\n", f);
 }
 
+/* "10 us", "1 ms", "100 s": a power of ten of seconds, in a unit. */
+static void decade_label(char *buf, size_t len, int e)
+{
+	static const char *const unit[] = { "ns", "us", "ms", "s" };
+	int u = e < -9 ? 0 : e >= 0 ? 3 : (e + 9) / 3;
+	int rest = e + 9 - 3 * u;
+
+	if (rest < 0)
+		snprintf(buf, len, "1e%d s", e);
+	else
+		snprintf(buf, len, "%.0f %s", pow(10, rest), unit[u]);
+}
+
+/*
+ * The latency distribution: the histogram's buckets regrouped into
+ * DIST_BINS_PER_DECADE bins per decade (a bucket is 1/128 of its value
+ * wide, a bin 12%, so no bin falls between two buckets), from the decade
+ * of the fastest op to that of the slowest.
+ */
+static void svg_distribution(FILE *f, const struct blb_stats *s)
+{
+	static const char *const colors[] = {
+		"#2ca02c", "#ff7f0e", "#d62728", "#9467bd", "#333",
+	};
+	static const struct {
+		double q;
+		const char *name;
+	} marks[] = {
+		{ 0.50, "p50" }, { 0.90, "p90" }, { 0.99, "p99" },
+		{ 0.999, "p99.9" }, { 1.0, "max" },
+	};
+	const struct blb_hist *h = &s->lat_hist;
+	struct panel p = { PANEL3_T, PANEL3_B, 0, 1 };
+	uint64_t bins[DIST_DECADES_MAX * DIST_BINS_PER_DECADE];
+	double lo, vmax = 0, w, step, v;
+	int e0, e1, nb, i, n;
+	char label[64], legend[256];
+
+	memset(bins, 0, sizeof(bins));
+	if (h->count) {
+		e0 = (int)floor(log10(h->min_ns > 1 ? (double)h->min_ns : 1));
+		e1 = (int)ceil(log10((double)h->max_ns + 1));
+	} else {
+		e0 = 3;		/* an empty run: 1 us .. 1 s of nothing */
+		e1 = 9;
+	}
+	if (e1 <= e0)
+		e1 = e0 + 1;
+	if (e1 - e0 > DIST_DECADES_MAX)
+		e0 = e1 - DIST_DECADES_MAX;
+	nb = (e1 - e0) * DIST_BINS_PER_DECADE;
+	lo = pow(10, e0);
+	for (size_t b = 0; b < BLB_HIST_BUCKETS; b++) {
+		uint64_t lower, width;
+		int k;
+
+		if (!h->b[b])
+			continue;
+		blb_hist_bucket(b, &lower, &width);
+		k = (int)floor(log10((lower + width / 2.0) / lo) *
+			       DIST_BINS_PER_DECADE);
+		k = k < 0 ? 0 : k >= nb ? nb - 1 : k;
+		bins[k] += h->b[b];
+	}
+	for (i = 0; i < nb; i++)
+		vmax = fmax(vmax, h->count ? 100.0 * bins[i] / h->count : 0);
+	p.ymax = axis_max(vmax);
+
+	/* the frame, the y axis (% of ops) and the decades */
+	fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#333\"/>\n",
+		PLOT_L, p.top, PLOT_R - PLOT_L, p.bottom - p.top);
+	step = nice_step(p.ymax, 5);
+	for (v = 0; v <= p.ymax * 1.0001; v += step) {
+		double y = py(&p, v);
+
+		fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
+			PLOT_L, y, PLOT_R, y);
+		fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333\"/>\n",
+			PLOT_L - 5, y, PLOT_L, y);
+		fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+			PLOT_L - 8, y + 4, v);
+	}
+	w = (double)(PLOT_R - PLOT_L) / nb;
+	for (i = 0; i <= e1 - e0; i++) {
+		double x = PLOT_L + i * DIST_BINS_PER_DECADE * w;
+
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333\"/>\n",
+			x, p.bottom, x, p.bottom + 5);
+		decade_label(label, sizeof(label), e0 + i - 9);
+		fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+			x, p.bottom + 18, label);
+	}
+	fprintf(f, "<text x=\"20\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 20 %d)\">ops (%%)</text>\n",
+		(p.top + p.bottom) / 2, (p.top + p.bottom) / 2);
+	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">latency (log scale)</text>\n",
+		(PLOT_L + PLOT_R) / 2, p.bottom + 36);
+
+	/* the bars */
+	for (i = 0; i < nb; i++) {
+		double y;
+
+		if (!bins[i])
+			continue;
+		y = py(&p, 100.0 * bins[i] / h->count);
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#1f77b4\" fill-opacity=\"0.6\"/>\n",
+			PLOT_L + i * w, y, w, p.bottom - y);
+	}
+
+	/* the percentiles: a line each, the names stacked so none overlap */
+	n = snprintf(legend, sizeof(legend), "latency distribution (%llu ops):",
+		     (unsigned long long)h->count);
+	for (i = 0; h->count && i < (int)(sizeof(marks) / sizeof(marks[0])); i++) {
+		double t = (double)blb_hist_quantile(h, marks[i].q);
+		double x = PLOT_L + log10(fmax(t, 1) / lo) *
+				    DIST_BINS_PER_DECADE * w;
+		bool right = x > PLOT_R - 60;
+
+		x = fmin(fmax(x, PLOT_L), PLOT_R);
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"4,3\"/>\n",
+			x, p.top, x, p.bottom, colors[i]);
+		/* a halo of the background, so that a close line behind
+		 * does not cross the name out */
+		fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"%s\" fill=\"%s\" stroke=\"#fafafa\" stroke-width=\"3\" paint-order=\"stroke\">%s</text>\n",
+			right ? x - 4 : x + 4, p.top + 14 + 14 * i,
+			right ? "end" : "start", colors[i], marks[i].name);
+		if (n >= 0 && (size_t)n < sizeof(legend))
+			n += snprintf(legend + n, sizeof(legend) - (size_t)n,
+				      "%s %s %.4g s", i ? "," : "",
+				      marks[i].name, t / 1e9);
+	}
+	fprintf(f, "<text x=\"%d\" y=\"%d\">", PLOT_L + 10, PANEL3_T - 10);
+	xml_text(f, legend);
+	fputs("</text>\n", f);
+}
+
 /* About 0.6 em per character of a bold sans-serif font. */
 static double title_font(const char *title)
 {
@@ -691,6 +866,8 @@ int blb_plot_svg(const char *path, const struct blb_stats *s,
 		   "last lat(s)");
 	svg_legend(f, PLOT_L + 130, PANEL2_T - 14, "#888", true,
 		   "avg lat(s)");
+
+	svg_distribution(f, s);
 	fputs("</svg>\n", f);
 
 	err = ferror(f) ? -EIO : 0;

@@ -494,7 +494,8 @@ static void srv_on_close(void *arg, struct bl_msgr_conn *c, int err,
 		fprintf(stderr, "blbench serve: a client went away: %s\n", reason);
 }
 
-static int srv_listen(const char *addr, char *shown, size_t len)
+/* The socket, or -errno; *@gai: getaddrinfo's EAI_ code when it failed. */
+static int srv_listen(const char *addr, char *shown, size_t len, int *gai)
 {
 	struct addrinfo hints, *res, *ai;
 	char host[BLB_NAME_MAX], port[32];
@@ -510,8 +511,12 @@ static int srv_listen(const char *addr, char *shown, size_t len)
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE;
 	r = getaddrinfo(host, port, &hints, &res);
-	if (r)
-		return r == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL;
+	if (r == EAI_SYSTEM)
+		return -errno;
+	if (r) {
+		*gai = r;
+		return -EADDRNOTAVAIL;
+	}
 	r = -EADDRNOTAVAIL;
 	for (ai = res; ai; ai = ai->ai_next) {
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
@@ -560,14 +565,14 @@ int blb_serve(const struct blb_opts *o)
 	char shown[BLB_NAME_MAX] = "";
 	const char *why;
 	struct srv s;
-	int lfd, r;
+	int lfd, gai = 0, r;
 
 	memset(&s, 0, sizeof(s));
 	s.o = *o;
-	lfd = srv_listen(o->listen, shown, sizeof(shown));
+	lfd = srv_listen(o->listen, shown, sizeof(shown), &gai);
 	if (lfd < 0) {
 		fprintf(stderr, "blbench serve: cannot listen on %s: %s\n",
-			o->listen, strerror(-lfd));
+			o->listen, gai ? gai_strerror(gai) : strerror(-lfd));
 		return BLB_EXIT_FAIL;
 	}
 	memset(&p, 0, sizeof(p));

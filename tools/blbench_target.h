@@ -197,6 +197,14 @@ int blb_file_open(struct blb_target **out, const char *spec,
 		  const struct blb_opts *o, bool create, struct bl_uring *u,
 		  char *err, size_t len);
 
+/*
+ * blb_file_split() - PATH and SIZE (0: none) of the "PATH[:SIZE]" of a
+ * file: spec, into @path (@len bytes) and @size.  0, -EINVAL when the
+ * part after the last ':' was meant as a SIZE but is not one (1x, 10Q),
+ * or -ENAMETOOLONG.
+ */
+int blb_file_split(const char *spec, char *path, size_t len, uint64_t *size);
+
 /* tcp:HOST:PORT (blbench_tcp.c): a remote `blbench serve`. */
 int blb_tcp_open(struct blb_target **out, const char *spec,
 		 const struct blb_opts *o, bool create, char *err,

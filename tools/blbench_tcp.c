@@ -414,7 +414,12 @@ static const struct blb_target_ops tcp_ops = {
 	.close = tcp_close,
 };
 
-static int tcp_connect(const char *host, const char *port, int *fdp)
+/*
+ * -errno, or 1 when the name did not resolve: then *@gai is getaddrinfo's
+ * EAI_ code, whose message (gai_strerror) says more than any errno.
+ */
+static int tcp_connect(const char *host, const char *port, int *fdp,
+		       int *gai)
 {
 	struct addrinfo hints, *res, *ai;
 	int fd = -1, r, one = 1;
@@ -423,8 +428,12 @@ static int tcp_connect(const char *host, const char *port, int *fdp)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	r = getaddrinfo(host, port, &hints, &res);
-	if (r)
-		return r == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	if (r == EAI_SYSTEM)
+		return -errno;
+	if (r) {
+		*gai = r;
+		return 1;
+	}
 	r = -ECONNREFUSED;
 	for (ai = res; ai; ai = ai->ai_next) {
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
@@ -458,7 +467,7 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 	uint64_t room, maxp;
 	uint32_t slots, mem, off;
 	struct bl_iter it;
-	int fd = -1, r;
+	int fd = -1, gai = 0, r;
 
 	(void)create;
 	if (blb_split_hostport(spec, host, sizeof(host), port,
@@ -475,7 +484,13 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 	tt->t.direct = o->direct;
 	snprintf(tt->addr, sizeof(tt->addr), "tcp:%s", spec);
 	snprintf(tt->t.desc, sizeof(tt->t.desc), "%s", tt->addr);
-	r = tcp_connect(host, port, &fd);
+	r = tcp_connect(host, port, &fd, &gai);
+	if (r > 0) {
+		r = blb_fail(err, len, 0, "cannot connect to %s: %s", tt->addr,
+			     gai_strerror(gai));
+		free(tt);
+		return r;
+	}
 	if (r < 0) {
 		r = blb_fail(err, len, r, "cannot connect to %s", tt->addr);
 		free(tt);

@@ -5,6 +5,7 @@
  * parsing, set-up error messages and little-endian byte access.  They depend
  * on nothing else of blbench, so any file may use them without a loop in
  * the call graph; nothing here may grow a call into another blbench file.
+ * msgbench links blbench_util.c too, for the size parser.
  */
 #ifndef BLBENCH_UTIL_H
 #define BLBENCH_UTIL_H

@@ -3,9 +3,14 @@
  * msgbench - the messenger (bufferlist/msgr.h) against a naive framed
  * protocol, in the same run, over loopback TCP; and frame parsing in memory.
  *
- *   msgbench [--size N] [--conns N] [--seconds S] [--mode pingpong|stream]
+ *   msgbench [--size SIZE] [--conns N] [--seconds S] [--mode pingpong|stream]
  *            [--parse] [--impl ours|base|both] [--zc] [--align] [--blocking]
- *            [--direct-min N] [--no-regpool] [--lz4] [--frames N] [-q]
+ *            [--direct-min SIZE] [--no-regpool] [--lz4] [--frames N] [-q]
+ *
+ * SIZE as blbench takes it (blb_parse_size of tools/blbench_util.c, linked
+ * in): K, M, G.  Every option is checked; a bad one is a reason and the
+ * usage on stderr, exit status 2.  A case whose row says "(errors!)"
+ * makes the exit status 1.
  *
  * Without --size/--conns/--mode/--parse it runs the whole matrix: parse;
  * stream with 64-byte and 1 MiB payloads over 1 and 4 connections;
@@ -99,6 +104,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -113,6 +119,8 @@
 #include <bufferlist.h>
 #include <bufferlist/lz4.h>
 #include <bufferlist/msgr.h>
+#include <bufferlist/version.h>
+#include "blbench_util.h"
 
 #define MAXCONNS 64
 #define WINDOW_BYTES ((size_t)4 << 20)
@@ -1088,7 +1096,8 @@ static const char *mode_name(enum mode m)
 	return m == STREAM ? "stream" : "pingpong";
 }
 
-static void net_case(const struct cfg *cfg, double *ratio)
+/* Runs one network case and prints its row.  false: a side saw errors. */
+static bool net_case(const struct cfg *cfg, double *ratio)
 {
 	struct result ro, rb;
 	const char *m = mode_name(cfg->mode);
@@ -1123,6 +1132,7 @@ static void net_case(const struct cfg *cfg, double *ratio)
 		       ro.ok && rb.ok ? "" : "  (errors!)");
 	fflush(stdout);
 	*ratio = rb.msgs_s > 0 ? ro.msgs_s / rb.msgs_s : 0;
+	return ro.ok && rb.ok;
 }
 
 /* --lz4: what one payload of @size bytes compresses to, on each side. */
@@ -1154,18 +1164,77 @@ static void print_lz4_ratio(size_t size)
 	free(flat);
 }
 
-static void usage(void)
+static const char usage_text[] =
+	"usage: msgbench [--size SIZE] [--conns N] [--seconds S] [--mode stream|pingpong]\n"
+	"                [--parse] [--impl ours|base|both] [--zc] [--align] [--blocking]\n"
+	"                [--direct-min SIZE] [--no-regpool] [--lz4] [--frames N] [-q]\n"
+	"\n"
+	"Without --size, --conns, --mode or --parse: the whole matrix (parse; stream\n"
+	"64 B and 1 MiB over 1 and 4 connections; pingpong 64 B and 1 MiB).\n"
+	"  -s, --size SIZE        payload bytes per frame, 1 to 64M (64)\n"
+	"  -c, --conns N          connections, 1 to 64 (1)\n"
+	"  -t, --seconds S        seconds per network case, above 0, at most\n"
+	"                         86400 (2)\n"
+	"  -m, --mode MODE        stream or pingpong (stream)\n"
+	"  -p, --parse            only the parse benchmark (not with --size,\n"
+	"                         --conns or --mode)\n"
+	"  -i, --impl IMPL        ours, base or both (both)\n"
+	"  -z, --zc               ours: zero-copy send at the library's threshold\n"
+	"  -a, --align            ours: the server aligns payloads >= 16 KiB\n"
+	"  -b, --blocking         ours: the blocking back end\n"
+	"  -d, --direct-min SIZE  ours: payloads this big are read into a raw of\n"
+	"                         their own (0: never; default: the library's)\n"
+	"  -R, --no-regpool       ours: no registered buffers for those reads\n"
+	"  -L, --lz4              payloads lz4-compressed on the wire\n"
+	"  -f, --frames N         frames for the parse benchmark, 1 to 10000000\n"
+	"                         (100000)\n"
+	"  -q, --quiet            only the RESULT lines\n"
+	"  -h, --help             this text\n"
+	"      --version          print the version and exit\n"
+	"SIZE takes K, M or G (powers of 1024).  Exit status: 0, 1 when a case\n"
+	"failed or saw errors, 2 for bad usage.\n";
+
+static int usage_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+/* The reason (if any) and the usage on stderr; the usage exit status. */
+static int usage_error(const char *fmt, ...)
 {
-	fprintf(stderr,
-		"usage: msgbench [--size N] [--conns N] [--seconds S] "
-		"[--mode pingpong|stream] [--parse]\n"
-		"                [--impl ours|base|both] [--zc] [--align] "
-		"[--blocking] [--direct-min N] [--no-regpool]\n"
-		"                [--lz4] [--frames N] [-q]\n");
-	exit(2);
+	va_list ap;
+
+	if (fmt) {
+		fputs("msgbench: ", stderr);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+	fputs(usage_text, stderr);
+	return 2;
 }
 
-int main(int argc, char **argv)
+/* A whole decimal number from @min to @max, all of @s.  0 or -EINVAL. */
+static int parse_count(const char *s, unsigned long long min,
+		       unsigned long long max, unsigned long long *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+enum { OPT_VERSION = 256 };
+
+/* Fills @cfg from the command line.  -1 to go on, or the exit status. */
+static int parse_opts(struct cfg *cfg, bool *parse, bool *net,
+		      bool *parse_only, int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "size", required_argument, NULL, 's' },
@@ -1183,84 +1252,125 @@ int main(int argc, char **argv)
 		{ "frames", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
+	unsigned long long n;
+	uint64_t v;
+	double d;
+	char *end;
+	int o;
+
+	/* getopt's messages name argv[0]: libtool's .libs path, uninstalled */
+	if (argc > 0)
+		argv[0] = (char *)"msgbench";
+	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabd:RLf:qh", lo,
+				NULL)) != -1) {
+		switch (o) {
+		case 's':
+			if (blb_parse_size(optarg, &v) || v == 0 ||
+			    v > BL_MSGR_DEFAULT_MAX_PAYLOAD)
+				return usage_error("--size wants a payload size from 1 byte to 64M, not '%s'",
+						   optarg);
+			cfg->size = (size_t)v;
+			*net = true;
+			break;
+		case 'c':
+			if (parse_count(optarg, 1, MAXCONNS, &n))
+				return usage_error("--conns wants a number of connections from 1 to %d, not '%s'",
+						   MAXCONNS, optarg);
+			cfg->conns = (int)n;
+			*net = true;
+			break;
+		case 't':
+			errno = 0;
+			d = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(d > 0) ||
+			    d > 86400)
+				return usage_error("--seconds wants a number of seconds above 0, at most 86400, not '%s'",
+						   optarg);
+			cfg->seconds = d;
+			break;
+		case 'm':
+			if (!strcmp(optarg, "stream"))
+				cfg->mode = STREAM;
+			else if (!strcmp(optarg, "pingpong"))
+				cfg->mode = PINGPONG;
+			else
+				return usage_error("--mode wants stream or pingpong, not '%s'",
+						   optarg);
+			*net = true;
+			break;
+		case 'p':
+			*parse = *parse_only = true;
+			break;
+		case 'i':
+			cfg->impl = !strcmp(optarg, "ours") ? 1
+				    : !strcmp(optarg, "base") ? 2
+				    : !strcmp(optarg, "both") ? 3 : 0;
+			if (!cfg->impl)
+				return usage_error("--impl wants ours, base or both, not '%s'",
+						   optarg);
+			break;
+		case 'z':
+			cfg->zc = true;
+			break;
+		case 'a':
+			cfg->align = true;
+			break;
+		case 'b':
+			cfg->blocking = true;
+			break;
+		case 'R':
+			cfg->no_regpool = true;
+			break;
+		case 'L':
+			cfg->lz4 = true;
+			break;
+		case 'd':
+			if (blb_parse_size(optarg, &v) || v > SIZE_MAX)
+				return usage_error("--direct-min wants a size (0: never), not '%s'",
+						   optarg);
+			cfg->direct_min = v ? (size_t)v : SIZE_MAX;
+			break;
+		case 'f':
+			if (parse_count(optarg, 1, 10000000, &n))
+				return usage_error("--frames wants a number of frames from 1 to 10000000, not '%s'",
+						   optarg);
+			cfg->frames = (unsigned)n;
+			break;
+		case 'q':
+			cfg->quiet = true;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case OPT_VERSION:
+			printf("msgbench (libbufferlist) %s\n", BL_VERSION_STRING);
+			return 0;
+		default:	/* getopt said what was wrong */
+			return usage_error(NULL);
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected '%s'", argv[optind]);
+	if (*parse_only && *net)
+		return usage_error("--parse runs only the parse benchmark: --size, --conns and --mode are for a network case");
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
 	struct cfg cfg = {
 		.size = 64, .conns = 1, .seconds = 2.0, .mode = STREAM,
 		.impl = 3, .frames = 100000,
 	};
 	bool parse = false, net = false, want_parse_only = false;
-	int o;
+	int errors = 0, r;
 
-	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabd:RLf:qh", lo, NULL)) !=
-	       -1) {
-		switch (o) {
-		case 's':
-			cfg.size = strtoull(optarg, NULL, 0);
-			net = true;
-			break;
-		case 'c':
-			cfg.conns = atoi(optarg);
-			if (cfg.conns < 1 || cfg.conns > MAXCONNS)
-				usage();
-			net = true;
-			break;
-		case 't':
-			cfg.seconds = atof(optarg);
-			break;
-		case 'm':
-			if (!strcmp(optarg, "stream"))
-				cfg.mode = STREAM;
-			else if (!strcmp(optarg, "pingpong"))
-				cfg.mode = PINGPONG;
-			else
-				usage();
-			net = true;
-			break;
-		case 'p':
-			parse = want_parse_only = true;
-			break;
-		case 'i':
-			cfg.impl = !strcmp(optarg, "ours") ? 1
-				   : !strcmp(optarg, "base") ? 2
-				   : !strcmp(optarg, "both") ? 3 : 0;
-			if (!cfg.impl)
-				usage();
-			break;
-		case 'z':
-			cfg.zc = true;
-			break;
-		case 'a':
-			cfg.align = true;
-			break;
-		case 'b':
-			cfg.blocking = true;
-			break;
-		case 'R':
-			cfg.no_regpool = true;
-			break;
-		case 'L':
-			cfg.lz4 = true;
-			break;
-		case 'd':
-			cfg.direct_min = strtoull(optarg, NULL, 0);
-			if (!cfg.direct_min)
-				cfg.direct_min = SIZE_MAX;
-			break;
-		case 'f':
-			cfg.frames = (unsigned)strtoul(optarg, NULL, 0);
-			if (!cfg.frames)
-				usage();
-			break;
-		case 'q':
-			cfg.quiet = true;
-			break;
-		default:
-			usage();
-		}
-	}
-	if (optind != argc || cfg.size > BL_MSGR_DEFAULT_MAX_PAYLOAD)
-		usage();
+	r = parse_opts(&cfg, &parse, &net, &want_parse_only, argc, argv);
+	if (r >= 0)
+		return r;
 	if (!parse && !net)
 		parse = true;	/* the whole matrix */
 
@@ -1335,12 +1445,16 @@ int main(int argc, char **argv)
 				c.conns = matrix[i].conns;
 				c.mode = matrix[i].mode;
 			}
-			net_case(&c, &ratio);
+			if (!net_case(&c, &ratio)) {
+				errors++;
+				fprintf(stderr, "msgbench: %s %zu bytes over %d connection(s): errors\n",
+					mode_name(c.mode), c.size, c.conns);
+			}
 			wins += ratio > 1.0;
 		}
 		if (!cfg.quiet && cfg.impl == 3)
 			printf("  target: faster than base in %d of %d cases\n",
 			       wins, n);
 	}
-	return 0;
+	return errors ? 1 : 0;
 }
