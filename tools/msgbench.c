@@ -95,14 +95,16 @@
  *
  * Output: a plain table, and one line per measurement:
  *   RESULT msgbench <case> size=N conns=N impl=ours|base <value> <unit>
+ *
+ * This file: the options, main, one network case and the report; the
+ * parse benchmark is msgbench_parse.c, the two sides of a network case
+ * msgbench_ours.c and msgbench_base.c, what they share msgbench_util.c
+ * (msgbench.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -111,9 +113,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 #include <lz4frame.h>
 #include <bufferlist.h>
@@ -121,178 +120,7 @@
 #include <bufferlist/msgr.h>
 #include <bufferlist/version.h>
 #include "blbench_util.h"
-
-#define MAXCONNS 64
-#define WINDOW_BYTES ((size_t)4 << 20)
-#define WINDOW_FRAMES 4096u
-#define BASE_BUF ((size_t)64 << 10)
-#define PARSE_PASSES 11
-#define TYPE_PLAIN 1
-#define TYPE_LZ4 2		/* the payload is one LZ4 frame */
-
-enum mode { STREAM, PINGPONG };
-
-struct cfg {
-	size_t size;
-	int conns;
-	double seconds;
-	enum mode mode;
-	bool zc;
-	bool align;		/* the server aligns large payloads */
-	bool blocking;		/* ours on the blocking back end */
-	size_t direct_min;	/* 0: the library's default */
-	bool no_regpool;	/* no registered buffers for large reads */
-	bool lz4;		/* payloads compressed on the wire */
-	bool quiet;
-	int impl;		/* 1 ours, 2 base, 3 both */
-	unsigned frames;
-};
-
-/*
- * CPU time per message of each side's thread is printed beside the rates:
- * on a shared machine it moves less with other load than wall-clock
- * rates do.
- */
-struct result {
-	double msgs_s;
-	double gb_s;
-	double srv_cpu_ns;	/* server thread CPU per message */
-	double cli_cpu_ns;	/* client thread CPU per message */
-	uint64_t msgs;		/* messages the rates count */
-	bool ok;
-};
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "msgbench: %s: %s\n", what, strerror(err));
-	exit(1);
-}
-
-/* The payload's bytes (see --lz4 above for why text). */
-static void fill_payload(unsigned char *p, size_t n, bool text)
-{
-	static const char *const words[32] = {
-		"the", "of", "and", "to", "a", "in", "buffer", "list",
-		"raw", "ptr", "frame", "payload", "message", "server",
-		"client", "send", "receive", "connection", "length", "crc",
-		"segment", "shared", "copy", "zero", "ring", "socket",
-		"thread", "queue", "error", "bytes", "is", "not",
-	};
-	uint32_t st = 2463534242u;
-	unsigned w = 0;
-	size_t i = 0;
-
-	if (!text) {
-		for (i = 0; i < n; i++)
-			p[i] = (unsigned char)(i * 131 + 7);
-		return;
-	}
-	while (i < n) {
-		const char *s;
-
-		st = st * 1664525u + 1013904223u;
-		for (s = words[(st >> 16) % 32u]; *s && i < n; s++)
-			p[i++] = (unsigned char)*s;
-		if (i < n)
-			p[i++] = ++w % 12 ? ' ' : '\n';
-	}
-}
-
-/* ---- the wire format, by hand (for the baseline) ------------------------- */
-
-static void put_le32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static void base_preamble(unsigned char *p, uint16_t type, uint64_t seq,
-			  uint32_t len)
-{
-	put_le32(p, BL_MSGR_MAGIC);
-	p[4] = (unsigned char)type;
-	p[5] = (unsigned char)(type >> 8);
-	p[6] = p[7] = 0;
-	for (int i = 0; i < 8; i++)
-		p[8 + i] = (unsigned char)(seq >> (8 * i));
-	put_le32(p + 16, len);
-	put_le32(p + 20, bl_crc32c(BL_MSGR_CRC_SEED, p, 20));
-}
-
-/*
- * Parses one frame at @p (@n bytes available).  Return: total frame bytes
- * and *@pay a new malloc'd copy of the payload (*@plen bytes), 0 when more
- * bytes are needed (*@need: the frame's size once the preamble is in), or
- * -1 when malformed.
- */
-static long base_parse(const unsigned char *p, size_t n, unsigned char **pay,
-		       uint32_t *plen, size_t *need)
-{
-	uint32_t len;
-	size_t total;
-
-	*need = BL_MSGR_PREAMBLE;
-	if (n < BL_MSGR_PREAMBLE)
-		return 0;
-	if (get_le32(p) != BL_MSGR_MAGIC ||
-	    bl_crc32c(BL_MSGR_CRC_SEED, p, 20) != get_le32(p + 20))
-		return -1;
-	len = get_le32(p + 16);
-	if (len > BL_MSGR_DEFAULT_MAX_PAYLOAD)
-		return -1;
-	total = BL_MSGR_OVERHEAD + (size_t)len;
-	*need = total;
-	if (n < total)
-		return 0;
-	if (bl_crc32c(BL_MSGR_CRC_SEED, p + BL_MSGR_PREAMBLE, len) !=
-	    get_le32(p + BL_MSGR_PREAMBLE + len))
-		return -1;
-	*pay = malloc(len ? len : 1);
-	if (!*pay)
-		die("malloc", ENOMEM);
-	memcpy(*pay, p + BL_MSGR_PREAMBLE, len);
-	*plen = len;
-	return (long)total;
-}
-
-/* ---- parse in memory ----------------------------------------------------- */
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return v[n / 2];
-}
+#include "msgbench.h"
 
 static void result_line(const char *cas, size_t size, int conns,
 			const char *impl, double v, const char *unit)
@@ -301,779 +129,30 @@ static void result_line(const char *cas, size_t size, int conns,
 	       size, conns, impl, v, unit);
 }
 
-static void bench_parse(const struct cfg *cfg, double *ours_ns,
-			double *base_ns)
-{
-	struct bl_list enc, master;
-	uint32_t st = 12345u;
-	unsigned char payload[64], *flat;
-	size_t n, total_payload = 0;
-	double t_ours[PARSE_PASSES], t_base[PARSE_PASSES];
-	volatile uint64_t sink = 0;
-
-	for (int i = 0; i < 64; i++)
-		payload[i] = (unsigned char)(i * 131 + 7);
-	bl_list_init(&enc);
-	for (unsigned i = 0; i < cfg->frames; i++) {
-		struct bl_list pay;
-		uint32_t len;
-
-		st = st * 1664525u + 1013904223u;
-		len = 16u + (st >> 16) % 49u;
-		bl_list_init(&pay);
-		if (bl_list_append(&pay, payload, len) ||
-		    bl_msgr_encode(&enc, 1, i, &pay, 0))
-			die("encode", ENOMEM);
-		bl_list_clear(&pay);
-		total_payload += len;
-	}
-	n = bl_list_length(&enc);
-	flat = malloc(n);
-	if (!flat || bl_list_copy_out(&enc, 0, n, flat))
-		die("copy", ENOMEM);
-	bl_list_clear(&enc);
-
-	/* as a receive leaves them: 64 KiB raws */
-	bl_list_init(&master);
-	for (size_t off = 0; off < n; off += (size_t)64 << 10) {
-		size_t k = n - off < ((size_t)64 << 10) ? n - off
-							: (size_t)64 << 10;
-		struct bl_ptr p;
-
-		if (bl_ptr_alloc(&p, k))
-			die("alloc", ENOMEM);
-		memcpy(bl_ptr_data(&p), flat + off, k);
-		if (bl_list_append_ptr_move(&master, &p))
-			die("alloc", ENOMEM);
-	}
-
-	for (int pass = 0; pass < PARSE_PASSES; pass++) {
-		struct bl_list in;
-		struct bl_msgr_frame f;
-		uint64_t got = 0, frames = 0;
-		double t0, t1;
-		size_t off = 0;
-
-		/* ours */
-		bl_list_init(&in);
-		if (bl_list_append_list(&in, &master))
-			die("alloc", ENOMEM);
-		t0 = now_s();
-		while (bl_msgr_parse(&in, &f, 0) == 1) {
-			got += bl_list_length(&f.payload);
-			frames++;
-			bl_msgr_frame_release(&f);
-		}
-		t1 = now_s();
-		if (frames != cfg->frames || got != total_payload ||
-		    bl_list_length(&in))
-			die("parse (ours) lost frames", EBADMSG);
-		t_ours[pass] = (t1 - t0) * 1e9 / cfg->frames;
-		bl_list_clear(&in);
-
-		/* base */
-		got = frames = 0;
-		t0 = now_s();
-		for (;;) {
-			unsigned char *p;
-			uint32_t plen;
-			size_t need;
-			long r = base_parse(flat + off, n - off, &p, &plen,
-					    &need);
-
-			if (r <= 0)
-				break;
-			got += plen;
-			frames++;
-			sink += p[0];
-			free(p);
-			off += (size_t)r;
-		}
-		t1 = now_s();
-		if (frames != cfg->frames || got != total_payload)
-			die("parse (base) lost frames", EBADMSG);
-		t_base[pass] = (t1 - t0) * 1e9 / cfg->frames;
-	}
-	(void)sink;
-	*ours_ns = median(t_ours, PARSE_PASSES);
-	*base_ns = median(t_base, PARSE_PASSES);
-	bl_list_clear(&master);
-	free(flat);
-}
-
-/* ---- network: common ----------------------------------------------------- */
-
-struct srv_shared {
-	int lfd;
-	struct cfg cfg;
-	_Atomic int ready;
-	/* results, written by the server thread */
-	uint64_t msgs, bytes;
-	uint64_t msgs_timed, bytes_timed;	/* at t_last */
-	uint64_t bytes_first;
-	double t_first, t_last;
-	uint64_t detached, ring_dry;
-	int closed, bad;
-	double cpu_s;
-};
-
-static int listen_loopback(struct sockaddr_in *sa)
-{
-	socklen_t sl = sizeof(*sa);
-	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		die("socket", errno);
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)sa, sizeof(*sa)) ||
-	    listen(fd, MAXCONNS) ||
-	    getsockname(fd, (struct sockaddr *)sa, &sl))
-		die("listen", errno);
-	return fd;
-}
-
-static int dial(const struct sockaddr_in *sa)
-{
-	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0 || connect(fd, (const struct sockaddr *)sa, sizeof(*sa)))
-		die("connect", errno);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return fd;
-}
-
-/*
- * Reading the clock costs about as much as handling a small message, so
- * it is read for the first message and then every 64th (and for every
- * large one): the last few messages of a run are not in the rate.
- */
-static void srv_count(struct srv_shared *s, size_t len)
-{
-	if (!s->msgs || !(s->msgs & 63) || len >= 65536) {
-		s->t_last = now_s();
-		if (!s->msgs)
-			s->t_first = s->t_last;
-		s->msgs_timed = s->msgs + 1;
-		s->bytes_timed = s->bytes + len;
-		if (!s->msgs)
-			s->bytes_first = len;
-	}
-	s->msgs++;
-	s->bytes += len;
-}
-
-static struct bl_uring *make_uring(const struct cfg *cfg)
-{
-	struct bl_uring_params p;
-	struct bl_uring *u;
-
-	memset(&p, 0, sizeof(p));
-	p.zc_threshold = cfg->zc ? 0 : SIZE_MAX;
-	p.force_blocking = cfg->blocking;
-	u = bl_uring_create(&p);
-	if (!u)
-		die("bl_uring_create", ENOMEM);
-	if (!cfg->blocking && bl_uring_backend(u) != BL_URING_IO_URING)
-		fprintf(stderr, "msgbench: note: io_uring unavailable (%s): "
-			"ours runs on the blocking back end\n",
-			bl_uring_backend_reason(u));
-	return u;
-}
-
-/*
- * Payloads of 128 KiB and more (the messenger's direct_min) are read
- * straight into a raw of their own; a ring with registered buffers gives
- * those reads recycled, registered memory (READ_FIXED, the most recently
- * freed buffer first, so it is warm in the cache) instead of a fresh
- * allocation each time.  Four buffers per connection, each a payload and
- * a receive buffer long.  NULL when not wanted or not possible.
- */
-static struct bl_uring_regpool *make_regpool(struct bl_uring *u,
-					     const struct cfg *cfg)
-{
-	if (cfg->no_regpool || cfg->size < ((size_t)128 << 10))
-		return NULL;
-	return bl_uring_regpool_create(u, 4 * (unsigned)cfg->conns,
-				       cfg->size + ((size_t)64 << 10));
-}
-
-/* ---- network: ours ------------------------------------------------------- */
-
-/*
- * --lz4: decompresses a received payload (@f's, borrowed) into new raws,
- * no more than the payload size, and checks that it is all there.
- */
-static bool ours_unlz4(const struct cfg *cfg, const struct bl_msgr_frame *f)
-{
-	struct bl_list out;
-	ssize_t n;
-
-	if (f->type != TYPE_LZ4)
-		return false;
-	bl_list_init(&out);
-	/* max_out 0 would mean no limit */
-	n = bl_lz4_decompress(&f->payload, &out, cfg->size ? cfg->size : 1);
-	bl_list_clear(&out);
-	return n == (ssize_t)cfg->size;
-}
-
-static void ours_srv_frame(void *arg, struct bl_msgr_conn *c,
-			   struct bl_msgr_frame *f)
-{
-	struct srv_shared *s = arg;
-
-	if (s->cfg.lz4) {
-		if (!ours_unlz4(&s->cfg, f))
-			s->bad++;
-		srv_count(s, s->cfg.size);
-	} else {
-		srv_count(s, bl_list_length(&f->payload));
-	}
-	/* --lz4: the compressed payload goes back as it came */
-	if (s->cfg.mode == PINGPONG &&
-	    bl_msgr_send(c, f->type, &f->payload, NULL, NULL))
-		s->bad++;
-}
-
-static void ours_srv_close(void *arg, struct bl_msgr_conn *c, int err,
-			   const char *reason)
-{
-	struct srv_shared *s = arg;
-	struct bl_msgr_conn_stats st;
-
-	bl_msgr_conn_stats(c, &st);
-	s->detached += st.detached;
-	s->ring_dry += st.ring_dry;
-	s->closed++;
-	if (err) {
-		fprintf(stderr, "msgbench: server connection: %s\n", reason);
-		s->bad++;
-	}
-}
-
-static void *ours_server(void *arg)
-{
-	struct srv_shared *s = arg;
-	struct bl_uring *u = make_uring(&s->cfg);
-	struct bl_msgr_conn_opts o;
-	struct bl_msgr_server *srv;
-	struct bl_uring_regpool *rp;
-
-	memset(&o, 0, sizeof(o));
-	o.on_frame = ours_srv_frame;
-	o.on_close = ours_srv_close;
-	o.arg = s;
-	/*
-	 * 4 MiB, 8 MiB past one connection: room for a 1 MiB frame being
-	 * received on each connection with some to spare, small enough that
-	 * the ring's buffers (the kernel uses them in FIFO order) stay warm
-	 * in the cache.
-	 */
-	o.nbufs = s->cfg.conns > 1 ? 128 : 64;
-	o.align_data = s->cfg.align;
-	o.direct_min = s->cfg.direct_min;
-	rp = make_regpool(u, &s->cfg);
-	srv = bl_msgr_server_new(u, s->lfd, &o);
-	if (!srv)
-		die("bl_msgr_server_new", ENOMEM);
-	atomic_store(&s->ready, 1);
-	s->cpu_s = thread_cpu_s();
-	while (s->closed < s->cfg.conns)
-		if (bl_msgr_server_poll(srv, 100) < 0)
-			die("bl_msgr_server_poll", EIO);
-	s->cpu_s = thread_cpu_s() - s->cpu_s;
-	bl_msgr_server_destroy(srv);
-	bl_uring_regpool_destroy(rp);
-	bl_uring_destroy(u);
-	return NULL;
-}
-
-struct cconn {
-	struct bl_msgr_conn *c;
-	unsigned outstanding;
-	bool closed;
-	uint64_t replies;
-};
-
-struct client {
-	const struct cfg *cfg;
-	struct bl_list payload;
-	struct cconn cc[MAXCONNS];
-	bool stop;
-	uint64_t replies;
-	int closed;
-};
-
-static void ours_sent(void *arg, int res)
-{
-	struct cconn *cc = arg;
-
-	cc->outstanding--;
-	if (res)
-		fprintf(stderr, "msgbench: send: %s\n", strerror(-res));
-}
-
-static int ours_send(struct client *cl, struct cconn *cc)
-{
-	if (cl->cfg->lz4) {
-		struct bl_list z;
-		int err;
-
-		/*
-		 * Compressed afresh for every frame, as base does; the frame
-		 * shares the new raws, and its crc is taken over them.
-		 */
-		bl_list_init(&z);
-		if (bl_lz4_compress(&cl->payload, &z, NULL) < 0)
-			die("bl_lz4_compress", ENOMEM);
-		cc->outstanding++;
-		err = bl_msgr_send(cc->c, TYPE_LZ4, &z, ours_sent, cc);
-		bl_list_clear(&z);
-		return err;
-	}
-	/*
-	 * A new payload each time, as far as its crc is concerned.  (Small
-	 * payloads are copied into the frame, and their crc taken over the
-	 * copy: the cache plays no part.)
-	 */
-	if (cl->cfg->size >= 512)
-		bl_list_invalidate_crc(&cl->payload);
-	cc->outstanding++;
-	return bl_msgr_send(cc->c, TYPE_PLAIN, &cl->payload, ours_sent, cc);
-}
-
-static void ours_cli_frame(void *arg, struct bl_msgr_conn *c,
-			   struct bl_msgr_frame *f)
-{
-	struct client *cl = arg;
-	struct cconn *cc = NULL;
-
-	if (cl->cfg->lz4 && !ours_unlz4(cl->cfg, f))
-		die("lz4 reply", EBADMSG);
-	for (int i = 0; i < cl->cfg->conns; i++)
-		if (cl->cc[i].c == c)
-			cc = &cl->cc[i];
-	cl->replies++;
-	if (cc && !cl->stop && ours_send(cl, cc))
-		die("bl_msgr_send", EIO);
-}
-
-static void ours_cli_close(void *arg, struct bl_msgr_conn *c, int err,
-			   const char *reason)
-{
-	struct client *cl = arg;
-
-	for (int i = 0; i < cl->cfg->conns; i++)
-		if (cl->cc[i].c == c)
-			cl->cc[i].closed = true;
-	cl->closed++;
-	if (err)
-		fprintf(stderr, "msgbench: client connection: %s\n", reason);
-}
-
-static void ours_client(const struct cfg *cfg, const struct sockaddr_in *sa,
-			struct result *r)
-{
-	struct bl_uring *u = make_uring(cfg);
-	struct bl_msgr_conn_opts o;
-	struct client cl;
-	struct bl_ptr p;
-	struct bl_uring_regpool *rp;
-	unsigned maxq;
-	double t0, t1, cpu;
-
-	memset(&cl, 0, sizeof(cl));
-	cl.cfg = cfg;
-	bl_list_init(&cl.payload);
-	if (cfg->size) {
-		if (bl_ptr_alloc(&p, cfg->size))
-			die("alloc", ENOMEM);
-		fill_payload((unsigned char *)bl_ptr_data(&p), cfg->size,
-			     cfg->lz4);
-		if (bl_list_append_ptr_move(&cl.payload, &p))
-			die("alloc", ENOMEM);
-	}
-	memset(&o, 0, sizeof(o));
-	o.on_frame = ours_cli_frame;
-	o.direct_min = cfg->direct_min;
-	rp = make_regpool(u, cfg);
-	o.on_close = ours_cli_close;
-	o.arg = &cl;
-	o.nbufs = 64;
-	for (int i = 0; i < cfg->conns; i++) {
-		cl.cc[i].c = bl_msgr_conn_new(u, dial(sa), &o);
-		if (!cl.cc[i].c)
-			die("bl_msgr_conn_new", ENOMEM);
-	}
-	maxq = (unsigned)(WINDOW_BYTES / (cfg->size + BL_MSGR_OVERHEAD));
-	if (maxq > WINDOW_FRAMES)
-		maxq = WINDOW_FRAMES;
-	if (!maxq)
-		maxq = 1;
-	cpu = thread_cpu_s();
-	t0 = now_s();
-	if (cfg->mode == PINGPONG)
-		for (int i = 0; i < cfg->conns; i++)
-			if (ours_send(&cl, &cl.cc[i]))
-				die("bl_msgr_send", EIO);
-	for (;;) {
-		t1 = now_s();
-		if (t1 - t0 >= cfg->seconds)
-			break;
-		if (cfg->mode == STREAM)
-			for (int i = 0; i < cfg->conns; i++)
-				while (cl.cc[i].outstanding < maxq)
-					if (ours_send(&cl, &cl.cc[i]))
-						die("bl_msgr_send", EIO);
-		if (bl_uring_run(u, 1, 100) < 0)
-			die("bl_uring_run", EIO);
-	}
-	cl.stop = true;
-	if (cfg->mode == PINGPONG) {
-		r->msgs_s = (double)cl.replies / (t1 - t0);
-		r->gb_s = r->msgs_s * (double)cfg->size * 2 / 1e9;
-	}
-	/* drain, then close */
-	for (;;) {
-		unsigned left = 0;
-
-		for (int i = 0; i < cfg->conns; i++)
-			left += cl.cc[i].outstanding;
-		if (!left)
-			break;
-		if (bl_uring_run(u, 1, 100) < 0)
-			die("bl_uring_run", EIO);
-	}
-	for (int i = 0; i < cfg->conns; i++)
-		bl_msgr_conn_close(cl.cc[i].c, 0, NULL);
-	while (cl.closed < cfg->conns)
-		if (bl_uring_run(u, 1, 100) < 0)
-			die("bl_uring_run", EIO);
-	r->cli_cpu_ns = thread_cpu_s() - cpu;
-	r->msgs = cl.replies;
-	bl_list_clear(&cl.payload);
-	bl_uring_regpool_destroy(rp);
-	bl_uring_destroy(u);
-}
-
-/* ---- network: baseline --------------------------------------------------- */
-
-struct bconn {
-	int fd;
-	unsigned char *buf;
-	size_t cap, len;
-	bool open;
-	LZ4F_dctx *dctx;	/* --lz4, else NULL */
-	size_t plain;		/* --lz4: the uncompressed payload size */
-};
-
-static void bconn_init(struct bconn *c, int fd, const struct cfg *cfg)
-{
-	c->fd = fd;
-	c->cap = BASE_BUF;
-	c->len = 0;
-	c->buf = malloc(BASE_BUF);
-	if (!c->buf)
-		die("malloc", ENOMEM);
-	c->open = true;
-	c->dctx = NULL;
-	c->plain = cfg->size;
-	if (cfg->lz4 &&
-	    LZ4F_isError(LZ4F_createDecompressionContext(&c->dctx,
-							 LZ4F_VERSION)))
-		die("LZ4F_createDecompressionContext", ENOMEM);
-}
-
-static void bconn_fini(struct bconn *c)
-{
-	close(c->fd);
-	free(c->buf);
-	LZ4F_freeDecompressionContext(c->dctx);
-	c->open = false;
-}
-
-/*
- * --lz4: decompresses a copied-out payload in one call into a buffer of
- * the payload size (which is also the limit) and checks the length.  The
- * output is contiguous and stays put for the call: stableDst.
- */
-static void base_unlz4(struct bconn *c, const unsigned char *z, size_t zlen)
-{
-	LZ4F_decompressOptions_t o = { .stableDst = 1 };
-	unsigned char *d = malloc(c->plain ? c->plain : 1);
-	size_t dn = c->plain, sn = zlen, r;
-
-	if (!d)
-		die("malloc", ENOMEM);
-	r = LZ4F_decompress(c->dctx, d, &dn, z, &sn, &o);
-	if (LZ4F_isError(r) || r != 0 || sn != zlen || dn != c->plain)
-		die("base: LZ4F_decompress", EBADMSG);
-	free(d);
-}
-
-static void write_full(int fd, const struct iovec *v, int n)
-{
-	struct iovec iov[3];
-	size_t left = 0;
-
-	memcpy(iov, v, sizeof(*v) * (size_t)n);
-	for (int i = 0; i < n; i++)
-		left += iov[i].iov_len;
-	while (left) {
-		ssize_t w = writev(fd, iov, n);
-
-		if (w <= 0)
-			die("writev", errno);
-		left -= (size_t)w;
-		for (int i = 0; i < n; i++) {
-			size_t k = (size_t)w < iov[i].iov_len ? (size_t)w
-							      : iov[i].iov_len;
-
-			iov[i].iov_base = (char *)iov[i].iov_base + k;
-			iov[i].iov_len -= k;
-			w -= (ssize_t)k;
-		}
-	}
-}
-
-/* Makes room for @need bytes of one frame at the start of c->buf. */
-static void bconn_room(struct bconn *c, size_t need)
-{
-	if (need <= c->cap)
-		return;
-	c->buf = realloc(c->buf, need);
-	if (!c->buf)
-		die("realloc", ENOMEM);
-	c->cap = need;
-}
-
-/*
- * Reads what is there and delivers every whole frame (payload copied
- * out).  @echo: write each payload back as a frame.  Return: false at EOF.
- */
-static bool base_pump(struct bconn *c, struct srv_shared *s, bool echo,
-		      uint64_t *got)
-{
-	ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
-	size_t off = 0;
-
-	if (n <= 0) {
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			return true;
-		return false;
-	}
-	c->len += (size_t)n;
-	for (;;) {
-		unsigned char *p;
-		uint32_t plen;
-		size_t need;
-		long r = base_parse(c->buf + off, c->len - off, &p, &plen,
-				    &need);
-
-		if (r < 0)
-			die("base: malformed frame", EBADMSG);
-		if (r == 0) {
-			/* keep the partial frame at the front */
-			memmove(c->buf, c->buf + off, c->len - off);
-			c->len -= off;
-			bconn_room(c, need);
-			return true;
-		}
-		off += (size_t)r;
-		if (c->dctx)
-			base_unlz4(c, p, plen);
-		if (s)
-			srv_count(s, c->dctx ? c->plain : plen);
-		if (got)
-			(*got)++;
-		if (echo) {
-			/* --lz4: the compressed payload goes back */
-			unsigned char pre[BL_MSGR_PREAMBLE], tr[4];
-			struct iovec iov[3] = {
-				{ pre, sizeof(pre) }, { p, plen }, { tr, 4 }
-			};
-			base_preamble(pre, c->dctx ? TYPE_LZ4 : TYPE_PLAIN, 0,
-				      plen);
-			put_le32(tr, bl_crc32c(BL_MSGR_CRC_SEED, p, plen));
-			write_full(c->fd, iov, 3);
-		}
-		free(p);
-	}
-}
-
-static void *base_server(void *arg)
-{
-	struct srv_shared *s = arg;
-	struct bconn c[MAXCONNS];
-	struct pollfd pfd[MAXCONNS + 1];
-	int n = 0;
-
-	atomic_store(&s->ready, 1);
-	s->cpu_s = thread_cpu_s();
-	while (s->closed < s->cfg.conns) {
-		int k = 0;
-
-		pfd[k].fd = s->lfd;
-		pfd[k++].events = POLLIN;
-		for (int i = 0; i < n; i++) {
-			pfd[k].fd = c[i].open ? c[i].fd : -1;
-			pfd[k++].events = POLLIN;
-		}
-		if (poll(pfd, (nfds_t)k, 100) < 0 && errno != EINTR)
-			die("poll", errno);
-		if (pfd[0].revents & POLLIN) {
-			int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
-			int one = 1;
-
-			if (fd >= 0 && n < MAXCONNS) {
-				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
-					   sizeof(one));
-				bconn_init(&c[n++], fd, &s->cfg);
-			}
-		}
-		for (int i = 0; i < n; i++) {
-			if (!c[i].open || !pfd[i + 1].revents)
-				continue;
-			if (!base_pump(&c[i], s, s->cfg.mode == PINGPONG,
-				       NULL)) {
-				bconn_fini(&c[i]);
-				s->closed++;
-			}
-		}
-	}
-	s->cpu_s = thread_cpu_s() - s->cpu_s;
-	return NULL;
-}
-
-
-static void base_client(const struct cfg *cfg, const struct sockaddr_in *sa,
-			struct result *r)
-{
-	unsigned char *payload = malloc(cfg->size ? cfg->size : 1);
-	unsigned char *out[MAXCONNS];
-	size_t olen[MAXCONNS];
-	struct bconn rc[MAXCONNS];
-	/* the longest a frame's payload can be on the wire */
-	size_t wmax = cfg->lz4 ? LZ4F_compressFrameBound(cfg->size, NULL)
-			       : cfg->size;
-	bool big = wmax + BL_MSGR_OVERHEAD > BASE_BUF / 2;
-	uint64_t seq = 0, replies = 0;
-	double t0, t1, cpu;
-
-	fill_payload(payload, cfg->size, cfg->lz4);
-	for (int i = 0; i < cfg->conns; i++) {
-		bconn_init(&rc[i], dial(sa), cfg);
-		out[i] = malloc(BASE_BUF);
-		olen[i] = 0;
-	}
-	cpu = thread_cpu_s();
-	t0 = now_s();
-	for (;;) {
-		t1 = now_s();
-		if (t1 - t0 >= cfg->seconds)
-			break;
-		for (int i = 0; i < cfg->conns; i++) {
-			unsigned char pre[BL_MSGR_PREAMBLE], tr[4];
-			unsigned char *w = payload, *z = NULL;
-			size_t wlen = cfg->size;
-
-			if (cfg->lz4) {
-				/* compressed afresh for every frame */
-				z = malloc(wmax);
-				if (!z)
-					die("malloc", ENOMEM);
-				wlen = LZ4F_compressFrame(z, wmax, payload,
-							  cfg->size, NULL);
-				if (LZ4F_isError(wlen))
-					die("LZ4F_compressFrame", ENOMEM);
-				w = z;
-			}
-			/* one frame: its crc is computed every time */
-			base_preamble(pre, cfg->lz4 ? TYPE_LZ4 : TYPE_PLAIN,
-				      ++seq, (uint32_t)wlen);
-			put_le32(tr, bl_crc32c(BL_MSGR_CRC_SEED, w, wlen));
-			if (big) {
-				struct iovec v[3] = {
-					{ pre, sizeof(pre) },
-					{ w, wlen },
-					{ tr, 4 },
-				};
-
-				write_full(rc[i].fd, v, 3);
-			} else {
-				unsigned char *o = out[i] + olen[i];
-
-				memcpy(o, pre, sizeof(pre));
-				memcpy(o + sizeof(pre), w, wlen);
-				memcpy(o + sizeof(pre) + wlen, tr, 4);
-				olen[i] += wlen + BL_MSGR_OVERHEAD;
-				if (cfg->mode == PINGPONG ||
-				    olen[i] + wmax + BL_MSGR_OVERHEAD >
-					    BASE_BUF) {
-					struct iovec v = { out[i], olen[i] };
-
-					write_full(rc[i].fd, &v, 1);
-					olen[i] = 0;
-				}
-			}
-			free(z);
-		}
-		if (cfg->mode == PINGPONG) {
-			for (int i = 0; i < cfg->conns; i++) {
-				uint64_t got = 0;
-
-				while (!got)
-					if (!base_pump(&rc[i], NULL, false,
-						       &got))
-						die("base: server closed", EPIPE);
-				replies += got;
-			}
-		}
-	}
-	for (int i = 0; i < cfg->conns; i++) {
-		if (olen[i]) {
-			struct iovec v = { out[i], olen[i] };
-
-			write_full(rc[i].fd, &v, 1);
-		}
-		bconn_fini(&rc[i]);
-		free(out[i]);
-	}
-	r->cli_cpu_ns = thread_cpu_s() - cpu;
-	r->msgs = replies;
-	if (cfg->mode == PINGPONG) {
-		r->msgs_s = (double)replies / (t1 - t0);
-		r->gb_s = r->msgs_s * (double)cfg->size * 2 / 1e9;
-	}
-	free(payload);
-}
-
 /* ---- one network case ---------------------------------------------------- */
 
-static void run_net(const struct cfg *cfg, bool ours, struct result *r)
+static void run_net(const struct mb_cfg *cfg, bool ours, struct mb_result *r)
 {
-	struct srv_shared s;
+	struct mb_srv s;
 	struct sockaddr_in sa;
 	pthread_t th;
 
 	memset(&s, 0, sizeof(s));
 	memset(r, 0, sizeof(*r));
 	s.cfg = *cfg;
-	s.lfd = listen_loopback(&sa);
-	if (pthread_create(&th, NULL, ours ? ours_server : base_server, &s))
-		die("pthread_create", EAGAIN);
+	s.lfd = mb_listen_loopback(&sa);
+	if (pthread_create(&th, NULL, ours ? mb_ours_server : mb_base_server,
+			   &s))
+		mb_die("pthread_create", EAGAIN);
 	while (!atomic_load(&s.ready))
 		usleep(1000);
 	if (ours)
-		ours_client(cfg, &sa, r);
+		mb_ours_client(cfg, &sa, r);
 	else
-		base_client(cfg, &sa, r);
+		mb_base_client(cfg, &sa, r);
 	pthread_join(th, NULL);
 	close(s.lfd);
-	if (cfg->mode == STREAM && s.t_last > s.t_first) {
+	if (cfg->mode == MB_STREAM && s.t_last > s.t_first) {
 		r->msgs_s = (double)(s.msgs_timed - 1) / (s.t_last - s.t_first);
 		r->gb_s = (double)(s.bytes_timed - s.bytes_first) /
 			  (s.t_last - s.t_first) / 1e9;
@@ -1091,15 +170,15 @@ static void run_net(const struct cfg *cfg, bool ours, struct result *r)
 		       (unsigned long long)s.ring_dry);
 }
 
-static const char *mode_name(enum mode m)
+static const char *mode_name(enum mb_mode m)
 {
-	return m == STREAM ? "stream" : "pingpong";
+	return m == MB_STREAM ? "stream" : "pingpong";
 }
 
 /* Runs one network case and prints its row.  false: a side saw errors. */
-static bool net_case(const struct cfg *cfg, double *ratio)
+static bool net_case(const struct mb_cfg *cfg, double *ratio)
 {
-	struct result ro, rb;
+	struct mb_result ro, rb;
 	const char *m = mode_name(cfg->mode);
 
 	memset(&ro, 0, sizeof(ro));
@@ -1110,7 +189,7 @@ static bool net_case(const struct cfg *cfg, double *ratio)
 	if (cfg->impl & 2)
 		run_net(cfg, false, &rb);
 	for (int k = 0; k < 2; k++) {
-		const struct result *r = k ? &rb : &ro;
+		const struct mb_result *r = k ? &rb : &ro;
 		const char *impl = k ? "base" : "ours";
 
 		if (!(cfg->impl & (1 << k)))
@@ -1145,16 +224,16 @@ static void print_lz4_ratio(size_t size)
 	ssize_t zo;
 
 	if (!flat || !zbuf)
-		die("malloc", ENOMEM);
-	fill_payload(flat, size, true);
+		mb_die("malloc", ENOMEM);
+	mb_fill_payload(flat, size, true);
 	bl_list_init(&in);
 	bl_list_init(&z);
 	if (bl_list_append(&in, flat, size))
-		die("alloc", ENOMEM);
+		mb_die("alloc", ENOMEM);
 	zo = bl_lz4_compress(&in, &z, NULL);
 	zb = LZ4F_compressFrame(zbuf, bound, flat, size, NULL);
 	if (zo < 0 || LZ4F_isError(zb))
-		die("lz4", EINVAL);
+		mb_die("lz4", EINVAL);
 	printf("# lz4: %zu-byte payload -> %zd bytes (ratio %.2f); "
 	       "base's LZ4F_compressFrame: %zu bytes\n", size, zo,
 	       zo ? (double)size / (double)zo : 0, zb);
@@ -1233,7 +312,7 @@ static int parse_count(const char *s, unsigned long long min,
 enum { OPT_VERSION = 256 };
 
 /* Fills @cfg from the command line.  -1 to go on, or the exit status. */
-static int parse_opts(struct cfg *cfg, bool *parse, bool *net,
+static int parse_opts(struct mb_cfg *cfg, bool *parse, bool *net,
 		      bool *parse_only, int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -1276,9 +355,9 @@ static int parse_opts(struct cfg *cfg, bool *parse, bool *net,
 			*net = true;
 			break;
 		case 'c':
-			if (parse_count(optarg, 1, MAXCONNS, &n))
+			if (parse_count(optarg, 1, MB_MAXCONNS, &n))
 				return usage_error("--conns wants a number of connections from 1 to %d, not '%s'",
-						   MAXCONNS, optarg);
+						   MB_MAXCONNS, optarg);
 			cfg->conns = (int)n;
 			*net = true;
 			break;
@@ -1293,9 +372,9 @@ static int parse_opts(struct cfg *cfg, bool *parse, bool *net,
 			break;
 		case 'm':
 			if (!strcmp(optarg, "stream"))
-				cfg->mode = STREAM;
+				cfg->mode = MB_STREAM;
 			else if (!strcmp(optarg, "pingpong"))
-				cfg->mode = PINGPONG;
+				cfg->mode = MB_PINGPONG;
 			else
 				return usage_error("--mode wants stream or pingpong, not '%s'",
 						   optarg);
@@ -1361,8 +440,8 @@ static int parse_opts(struct cfg *cfg, bool *parse, bool *net,
 
 int main(int argc, char **argv)
 {
-	struct cfg cfg = {
-		.size = 64, .conns = 1, .seconds = 2.0, .mode = STREAM,
+	struct mb_cfg cfg = {
+		.size = 64, .conns = 1, .seconds = 2.0, .mode = MB_STREAM,
 		.impl = 3, .frames = 100000,
 	};
 	bool parse = false, net = false, want_parse_only = false;
@@ -1400,13 +479,13 @@ int main(int argc, char **argv)
 	if (parse) {
 		double ours, base;
 
-		bench_parse(&cfg, &ours, &base);
+		mb_bench_parse(&cfg, &ours, &base);
 		result_line("parse", 0, 0, "ours", ours, "ns/frame");
 		result_line("parse", 0, 0, "base", base, "ns/frame");
 		if (!cfg.quiet) {
 			printf("\nparse %u frames of 16..64 bytes in memory "
 			       "(ns per frame, median of %d)\n", cfg.frames,
-			       PARSE_PASSES);
+			       MB_PARSE_PASSES);
 			printf("  ours (bl_msgr_parse, shared slices)   %7.1f\n",
 			       ours);
 			printf("  base (malloc + memcpy per payload)    %7.1f\n",
@@ -1419,14 +498,14 @@ int main(int argc, char **argv)
 		static const struct {
 			size_t size;
 			int conns;
-			enum mode mode;
+			enum mb_mode mode;
 		} matrix[] = {
-			{ 64, 1, STREAM },
-			{ 64, 4, STREAM },
-			{ (size_t)1 << 20, 1, STREAM },
-			{ (size_t)1 << 20, 4, STREAM },
-			{ 64, 1, PINGPONG },
-			{ (size_t)1 << 20, 1, PINGPONG },
+			{ 64, 1, MB_STREAM },
+			{ 64, 4, MB_STREAM },
+			{ (size_t)1 << 20, 1, MB_STREAM },
+			{ (size_t)1 << 20, 4, MB_STREAM },
+			{ 64, 1, MB_PINGPONG },
+			{ (size_t)1 << 20, 1, MB_PINGPONG },
 		};
 		int n = net ? 1 : (int)(sizeof(matrix) / sizeof(matrix[0]));
 		int wins = 0;
@@ -1437,7 +516,7 @@ int main(int argc, char **argv)
 			       "GB/s", "srv ns/m", "base msg/s", "GB/s",
 			       "srv ns/m", "o/b");
 		for (int i = 0; i < n; i++) {
-			struct cfg c = cfg;
+			struct mb_cfg c = cfg;
 			double ratio;
 
 			if (!net) {
