@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * msgr_conn.c - a messenger connection's life: creating it (options and
- * their defaults, its buffer ring, the first receive), the log, closing it
- * and freeing it, and its small accessors.  Receiving and sending live in
- * msgr_recv.c and msgr_send.c, which come back here only to close and to
- * free.
+ * msgr_conn.c - a messenger connection's life once it exists: the log,
+ * the end of its input, timeouts, closing it and freeing it, and its small
+ * accessors.  Creating one is msgr_open.c's; receiving and sending
+ * (msgr_recv.c, msgr_send.c) come here to close and to free.
  *
  * A connection is freed only when nothing can call back into it: no
  * receive, read or send in flight and no callback of its own on the
@@ -14,30 +13,13 @@
  */
 #include "msgr_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <bufferlist/msgr.h>
-
-#define ALIGN_MIN_DEFAULT ((size_t)16 << 10)
-#define DIRECT_MIN_DEFAULT ((size_t)128 << 10)
-#define COPY_BELOW_DEFAULT 512
-#define NBUFS_DEFAULT 64u
-#define BUF_SIZE_DEFAULT ((size_t)64 << 10)
-#define BGID_FIRST 0x4000u		/* automatic buffer group ids */
-#define BGID_SPAN 0xc000u
-
-static _Atomic unsigned bgid_next;
-
-unsigned short bl__msgr_auto_bgid(void)
-{
-	unsigned n = atomic_fetch_add_explicit(&bgid_next, 1,
-					       memory_order_relaxed);
-
-	return (unsigned short)(BGID_FIRST + n % BGID_SPAN);
-}
 
 static void vlog(const struct bl_msgr_conn_opts *o, struct bl_msgr_conn *c,
 		 const char *fmt, va_list ap)
@@ -70,6 +52,9 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c)
 		return;
 	c->finished = true;
 	if (s) {
+		/* a descriptor is free: out of them, try accepting now */
+		if (s->accept_paused)
+			s->next_accept = 0;
 		if (c->sprev)
 			c->sprev->snext = c->snext;
 		else
@@ -84,6 +69,7 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c)
 	bl_list_clear(&c->outq);
 	bl_ptr_release(&c->d.P);
 	bl_list_clear(&c->d.headl);
+	bl_list_clear(&c->d.restl);
 	if (c->own_br)
 		bl_uring_bufring_destroy(c->br);
 	if (!c->o.keep_fd)
@@ -110,6 +96,7 @@ void bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
 		bl__msgr_log(&c->o, c, "fd %d: closing: %s", c->fd, c->reason);
 	c->depth++;
 	/* queued frames never reached the kernel: take them back */
+	c->out_bytes -= bl_list_length(&c->outq);
 	bl_list_clear(&c->outq);
 	c->outq_frames = 0;
 	for (unsigned i = c->rec_inflight, n = c->rec_n; i < n; i++) {
@@ -122,6 +109,65 @@ void bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
 	shutdown(c->fd, SHUT_RDWR);
 	c->depth--;
 	bl__msgr_maybe_finish(c);
+}
+
+void bl__msgr_eof_check(struct bl_msgr_conn *c)
+{
+	size_t pending = bl_list_length(&c->in);
+
+	if (!c->rd_eof || c->closing)
+		return;
+	if (pending) {
+		/* frames that backpressure holds are delivered first */
+		if (!c->paused)
+			bl__msgr_conn_end(c, -EPIPE, true,
+					  "peer closed in the middle of a "
+					  "frame (%zu bytes pending)", pending);
+		return;
+	}
+	/* a half-closed peer still gets its answers */
+	if (c->send_busy || bl_list_length(&c->outq) ||
+	    (c->o.max_inflight && c->unanswered))
+		return;
+	bl__msgr_conn_end(c, 0, false, "peer closed");
+}
+
+bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
+{
+	uint64_t act = c->rx_raw + (c->tx_bytes - c->out_bytes);
+	size_t in = bl_list_length(&c->in);
+
+	if (c->closing)
+		return false;
+	if (act != c->act_seen || !c->act_at) {
+		c->act_seen = act;
+		c->act_at = now;
+	}
+	if (c->o.max_inflight && c->unanswered)
+		c->act_at = now;	/* we owe the peer, not it us */
+	if (c->o.idle_timeout_ms &&
+	    now - c->act_at >= (int64_t)c->o.idle_timeout_ms) {
+		bl__msgr_conn_end(c, -ETIMEDOUT, true,
+				  "idle for %u ms", c->o.idle_timeout_ms);
+		return false;
+	}
+	/* a preamble begun and not finished (not our own backpressure) */
+	if (!in || in >= BL_MSGR_PREAMBLE || c->read_busy || c->paused ||
+	    c->o.header_timeout_ms == UINT_MAX) {
+		c->hdr_at = 0;
+		return false;
+	}
+	if (!c->hdr_at || c->hdr_frames != c->st.frames_received) {
+		c->hdr_at = now;
+		c->hdr_frames = c->st.frames_received;
+	} else if (now - c->hdr_at >= (int64_t)c->o.header_timeout_ms) {
+		bl__msgr_conn_end(c, -ETIMEDOUT, true,
+				  "preamble not complete after %u ms "
+				  "(%zu of %d bytes)", c->o.header_timeout_ms,
+				  in, BL_MSGR_PREAMBLE);
+		return false;
+	}
+	return true;
 }
 
 void bl_msgr_conn_close(struct bl_msgr_conn *c, int err, const char *reason)
@@ -138,89 +184,4 @@ void bl_msgr_conn_stats(const struct bl_msgr_conn *c,
 			struct bl_msgr_conn_stats *out)
 {
 	*out = c->st;
-}
-
-/* ---- creation ------------------------------------------------------------ */
-
-void bl__msgr_opts_fill(struct bl_msgr_conn_opts *d,
-			const struct bl_msgr_conn_opts *o)
-{
-	if (o)
-		*d = *o;
-	else
-		memset(d, 0, sizeof(*d));
-	if (!d->max_payload)
-		d->max_payload = BL_MSGR_DEFAULT_MAX_PAYLOAD;
-	if (d->max_payload > BL_MSGR_PAYLOAD_LIMIT)
-		d->max_payload = BL_MSGR_PAYLOAD_LIMIT;
-	if (!d->nbufs)
-		d->nbufs = NBUFS_DEFAULT;
-	if (!d->buf_size)
-		d->buf_size = BUF_SIZE_DEFAULT;
-	if (!d->align_min)
-		d->align_min = ALIGN_MIN_DEFAULT;
-	if (!d->copy_below)
-		d->copy_below = COPY_BELOW_DEFAULT;
-	if (!d->direct_min)
-		d->direct_min = DIRECT_MIN_DEFAULT;
-}
-
-struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
-				       const struct bl_msgr_conn_opts *o,
-				       struct bl_uring_bufring *shared)
-{
-	const struct bl__allocator *al = bl__allocator_current();
-	struct bl_msgr_conn *c;
-
-	int err;
-
-	if (!u) {
-		errno = EINVAL;
-		return NULL;
-	}
-	c = bl__alloc(al, sizeof(*c), _Alignof(struct bl_msgr_conn));
-	if (!c) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	memset(c, 0, sizeof(*c));
-	c->al = al;
-	c->u = u;
-	c->fd = fd;
-	bl__msgr_opts_fill(&c->o, o);
-	bl_list_init(&c->in);
-	bl_list_init(&c->outq);
-	bl_list_init(&c->d.headl);
-	/* one-shot receives bound what aligning copies (see msgr_recv.c) */
-	c->multishot = !c->o.align_data;
-	c->br = shared ? shared : c->o.bufring;
-	if (!c->br) {
-		c->br = bl_uring_bufring_create(u, c->o.nbufs, c->o.buf_size,
-						c->o.bgid ? c->o.bgid :
-						bl__msgr_auto_bgid());
-		if (!c->br) {
-			err = errno;	/* the ring's */
-			bl__free(al, c, sizeof(*c),
-				 _Alignof(struct bl_msgr_conn));
-			errno = err;
-			return NULL;
-		}
-		c->own_br = true;
-	}
-	err = bl__msgr_start_recv(c);
-	if (err) {
-		/* nothing is in flight: undo */
-		if (c->own_br)
-			bl_uring_bufring_destroy(c->br);
-		bl__free(al, c, sizeof(*c), _Alignof(struct bl_msgr_conn));
-		errno = -err;
-		return NULL;
-	}
-	return c;
-}
-
-struct bl_msgr_conn *bl_msgr_conn_new(struct bl_uring *u, int fd,
-				      const struct bl_msgr_conn_opts *o)
-{
-	return bl__msgr_conn_new(u, fd, o, NULL);
 }

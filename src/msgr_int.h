@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * msgr_int.h - what the messenger's files share (msgr_frame.c, msgr_conn.c,
- * msgr_recv.c, msgr_send.c, msgr_server.c): the connection and server
- * structs and the bl__msgr_* functions one file calls in another.  Calls
- * go one way where they can: server -> conn -> recv / send -> frame;
- * recv and send call back into conn only to close (bl__msgr_conn_end) and
- * to free (bl__msgr_maybe_finish), and recv into send to flush replies
- * (bl__msgr_rx_end).  Never installed.
+ * msgr_send.c, msgr_recv.c, msgr_open.c, msgr_server.c): the connection
+ * and server structs and the bl__msgr_* functions one file calls in
+ * another.  Calls go one way, each file using only those below it:
+ *	server -> open -> recv -> send -> conn -> frame
+ * The one call against that order, sending restarting the reading that
+ * backpressure stopped, goes through the connection's rx_resume pointer,
+ * which msgr_open.c sets.  Never installed.
  */
 #ifndef BUFFERLIST_MSGR_INT_H
 #define BUFFERLIST_MSGR_INT_H
@@ -30,7 +31,9 @@ struct bl__msgr_send_rec {
  * A large payload being received by plain reads.  Aligned: its head is
  * copied into P, an aligned raw filled up to a 4096 boundary, and the
  * rest read after it.  Not aligned: its head stays in the ring slices it
- * arrived in (headl), and the rest is read after them.
+ * arrived in (headl), and the rest is read after them.  The rest (and the
+ * trailer) is read in pieces that grow as they fill (restl), so memory
+ * follows the bytes that arrived, not the length the preamble claims.
  */
 struct bl__msgr_direct {
 	uint16_t type, flags;
@@ -43,6 +46,11 @@ struct bl__msgr_direct {
 	size_t gap_read;	/* bytes the first read asks for */
 	struct bl_ptr P;	/* aligned: the first raw, or empty */
 	struct bl_list headl;	/* not aligned: the head's ring slices */
+	struct bl_list restl;	/* the rest's pieces read so far */
+	size_t got;		/* bytes in restl (trailer included) */
+	size_t want;		/* bytes the read in flight asks for */
+	size_t piece;		/* what the next piece may ask for */
+	uint32_t crc;		/* of the head and restl's payload bytes */
 	unsigned char tr[BL_MSGR_TRAILER];
 };
 
@@ -65,6 +73,12 @@ struct bl_msgr_conn {
 	unsigned depth;		/* our callbacks on the stack */
 	bool closing, finished;
 	bool dry;		/* the ring ran dry: next receive is plain */
+	bool paused;		/* receiving stopped by backpressure */
+	/* the receive side's bl__msgr_rx_resume, set by msgr_open.c: sending
+	 * restarts reading when its queue drains without calling up into
+	 * msgr_recv.c */
+	void (*rx_resume)(struct bl_msgr_conn *c);
+	bool rd_eof;		/* the peer sends nothing more */
 	int err;
 	/* receiving */
 	struct bl_list in;
@@ -76,8 +90,19 @@ struct bl_msgr_conn {
 	uint64_t tx_seq;
 	unsigned outq_frames, inflight_frames;
 	size_t inline_bytes;	/* of the batch in flight, sent directly */
+	size_t inflight_bytes;	/* of the batch in flight, in the ring */
+	size_t out_bytes;	/* queued or in flight, not taken yet */
+	uint64_t tx_bytes;	/* ever queued (taken: tx_bytes - out_bytes) */
+	uint64_t reply_end;	/* tx_bytes after the last reply queued */
+	unsigned unanswered;	/* frames delivered (max_inflight only) */
 	struct bl__msgr_send_rec *recs;	/* FIFO ring of callbacks */
 	unsigned rec_cap, rec_head, rec_n, rec_inflight;
+	/* timeouts (the server's connections) */
+	uint64_t rx_raw;	/* bytes that came in, frames or not */
+	uint64_t act_seen;	/* rx_raw + bytes sent, at act_at */
+	int64_t act_at;		/* ms: when that last moved; 0: not yet */
+	int64_t hdr_at;		/* ms: a preamble partly in since; 0: none */
+	uint64_t hdr_frames;	/* frames_received then */
 	/* the server's list */
 	struct bl_msgr_server *srv;
 	struct bl_msgr_conn *snext, *sprev;
@@ -96,6 +121,12 @@ struct bl_msgr_server {
 	unsigned nconns;
 	int64_t next_accept;	/* ms: when to look for connections again */
 	bool ring_wait;		/* busy: wait in the ring, not in poll() */
+	bool accept_paused;	/* out of descriptors: until next_accept */
+	int backoff_ms;		/* the last pause; 0: accept4() succeeded */
+	int64_t log_next;	/* ms: the next accept failure worth a line */
+	unsigned log_suppressed;	/* failures not logged since */
+	int64_t next_sweep;	/* ms: when to check timeouts again */
+	bool sweep_due;		/* and whether an idle server must wake then */
 };
 
 /* ---- msgr_frame.c ------------------------------------------------------- */
@@ -139,6 +170,20 @@ void __attribute__((format(printf, 4, 5)))
 bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
 		  const char *fmt, ...);
 
+/*
+ * The peer shut its side down (rd_eof): closes @c once every frame it
+ * sent was delivered and answered (max_inflight) and every reply went to
+ * the kernel; a partial frame left over closes it with -EPIPE.
+ */
+void bl__msgr_eof_check(struct bl_msgr_conn *c);
+
+/*
+ * Closes @c with -ETIMEDOUT if its idle or preamble timeout expired by
+ * @now (ms, CLOCK_MONOTONIC): the server calls it every SWEEP_MS.
+ * Return: true when a preamble timeout is running (@c stays open).
+ */
+bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now);
+
 /* @d = @o (NULL: zero) with every 0 replaced by its default. */
 void bl__msgr_opts_fill(struct bl_msgr_conn_opts *d,
 			const struct bl_msgr_conn_opts *o);
@@ -158,6 +203,28 @@ struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
 
 /* Starts the next receive.  0 or -errno (nothing started). */
 int bl__msgr_start_recv(struct bl_msgr_conn *c);
+
+/*
+ * Whether @c is over a backpressure limit (max_out_bytes, max_inflight):
+ * then it delivers no frame and arms no receive.  The bytes count only
+ * while a reply is among them: a connection that streams frames of its
+ * own accord never stops reading for them (two such peers would stall
+ * each other), only one the peer makes answer.
+ */
+static inline bool bl__msgr_throttled(const struct bl_msgr_conn *c)
+{
+	return (c->out_bytes >= c->o.max_out_bytes &&
+		c->reply_end > c->tx_bytes - c->out_bytes) ||
+	       (c->o.max_inflight && c->unanswered >= c->o.max_inflight);
+}
+
+/*
+ * Resumes a connection that backpressure stopped, if it is under its
+ * limits again: delivers the frames it holds and arms a receive.  Called
+ * from the connection's own completions only (never from an application
+ * call), since it runs on_frame.
+ */
+void bl__msgr_rx_resume(struct bl_msgr_conn *c);
 
 /* ---- msgr_send.c -------------------------------------------------------- */
 

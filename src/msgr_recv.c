@@ -26,6 +26,18 @@
 
 #define ALIGN_DIO 4096		/* aligned payloads: page boundaries */
 #define ONESHOT_AFTER_READ 8	/* see bl__msgr_start_recv() */
+/*
+ * A direct read's pieces: the first asks for at most PIECE_FIRST bytes,
+ * each next one for twice as many, up to PIECE_MAX.  A preamble costs
+ * nothing until its payload arrives (a peer that claims the largest
+ * payload and stops holds PIECE_FIRST, not the claim), memory never runs
+ * more than one piece ahead of the bytes received, and a payload up to
+ * PIECE_FIRST (the common large message) is still one read into one raw.
+ * All are multiples of 4096, so an aligned payload's pieces keep every
+ * segment but the last a multiple of 4096.
+ */
+#define PIECE_FIRST ((size_t)1 << 20)
+#define PIECE_MAX ((size_t)64 << 20)
 
 static void arm(struct bl_msgr_conn *c);
 static void process(struct bl_msgr_conn *c);
@@ -36,6 +48,8 @@ static void deliver(struct bl_msgr_conn *c, struct bl_msgr_frame *f,
 {
 	c->st.frames_received++;
 	c->st.bytes_received += wire;
+	if (c->o.max_inflight)
+		c->unanswered++;	/* until a frame sent answers it */
 	if (c->o.detach) {
 		/* on failure the frame keeps its ring slices: the ring-dry
 		 * path still guarantees progress */
@@ -54,13 +68,9 @@ static void recv_ended(struct bl_msgr_conn *c, ssize_t res)
 	if (c->closing)
 		return;
 	if (res == 0) {
-		if (bl_list_length(&c->in))
-			bl__msgr_conn_end(c, -EPIPE, true,
-					  "peer closed in the middle of a "
-					  "frame (%zu bytes pending)",
-					  bl_list_length(&c->in));
-		else
-			bl__msgr_conn_end(c, 0, false, "peer closed");
+		/* perhaps only its sending side (shutdown(SHUT_WR)) */
+		c->rd_eof = true;
+		bl__msgr_eof_check(c);
 		return;
 	}
 	if (res == -ENOBUFS) {
@@ -104,6 +114,7 @@ static void pooled_cb(void *arg, ssize_t res, struct bl_list *data, bool more)
 	c->recv_busy = more;
 	c->depth++;
 	if (res > 0) {
+		c->rx_raw += (uint64_t)res;
 		c->in_rx = true;
 		got_data(c, data);
 		bl__msgr_rx_end(c);
@@ -118,8 +129,7 @@ static void pooled_cb(void *arg, ssize_t res, struct bl_list *data, bool more)
 			start_direct(c);
 	}
 	c->depth--;
-	if (!c->recv_busy)
-		arm(c);
+	bl__msgr_rx_resume(c);
 	bl__msgr_maybe_finish(c);
 }
 
@@ -148,12 +158,46 @@ int bl__msgr_start_recv(struct bl_msgr_conn *c)
 	return ret;
 }
 
+/*
+ * Backpressure: no receive is armed and no frame delivered until the
+ * connection is under its limits again (bl__msgr_rx_resume).  A multishot
+ * receive is stopped; the chunks the kernel already took still arrive and
+ * wait in c->in with the rest.
+ */
+static void pause_rx(struct bl_msgr_conn *c)
+{
+	if (!c->paused) {
+		c->paused = true;
+		c->st.throttled++;
+	}
+	if (c->recv_busy && !c->stopping && !bl__uring_recv_stop(c->u, c->fd))
+		c->stopping = true;
+}
+
+void bl__msgr_rx_resume(struct bl_msgr_conn *c)
+{
+	while (c->paused && !c->closing && !bl__msgr_throttled(c)) {
+		c->paused = false;
+		c->depth++;
+		c->in_rx = true;
+		process(c);
+		bl__msgr_rx_end(c);
+		c->depth--;
+	}
+	arm(c);
+	bl__msgr_eof_check(c);
+}
+
 static void arm(struct bl_msgr_conn *c)
 {
 	int ret;
 
-	if (c->closing || c->recv_busy || c->read_busy)
+	if (c->closing || c->recv_busy || c->read_busy || c->rd_eof)
 		return;
+	if (bl__msgr_throttled(c)) {
+		pause_rx(c);
+		return;
+	}
 	ret = bl__msgr_start_recv(c);
 	if (ret)
 		bl__msgr_conn_end(c, ret, true, "cannot start a receive: %s",
@@ -176,6 +220,26 @@ static int direct_read(struct bl_msgr_conn *c, size_t len)
 	return ret;
 }
 
+/* Reads the next piece of the rest of the frame (PIECE_FIRST). */
+static int read_piece(struct bl_msgr_conn *c)
+{
+	struct bl__msgr_direct *d = &c->d;
+	size_t left = d->rest + BL_MSGR_TRAILER - d->got;
+	size_t n = d->piece;
+	int ret;
+
+	/* the last piece takes the whole trailer, never a part of it */
+	if (left <= n + BL_MSGR_TRAILER)
+		n = left;
+	ret = direct_read(c, n);
+	if (!ret) {
+		d->want = n;
+		if (d->piece < PIECE_MAX)
+			d->piece *= 2;
+	}
+	return ret;
+}
+
 /*
  * The preamble of a large payload is in, and no receive is in flight
  * (one-shot receives), so the rest of the frame can come through plain
@@ -194,10 +258,11 @@ static bool start_direct(struct bl_msgr_conn *c)
 	unsigned char pre[BL_MSGR_PREAMBLE];
 	struct bl__msgr_direct *d = &c->d;
 	size_t have = bl_list_length(&c->in) - BL_MSGR_PREAMBLE;
-	size_t first;
 	uint32_t len;
 	bool align;
 
+	if (bl__msgr_throttled(c))
+		return false;
 	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
 	len = bl__le32_load(pre + 16);
 	align = c->o.align_data && len >= c->o.align_min;
@@ -205,6 +270,8 @@ static bool start_direct(struct bl_msgr_conn *c)
 		return false;
 	memset(d, 0, sizeof(*d));
 	bl_list_init(&d->headl);
+	bl_list_init(&d->restl);
+	d->piece = PIECE_FIRST;
 	d->type = bl__le16_load(pre + 4);
 	d->flags = bl__le16_load(pre + 6);
 	d->seq = bl__le64_load(pre + 8);
@@ -213,7 +280,7 @@ static bool start_direct(struct bl_msgr_conn *c)
 	if (!align) {
 		d->head = d->have = have;
 		d->rest = len - have;
-		if (direct_read(c, d->rest + BL_MSGR_TRAILER))
+		if (read_piece(c))
 			return false;
 		/* from offset 0: cannot fail */
 		bl_list_splice(&c->in, 0, BL_MSGR_PREAMBLE, NULL);
@@ -232,8 +299,7 @@ static bool start_direct(struct bl_msgr_conn *c)
 			return false;
 		d->P.len = d->head;
 	}
-	first = d->gap_read ? d->gap_read : d->rest + BL_MSGR_TRAILER;
-	if (direct_read(c, first)) {
+	if (d->gap_read ? direct_read(c, d->gap_read) : read_piece(c)) {
 		bl_ptr_release(&d->P);
 		return false;
 	}
@@ -280,21 +346,29 @@ static bool stop_for_direct(struct bl_msgr_conn *c)
 	return true;
 }
 
-static void direct_done(struct bl_msgr_conn *c, struct bl_list *tail)
+/* crc32c of the payload's head (complete once the rest is being read). */
+static uint32_t head_crc(const struct bl__msgr_direct *d)
 {
-	struct bl__msgr_direct *d = &c->d;
-	struct bl_msgr_frame f;
 	uint32_t crc = BL_MSGR_CRC_SEED;
 
 	if (d->aligned && d->head)
 		crc = bl_crc32c(crc, bl_raw_data(d->P.raw), d->head);
 	else if (d->head)
 		crc = bl__msgr_crc_range(&d->headl, 0, d->head, crc);
-	if (tail)
-		crc = bl__msgr_crc_range(tail, 0, d->rest, crc);
+	return crc;
+}
+
+/* @tail: the rest, whose crc is in d->crc already (read_piece_done). */
+static void direct_done(struct bl_msgr_conn *c, struct bl_list *tail)
+{
+	struct bl__msgr_direct *d = &c->d;
+	struct bl_msgr_frame f;
+	uint32_t crc = tail ? d->crc : head_crc(d);
+
 	if (crc != bl__le32_load(d->tr)) {
 		bl_ptr_release(&d->P);
 		bl_list_clear(&d->headl);
+		bl_list_clear(&d->restl);
 		bl__msgr_conn_end(c, -EBADMSG, true,
 				  "malformed frame: bad payload crc (seq %llu)",
 				  (unsigned long long)d->seq);
@@ -320,16 +394,35 @@ static void direct_done(struct bl_msgr_conn *c, struct bl_list *tail)
 	deliver(c, &f, BL_MSGR_OVERHEAD + (size_t)d->len);
 }
 
+/*
+ * A piece of @n bytes went to the end of d->restl: its payload bytes go
+ * into the crc now, while the read has just left them in the cache, not
+ * in one pass over the whole payload at the end.  Return: d->got.
+ */
+static size_t read_piece_done(struct bl__msgr_direct *d, size_t n)
+{
+	size_t pay = d->got < d->rest ? d->rest - d->got : 0;
+
+	if (pay > n)
+		pay = n;
+	if (!d->got)
+		d->crc = head_crc(d);
+	d->crc = bl__msgr_crc_range(&d->restl, d->got, pay, d->crc);
+	d->got += n;
+	return d->got;
+}
+
 static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
 {
 	struct bl_msgr_conn *c = arg;
 	struct bl__msgr_direct *d = &c->d;
-	size_t want = d->have < d->head ? d->gap_read
-					: d->rest + BL_MSGR_TRAILER;
+	size_t want = d->have < d->head ? d->gap_read : d->want;
 
 	c->read_busy = false;
 	c->depth++;
 	c->in_rx = true;
+	if (res > 0)
+		c->rx_raw += (uint64_t)res;
 	if (c->closing) {
 		/* dropped */
 	} else if (res < 0 || (size_t)res < want) {
@@ -350,27 +443,37 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
 			bl__msgr_gather(data, gap, BL_MSGR_TRAILER, d->tr);
 			direct_done(c, NULL);
 		} else {
-			int ret = direct_read(c, d->rest + BL_MSGR_TRAILER);
+			int ret = read_piece(c);
 
 			if (ret)
 				bl__msgr_conn_end(c, ret, true,
 						  "cannot start a read: %s",
 						  strerror(-ret));
 		}
+	} else if (bl_list_claim_append(&d->restl, data)) {
+		bl__msgr_conn_end(c, -ENOMEM, true, "out of memory receiving");
+	} else if (read_piece_done(d, (size_t)res) <
+		   d->rest + BL_MSGR_TRAILER) {
+		int ret = read_piece(c);
+
+		if (ret)
+			bl__msgr_conn_end(c, ret, true,
+					  "cannot start a read: %s",
+					  strerror(-ret));
 	} else {
-		bl__msgr_gather(data, d->rest, BL_MSGR_TRAILER, d->tr);
+		bl__msgr_gather(&d->restl, d->rest, BL_MSGR_TRAILER, d->tr);
 		/* a tail range: cannot fail */
-		bl_list_splice(data, d->rest, BL_MSGR_TRAILER, NULL);
-		direct_done(c, data);
+		bl_list_splice(&d->restl, d->rest, BL_MSGR_TRAILER, NULL);
+		direct_done(c, &d->restl);
 	}
 	bl__msgr_rx_end(c);
 	if (c->closing) {
 		bl_ptr_release(&d->P);
 		bl_list_clear(&d->headl);
+		bl_list_clear(&d->restl);
 	}
 	c->depth--;
-	if (!c->read_busy)
-		arm(c);
+	bl__msgr_rx_resume(c);
 	bl__msgr_maybe_finish(c);
 }
 
@@ -445,7 +548,13 @@ static void process(struct bl_msgr_conn *c)
 	while (!c->closing) {
 		struct bl_msgr_frame f;
 		size_t before = bl_list_length(&c->in);
-		int ret = parse_resume(c, &f);
+		int ret;
+
+		if (bl__msgr_throttled(c)) {
+			pause_rx(c);
+			return;
+		}
+		ret = parse_resume(c, &f);
 
 		if (ret != 0)
 			c->pc_done = 0;

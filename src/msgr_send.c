@@ -34,6 +34,7 @@ static int flush(struct bl_msgr_conn *c)
 	if (ret)
 		return ret;
 	c->send_busy = true;
+	c->inflight_bytes = n;
 	c->inflight_frames = c->outq_frames;
 	c->outq_frames = 0;
 	c->rec_inflight = c->rec_n;
@@ -78,6 +79,8 @@ static void send_cb(void *arg, ssize_t res, struct bl_list *data)
 	}
 	c->inflight_frames = 0;
 	c->inline_bytes = 0;
+	c->out_bytes -= c->inflight_bytes;
+	c->inflight_bytes = 0;
 	pop_records(c, res);
 	if (res < 0) {
 		bl__msgr_conn_end(c, (int)res, res != -ECANCELED,
@@ -90,6 +93,9 @@ static void send_cb(void *arg, ssize_t res, struct bl_list *data)
 					  "cannot start a send: %s",
 					  strerror(-ret));
 	}
+	if (c->paused)
+		c->rx_resume(c);	/* the queue drained: read again */
+	bl__msgr_eof_check(c);
 	c->depth--;
 	bl__msgr_maybe_finish(c);
 }
@@ -136,6 +142,7 @@ static bool send_direct(struct bl_msgr_conn *c)
 		return false;
 	/* from offset 0: cannot fail */
 	bl_list_splice(&c->outq, 0, (size_t)r, NULL);
+	c->out_bytes -= (size_t)r;
 	if ((size_t)r < n) {
 		c->inline_bytes = (size_t)r;
 		return false;
@@ -196,7 +203,9 @@ int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
 {
 	size_t plen = payload ? bl_list_length(payload) : 0;
 	size_t mark = bl_list_length(&c->outq);
+	uint64_t reply_end = c->reply_end;
 	unsigned flags = 0;
+	size_t n;
 	int ret;
 
 	if (c->closing)
@@ -212,26 +221,44 @@ int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
 		return ret;
 	c->tx_seq++;
 	c->outq_frames++;
+	n = bl_list_length(&c->outq) - mark;
+	c->out_bytes += n;
+	c->tx_bytes += n;
+	/* a reply: sent from on_frame, or answering a request */
+	if (c->in_rx || c->unanswered)
+		c->reply_end = c->tx_bytes;
 	if (cb) {
 		c->recs[(c->rec_head + c->rec_n) & (c->rec_cap - 1)] =
 			(struct bl__msgr_send_rec){ cb, arg };
 		c->rec_n++;
 	}
 	if (c->send_busy)
-		return 0;
+		goto answered;
 	if (c->in_rx) {
 		c->flush_due = true;	/* bl__msgr_rx_end() sends the batch */
-		return 0;
+		goto answered;
 	}
 	ret = flush(c);
 	if (ret) {
 		/* nothing was in flight, so outq held only this frame */
+		c->out_bytes -= n;
+		c->tx_bytes -= n;
+		c->reply_end = reply_end;
 		bl_list_splice(&c->outq, mark, bl_list_length(&c->outq) - mark,
 			       NULL);
 		c->tx_seq--;
 		c->outq_frames--;
 		if (cb)
 			c->rec_n--;
+		return ret;
 	}
-	return ret;
+answered:
+	/*
+	 * A connection this answer brings under max_inflight resumes from a
+	 * completion of its own (this frame's send, or the one in flight),
+	 * or from the delivery under way: never from inside this call.
+	 */
+	if (c->unanswered)
+		c->unanswered--;
+	return 0;
 }

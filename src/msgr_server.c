@@ -8,6 +8,7 @@
 #include "msgr_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -60,8 +61,32 @@ struct bl_msgr_server *bl_msgr_server_new(struct bl_uring *u, int listen_fd,
 	return s;
 }
 
+#define BACKOFF_FIRST_MS 100	/* out of descriptors: the first pause */
+#define BACKOFF_MAX_MS 1600
+#define LOG_EVERY_MS 1000	/* accept failures: at most a line a second */
+#define SWEEP_MS 100		/* timeouts are checked this often */
+
+/* An accept failure, worth a line at most every LOG_EVERY_MS. */
+static void accept_failed(struct bl_msgr_server *s, int64_t now, int err)
+{
+	if (now < s->log_next) {
+		s->log_suppressed++;
+		return;
+	}
+	if (s->log_suppressed)
+		bl__msgr_log(&s->o, NULL, "accept failed: %s%s (and %u more "
+			     "times since the last line)", strerror(err),
+			     s->accept_paused ? ", pausing" : "",
+			     s->log_suppressed);
+	else
+		bl__msgr_log(&s->o, NULL, "accept failed: %s%s", strerror(err),
+			     s->accept_paused ? ", pausing" : "");
+	s->log_suppressed = 0;
+	s->log_next = now + LOG_EVERY_MS;
+}
+
 /* Accepts every pending connection.  Return: how many. */
-static int accept_all(struct bl_msgr_server *s)
+static int accept_all(struct bl_msgr_server *s, int64_t now)
 {
 	int n = 0;
 
@@ -71,14 +96,34 @@ static int accept_all(struct bl_msgr_server *s)
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno == EINTR)
+			int err = errno;
+
+			if (err == EINTR)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK &&
-			    errno != ECONNABORTED)
-				bl__msgr_log(&s->o, NULL, "accept failed: %s",
-					     strerror(errno));
+			if (err == EAGAIN || err == EWOULDBLOCK ||
+			    err == ECONNABORTED)
+				return n;
+			/*
+			 * Out of descriptors (or memory), the connection
+			 * stays in the backlog and the socket readable:
+			 * looking again at once would spin.  Pause, longer
+			 * each time in a row; a connection closing ends
+			 * the pause (bl__msgr_maybe_finish).
+			 */
+			if (err == EMFILE || err == ENFILE || err == ENOBUFS ||
+			    err == ENOMEM) {
+				s->backoff_ms = s->backoff_ms ?
+					s->backoff_ms * 2 : BACKOFF_FIRST_MS;
+				if (s->backoff_ms > BACKOFF_MAX_MS)
+					s->backoff_ms = BACKOFF_MAX_MS;
+				s->accept_paused = true;
+				s->next_accept = now + s->backoff_ms;
+			}
+			accept_failed(s, now, err);
 			return n;
 		}
+		s->accept_paused = false;
+		s->backoff_ms = 0;
 		/* a messenger is latency bound: no Nagle (as Ceph's
 		 * ms_tcp_nodelay); fails harmlessly on AF_UNIX */
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -97,6 +142,45 @@ static int accept_all(struct bl_msgr_server *s)
 		s->nconns++;
 		n++;
 	}
+}
+
+/*
+ * Closes the connections whose timeouts expired, every SWEEP_MS.  Only
+ * idle timeouts need the clock to wake an idle server; a preamble timeout
+ * can only start with bytes arriving, which end any wait: a turn that
+ * comes too early for a sweep asks for one (sweep_due), and a sweep that
+ * finds a preamble pending asks for the next.
+ */
+static void sweep(struct bl_msgr_server *s, int64_t now)
+{
+	if (!s->o.idle_timeout_ms && s->o.header_timeout_ms == UINT_MAX)
+		return;
+	if (now < s->next_sweep) {
+		s->sweep_due = true;
+		return;
+	}
+	s->next_sweep = now + SWEEP_MS;
+	s->sweep_due = false;
+	for (struct bl_msgr_conn *c = s->conns, *n; c; c = n) {
+		n = c->snext;	/* closing may free c at once */
+		if (bl__msgr_conn_expire(c, now))
+			s->sweep_due = true;
+	}
+}
+
+/* How long poll() may sleep before a pause or a sweep is due (-1: ever). */
+static int wake_in(const struct bl_msgr_server *s, int64_t now)
+{
+	int64_t at = -1;
+
+	if (s->accept_paused)
+		at = s->next_accept;
+	if (s->conns && (s->o.idle_timeout_ms || s->sweep_due) &&
+	    (at < 0 || s->next_sweep < at))
+		at = s->next_sweep;
+	if (at < 0)
+		return -1;
+	return at <= now ? 0 : (int)(at - now);
 }
 
 /*
@@ -134,13 +218,15 @@ int bl_msgr_server_poll(struct bl_msgr_server *s, int timeout_ms)
 
 	for (;;) {
 		struct pollfd p[2];
-		int r, ms = timeout_ms;
+		int r, w, ms = timeout_ms;
 
-		if (lfd_ready || now >= s->next_accept) {
-			n += accept_all(s);
-			s->next_accept = now + ACCEPT_EVERY_MS;
+		if ((lfd_ready && !s->accept_paused) || now >= s->next_accept) {
+			n += accept_all(s, now);
+			if (!s->accept_paused)
+				s->next_accept = now + ACCEPT_EVERY_MS;
 			lfd_ready = false;
 		}
+		sweep(s, now);
 		r = bl_uring_run(s->u, 0, 0);
 		if (r < 0)
 			return r;
@@ -152,7 +238,11 @@ int bl_msgr_server_poll(struct bl_msgr_server *s, int timeout_ms)
 				return 0;
 			ms = (int)(deadline - now);
 		}
-		p[0].fd = s->lfd;
+		w = wake_in(s, now);
+		if (w >= 0 && (ms < 0 || ms > w))
+			ms = w;
+		/* paused: the listening socket stays readable; not polled */
+		p[0].fd = s->accept_paused ? -1 : s->lfd;
 		p[0].events = POLLIN;
 		p[0].revents = 0;
 		if (pollable && !s->ring_wait) {

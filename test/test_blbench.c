@@ -30,7 +30,11 @@
  *  - cleanup removes a run whose metadata is damaged, and in one pass what
  *    a killed write left, keeping other runs; forged metadata never makes
  *    it remove files outside the target;
- *  - a directory that cannot be written is refused before any output.
+ *  - a directory that cannot be written is refused before any output;
+ *  - hostile clients of the server: READ replies never read (its memory
+ *    stays bounded), preambles claiming 1 GiB (its address space does),
+ *    a half-closed client (still answered), 100 clients under ulimit -n
+ *    64 (no spinning, a log line a second at most).
  *
  * Tests that need a user whom file modes bind run blbench as nobody when
  * the suite runs as root (and skip, saying so, if that is impossible).
@@ -62,6 +66,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <grp.h>
 #include <unistd.h>
 #include <bufferlist/msgr.h>
@@ -74,6 +79,7 @@
 static char scratch[PATH_MAX + 64];	/* one directory per test */
 static char dio_dir[PATH_MAX + 64];	/* where O_DIRECT works ("" if nowhere) */
 static pid_t server = -1;		/* a `blbench serve` of this test */
+static rlim_t server_nofile;		/* its RLIMIT_NOFILE; 0: inherited */
 
 /* ---- running blbench ----------------------------------------------------- */
 
@@ -130,6 +136,7 @@ struct how {
 	const char *env;	/* "NAME=VALUE" */
 	bool nobody;		/* as user nobody (exit 125 if it cannot be) */
 	long long fsize;	/* > 0: RLIMIT_FSIZE, SIGXFSZ ignored */
+	rlim_t nofile;		/* > 0: RLIMIT_NOFILE's soft limit */
 };
 
 /*
@@ -172,6 +179,14 @@ static pid_t spawn(const char *tag, const struct how *how,
 
 			signal(SIGXFSZ, SIG_IGN);	/* EFBIG instead */
 			if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+				_exit(125);
+		}
+		if (how->nofile) {
+			struct rlimit rl;
+
+			getrlimit(RLIMIT_NOFILE, &rl);
+			rl.rlim_cur = how->nofile;
+			if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 				_exit(125);
 		}
 		if (how->nobody && !become_nobody())
@@ -1320,6 +1335,13 @@ static void start_server_how(const char *target, const struct how *how,
 	const char *p;
 
 	fmt(outp, sizeof(outp), "%s/.srv.out", scratch);
+	if (server_nofile) {
+		static struct how limited;
+
+		limited = how ? *how : (struct how){ 0 };
+		limited.nofile = server_nofile;
+		how = &limited;
+	}
 	server = spawn("srv", how,
 		       (const char *const[]){ "serve", "--listen", "127.0.0.1:0",
 					      "--target", target, NULL });
@@ -1842,6 +1864,319 @@ START_TEST(test_server_fed_malformed_frames_stays_up_for_others)
 }
 END_TEST
 
+/* ---- hostile clients of blbench serve ----------------------------------------- */
+
+/* A number from /proc/PID/status ("VmRSS:"), in KiB. */
+static long status_kb(pid_t pid, const char *key)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	fmt(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			v = atol(line + strlen(key));
+	fclose(f);
+	ck_assert_int_ge(v, 0);
+	return v;
+}
+
+/* CPU time @pid used so far (user + system), in ms. */
+static int64_t cpu_ms_of(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	int fd;
+	ssize_t n;
+
+	fmt(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	buf[n] = 0;
+	p = strrchr(buf, ')');	/* the command may hold spaces */
+	ck_assert_ptr_nonnull(p);
+	/* state ppid pgrp session tty tpgid flags minflt cminflt majflt
+	 * cmajflt utime stime */
+	ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u "
+				"%*u %*u %llu %llu", &ut, &st), 2);
+	return (int64_t)((ut + st) * 1000 /
+			 (unsigned long long)sysconf(_SC_CLK_TCK));
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sends all of @l's bytes on the blocking @fd. */
+static void send_list(int fd, const struct bl_list *l)
+{
+	size_t n = bl_list_length(l);
+	unsigned char *b = malloc(n);
+
+	ck_assert_ptr_nonnull(b);
+	bl_list_copy_out(l, 0, n, b);
+	ck_assert_int_eq(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+	free(b);
+}
+
+/* A request frame of @type: @body after the tag and flags. */
+static void request(struct bl_list *out, uint16_t type, uint64_t tag,
+		    struct bl_list *body)
+{
+	struct bl_list p;
+
+	bl_list_init(&p);
+	ck_assert_int_eq(bl_encode_u64(&p, tag), 0);
+	ck_assert_int_eq(bl_encode_u32(&p, 0), 0);
+	ck_assert_int_eq(bl_list_claim_append(&p, body), 0);
+	ck_assert_int_eq(bl_msgr_encode(out, type, tag, &p, 0), 0);
+	bl_list_clear(&p);
+}
+
+#define T_WRITE_ 2
+#define T_READ_ 3
+
+/* WRITE @len bytes to object 0 of "obj" and wait for its reply. */
+static void write_object(int fd, size_t len)
+{
+	struct bl_list body, out;
+	unsigned char rep[BL_MSGR_OVERHEAD + 16];
+	size_t hdr;
+	ssize_t n, got = 0;
+
+	bl_list_init(&body);
+	bl_list_init(&out);
+	hdr = 8 + 4 + 4 + 8 + 8 + 8 + 4 + 3;	/* up to the name's end */
+	ck_assert_int_eq(bl_encode_u32(&body, 4096), 0);	/* data_off */
+	ck_assert_int_eq(bl_encode_u64(&body, 0), 0);		/* objno */
+	ck_assert_int_eq(bl_encode_u64(&body, 0), 0);		/* off */
+	ck_assert_int_eq(bl_encode_u64(&body, len), 0);		/* span */
+	ck_assert_int_eq(bl_encode_bytes(&body, "obj", 3), 0);
+	ck_assert_int_eq(bl_list_append_zero(&body, 4096 - hdr), 0);
+	ck_assert_int_eq(bl_list_append_zero(&body, len), 0);
+	request(&out, T_WRITE_, 1, &body);
+	send_list(fd, &out);
+	while (got < (ssize_t)sizeof(rep)) {
+		n = recv(fd, rep + got, sizeof(rep) - (size_t)got, 0);
+		ck_assert_int_gt(n, 0);
+		got += n;
+	}
+	/* res: the bytes written */
+	ck_assert_int_eq((int64_t)(rep[BL_MSGR_PREAMBLE + 8] |
+				   rep[BL_MSGR_PREAMBLE + 9] << 8 |
+				   rep[BL_MSGR_PREAMBLE + 10] << 16 |
+				   (uint64_t)rep[BL_MSGR_PREAMBLE + 11] << 24),
+			 (int64_t)len);
+	bl_list_clear(&body);
+	bl_list_clear(&out);
+}
+
+/* @n READs of @len bytes of object 0 of "obj", pipelined. */
+static void read_requests(int fd, int n, size_t len)
+{
+	struct bl_list out;
+
+	bl_list_init(&out);
+	for (int i = 0; i < n; i++) {
+		struct bl_list body;
+
+		bl_list_init(&body);
+		ck_assert_int_eq(bl_encode_u64(&body, 0), 0);	/* objno */
+		ck_assert_int_eq(bl_encode_u64(&body, 0), 0);	/* off */
+		ck_assert_int_eq(bl_encode_u64(&body, len), 0);	/* span */
+		ck_assert_int_eq(bl_encode_u64(&body, len), 0);	/* len */
+		ck_assert_int_eq(bl_encode_bytes(&body, "obj", 3), 0);
+		request(&out, T_READ_, 100 + (uint64_t)i, &body);
+		bl_list_clear(&body);
+	}
+	send_list(fd, &out);
+	bl_list_clear(&out);
+}
+
+/*
+ * A client pipelines 40 READs of 32 MiB and never reads a reply.  The
+ * server's resident memory stays far below the 1.3 GiB the replies would
+ * take, the server does not spin while the client sits there, and it
+ * still serves another client in full.
+ */
+START_TEST(test_serve_bounds_memory_for_replies_nobody_reads)
+{
+	const size_t len = (size_t)32 << 20;
+	char t[PATH_MAX + 64], tcp[64];
+	long rss0, peak = 0;
+	int64_t end, t0, c0;
+	struct res r;
+	int fd;
+
+	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, sizeof(tcp));
+	fd = connect_to(tcp);
+	write_object(fd, len);
+	rss0 = status_kb(server, "VmRSS:");
+	read_requests(fd, 40, len);
+	/* what the server takes, sampled for 3 s */
+	end = mono_ms() + 3000;
+	while (mono_ms() < end) {
+		long v = status_kb(server, "VmRSS:");
+
+		if (v > peak)
+			peak = v;
+		usleep(20000);
+	}
+	ck_assert_msg(peak - rss0 < 400 * 1024,
+		      "the server grew by %ld MiB for replies nobody reads",
+		      (peak - rss0) / 1024);
+	t0 = mono_ms();
+	c0 = cpu_ms_of(server);
+	usleep(1000000);
+	ck_assert_msg(cpu_ms_of(server) - c0 <= (mono_ms() - t0) / 2,
+		      "the server spent %lld ms of CPU in %lld ms waiting",
+		      (long long)(cpu_ms_of(server) - c0),
+		      (long long)(mono_ms() - t0));
+	/* others are served meanwhile */
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
+	    "--target", tcp);
+	expect_status(&r, 0);
+	res_free(&r);
+	close(fd);
+	stop_server();
+}
+END_TEST
+
+
+/*
+ * 40 clients each send a preamble claiming the largest WRITE the server
+ * takes (1 GiB + 1 MiB) and 8 KiB of it: the server's address
+ * space grows by far less than the 40 GiB claimed, and it still serves
+ * another client in full.
+ */
+START_TEST(test_serve_does_not_reserve_what_preambles_claim)
+{
+	const uint32_t claim = (1u << 30) + (1u << 20);
+	char t[PATH_MAX + 64], tcp[64];
+	unsigned char pre[BL_MSGR_PREAMBLE + 8192];
+	uint64_t seq = 1;
+	uint32_t crc;
+	long vm0, peak = 0;
+	int64_t end;
+	struct res r;
+	int fds[40];
+
+	memset(pre, 0, sizeof(pre));
+	memcpy(pre, &(uint32_t){ BL_MSGR_MAGIC }, 4);
+	memcpy(pre + 4, &(uint16_t){ T_WRITE_ }, 2);
+	memcpy(pre + 8, &seq, 8);
+	memcpy(pre + 16, &claim, 4);
+	crc = bl_crc32c(BL_MSGR_CRC_SEED, pre, 20);
+	memcpy(pre + 20, &crc, 4);
+	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, sizeof(tcp));
+	vm0 = status_kb(server, "VmSize:");
+	for (int i = 0; i < 40; i++) {
+		fds[i] = connect_to(tcp);
+		ck_assert_int_eq(send(fds[i], pre, sizeof(pre), MSG_NOSIGNAL),
+				 (ssize_t)sizeof(pre));
+	}
+	end = mono_ms() + 2000;
+	while (mono_ms() < end) {
+		long v = status_kb(server, "VmSize:");
+
+		if (v > peak)
+			peak = v;
+		usleep(20000);
+	}
+	ck_assert_msg(peak - vm0 < 1024 * 1024,
+		      "the server's address space grew by %ld MiB for 40 GiB "
+		      "claimed", (peak - vm0) / 1024);
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
+	    "--target", tcp);
+	expect_status(&r, 0);
+	res_free(&r);
+	for (int i = 0; i < 40; i++)
+		close(fds[i]);
+	stop_server();
+}
+END_TEST
+
+
+/*
+ * A client sends 8 READs and shuts its sending side down before the disk
+ * reads are done: it still reads every reply in full, then EOF.
+ */
+START_TEST(test_serve_answers_a_half_closed_client)
+{
+	const size_t len = (size_t)4 << 20;
+	char t[PATH_MAX + 64], tcp[64];
+	static unsigned char buf[1 << 16];
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, sizeof(tcp));
+	fd = connect_to(tcp);
+	write_object(fd, len);
+	read_requests(fd, 8, len);
+	ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+		got += (size_t)n;
+	ck_assert_msg(n == 0, "recv: %s", strerror(errno));
+	ck_assert_uint_eq(got, 8 * (BL_MSGR_OVERHEAD + 16 + len));
+	close(fd);
+	stop_server();
+}
+END_TEST
+
+
+/*
+ * `ulimit -n 64` and 100 clients: out of descriptors, the server neither
+ * spins nor floods its log (at most a line a second), and once the
+ * clients are gone it serves the next one in full.
+ */
+START_TEST(test_serve_out_of_descriptors_backs_off)
+{
+	char t[PATH_MAX + 64], tcp[64], errp[PATH_MAX + 64];
+	int64_t t0, c0, cpu, wall;
+	struct res r;
+	int fds[100], lines;
+	char *err;
+
+	server_nofile = 64;
+	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, sizeof(tcp));
+	server_nofile = 0;
+	for (int i = 0; i < 100; i++)
+		fds[i] = connect_to(tcp);
+	usleep(200000);
+	t0 = mono_ms();
+	c0 = cpu_ms_of(server);
+	usleep(2000000);
+	cpu = cpu_ms_of(server) - c0;
+	wall = mono_ms() - t0;
+	ck_assert_msg(cpu <= wall / 4, "the server spent %lld ms of CPU in "
+		      "%lld ms out of descriptors", (long long)cpu,
+		      (long long)wall);
+	err = slurp(fmt(errp, sizeof(errp), "%s/.srv.err", scratch));
+	lines = count_str(err, "accept failed");
+	ck_assert_msg(lines >= 1 && lines <= 4, "%d accept failures logged in "
+		      "about 2 s", lines);
+	free(err);
+	for (int i = 0; i < 100; i++)
+		close(fds[i]);
+	RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
+	    "--target", tcp);
+	expect_status(&r, 0);
+	res_free(&r);
+	stop_server();
+}
+END_TEST
+
 /*
  * A write the server's disk refuses (past RLIMIT_FSIZE: EFBIG, nothing
  * written) must not leave the empty object file its open made.
@@ -2037,6 +2372,10 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_tcp_target_write_seq_rand_cleanup_through_serve);
 	tcase_add_test(tc, test_tcp_target_with_direct_on_the_server);
 	tcase_add_test(tc, test_server_fed_malformed_frames_stays_up_for_others);
+	tcase_add_test(tc, test_serve_bounds_memory_for_replies_nobody_reads);
+	tcase_add_test(tc, test_serve_does_not_reserve_what_preambles_claim);
+	tcase_add_test(tc, test_serve_answers_a_half_closed_client);
+	tcase_add_test(tc, test_serve_out_of_descriptors_backs_off);
 	tcase_add_test(tc, test_tcp_target_that_is_not_there_gives_one_line_reason);
 	tcase_add_test(tc, test_failed_server_write_leaves_no_empty_object);
 	tcase_add_test(tc, test_hello_with_absurd_alignment_is_refused);

@@ -27,14 +27,49 @@
 
 #define SRV_MAX_OFFSET (1ull << 44)	/* no object offset beyond 16 TiB */
 
+/*
+ * What one client may make the server hold.  The messenger delivers at
+ * most SRV_MAX_INFLIGHT requests of a connection that are not answered
+ * yet, and stops reading a client whose replies it cannot send
+ * (max_out_bytes, its default).  READs are held to SRV_READ_BUDGET bytes
+ * per connection from the start of the disk read until the kernel took
+ * the reply: those beyond it wait (decoded, without a buffer) until
+ * earlier replies went out, so a client that pipelines large READs and
+ * never reads the replies holds about that much, and one READ larger
+ * than the budget still runs alone.
+ */
+#define SRV_MAX_INFLIGHT 32
+#define SRV_READ_BUDGET ((uint64_t)64 << 20)
+/*
+ * Nobody holds a descriptor for free: a client that sends nothing and
+ * reads nothing for 2 minutes, or stops half way through a preamble for
+ * 10 s, is closed.
+ */
+#define SRV_IDLE_MS (120u * 1000)
+#define SRV_HEADER_MS (10u * 1000)
+
+struct srv_conn;
+
 struct srv_req {
 	struct blb_op op;		/* first: ops complete through op.done */
 	struct srv *s;
 	struct bl_msgr_conn *c;		/* NULL once the client went away */
+	struct srv_conn *sc;		/* READ: whose budget it takes */
+	struct blb_target *t;		/* READ: where, once it starts */
 	uint64_t tag;
+	uint64_t len, span;		/* READ */
 	uint16_t type;
 	struct bl_list payload;		/* WRITE: the data until it is written */
 	struct srv_req *prev, *next;
+	struct srv_req *wnext;		/* READ: its connection's wait queue */
+};
+
+/* A client connection's READ budget. */
+struct srv_conn {
+	struct bl_msgr_conn *c;
+	uint64_t read_bytes;		/* READs started, reply not yet sent */
+	struct srv_req *wait, *wait_tail;	/* READs over the budget */
+	struct srv_conn *next;
 };
 
 struct srv {
@@ -45,18 +80,31 @@ struct srv {
 	struct bl_msgr_server *ms;
 	struct srv_req *reqs;		/* in flight */
 	unsigned inflight;
+	struct srv_conn *conns;		/* that sent a READ */
 };
+
+static int srv_reply_cb(struct bl_msgr_conn *c, uint64_t tag, int64_t res,
+			struct bl_list *data, bl_msgr_send_fn cb, void *arg)
+{
+	struct bl_list l;
+	int r;
+
+	bl_list_init(&l);
+	r = bl_encode_u64(&l, tag);
+	if (r == 0)
+		r = bl_encode_u64(&l, (uint64_t)res);
+	if (r == 0 && data)
+		r = bl_list_claim_append(&l, data);
+	if (r == 0)
+		r = bl_msgr_send(c, T_REPLY, &l, cb, arg);
+	bl_list_clear(&l);
+	return r;
+}
 
 static void srv_reply(struct bl_msgr_conn *c, uint64_t tag, int64_t res,
 		      struct bl_list *data)
 {
-	struct bl_list l;
-
-	bl_list_init(&l);
-	if (bl_encode_u64(&l, tag) == 0 && bl_encode_u64(&l, (uint64_t)res) == 0 &&
-	    (!data || bl_list_claim_append(&l, data) == 0))
-		bl_msgr_send(c, T_REPLY, &l, NULL, NULL);
-	bl_list_clear(&l);
+	srv_reply_cb(c, tag, res, data, NULL, NULL);
 }
 
 static void srv_reply_text(struct bl_msgr_conn *c, uint64_t tag, int64_t res,
@@ -86,15 +134,83 @@ static void srv_req_free(struct srv_req *q)
 	free(q);
 }
 
+static void srv_read_start(struct srv_req *q);
+
+/* READs of @sc waiting for the budget start while it allows. */
+static void srv_pump(struct srv_conn *sc)
+{
+	while (sc->wait && (!sc->read_bytes ||
+			    sc->read_bytes + sc->wait->len <= SRV_READ_BUDGET)) {
+		struct srv_req *q = sc->wait;
+
+		sc->wait = q->wnext;
+		if (!sc->wait)
+			sc->wait_tail = NULL;
+		srv_read_start(q);
+	}
+}
+
+/* A READ's reply went to the kernel (or never will): its budget is back. */
+static void srv_read_sent(void *arg, int res)
+{
+	struct srv_req *q = arg;
+	struct srv_conn *sc = q->sc;
+
+	(void)res;
+	sc->read_bytes -= q->len;
+	srv_req_free(q);
+	srv_pump(sc);
+}
+
 /* A disk op is over: answer, unless the client went away meanwhile. */
 static void srv_op_done(struct blb_op *op)
 {
 	struct srv_req *q = (struct srv_req *)op;
 
+	if (q->c && q->type == T_READ) {
+		/* the budget comes back when the kernel has the reply */
+		if (srv_reply_cb(q->c, q->tag, op->res,
+				 op->res >= 0 ? &op->data : NULL,
+				 srv_read_sent, q))
+			srv_read_sent(q, -ENOMEM);
+		return;
+	}
 	if (q->c)
-		srv_reply(q->c, q->tag, op->res,
-			  q->type == T_READ && op->res >= 0 ? &op->data : NULL);
+		srv_reply(q->c, q->tag, op->res, NULL);
 	srv_req_free(q);
+}
+
+static void srv_read_start(struct srv_req *q)
+{
+	struct srv_conn *sc = q->sc;
+	int r;
+
+	sc->read_bytes += q->len;
+	q->t->obj_span = q->span;
+	q->op.t0 = blb_now();
+	r = q->t->ops->read(q->t, &q->op, q->len);
+	if (r < 0) {
+		srv_reply(q->c, q->tag, r, NULL);
+		sc->read_bytes -= q->len;
+		srv_req_free(q);
+	}
+}
+
+/* @c's budget, made the first time it is asked for; NULL: no memory. */
+static struct srv_conn *srv_conn_of(struct srv *s, struct bl_msgr_conn *c)
+{
+	struct srv_conn *sc;
+
+	for (sc = s->conns; sc; sc = sc->next)
+		if (sc->c == c)
+			return sc;
+	sc = calloc(1, sizeof(*sc));
+	if (!sc)
+		return NULL;
+	sc->c = c;
+	sc->next = s->conns;
+	s->conns = sc;
+	return sc;
 }
 
 static struct srv_req *srv_req_new(struct srv *s, struct bl_msgr_conn *c,
@@ -291,8 +407,10 @@ static void srv_on_frame(void *arg, struct bl_msgr_conn *c,
 			srv_req_free(q);
 		}
 		break;
-	case T_READ:
-		q = srv_req_new(s, c, tag, T_READ);
+	case T_READ: {
+		struct srv_conn *sc = srv_conn_of(s, c);
+
+		q = sc ? srv_req_new(s, c, tag, T_READ) : NULL;
 		if (!q) {
 			srv_reply(c, tag, -ENOMEM, NULL);
 			break;
@@ -300,14 +418,21 @@ static void srv_on_frame(void *arg, struct bl_msgr_conn *c,
 		snprintf(q->op.name, sizeof(q->op.name), "%s", name);
 		q->op.objno = objno;
 		q->op.off = off;
-		t->obj_span = span;
-		q->op.t0 = blb_now();
-		r = t->ops->read(t, &q->op, len);
-		if (r < 0) {
-			srv_reply(c, tag, r, NULL);
-			srv_req_free(q);
+		q->sc = sc;
+		q->t = t;
+		q->len = len;
+		q->span = span;
+		if (sc->read_bytes && sc->read_bytes + len > SRV_READ_BUDGET) {
+			if (sc->wait_tail)
+				sc->wait_tail->wnext = q;
+			else
+				sc->wait = q;
+			sc->wait_tail = q;
+		} else {
+			srv_read_start(q);
 		}
 		break;
+	}
 	case T_REMOVE:
 		srv_reply(c, tag, t->ops->remove(t, name, objno), NULL);
 		break;
@@ -343,12 +468,28 @@ static void srv_on_close(void *arg, struct bl_msgr_conn *c, int err,
 			 const char *reason)
 {
 	struct srv *s = arg;
+	struct srv_conn **pp, *sc = NULL;
 	struct srv_req *q;
 
+	/* every reply's callback has run: READs still waiting never start */
+	for (pp = &s->conns; *pp; pp = &(*pp)->next)
+		if ((*pp)->c == c) {
+			sc = *pp;
+			*pp = sc->next;
+			break;
+		}
+	while (sc && sc->wait) {
+		q = sc->wait;
+		sc->wait = q->wnext;
+		srv_req_free(q);
+	}
+	free(sc);
 	/* disk ops of this client finish, but their answers go nowhere */
 	for (q = s->reqs; q; q = q->next)
-		if (q->c == c)
+		if (q->c == c) {
 			q->c = NULL;
+			q->sc = NULL;
+		}
 	if (err)
 		fprintf(stderr, "blbench serve: a client went away: %s\n", reason);
 }
@@ -450,6 +591,9 @@ int blb_serve(const struct blb_opts *o)
 	co.arg = &s;
 	co.max_payload = TCP_MAX_PAYLOAD;
 	co.align_data = true;	/* WRITE data lands 4096-aligned for O_DIRECT */
+	co.max_inflight = SRV_MAX_INFLIGHT;	/* every request is answered */
+	co.idle_timeout_ms = SRV_IDLE_MS;
+	co.header_timeout_ms = SRV_HEADER_MS;
 	s.ms = bl_msgr_server_new(s.u, lfd, &co);
 	if (!s.ms) {
 		fprintf(stderr, "blbench serve: cannot serve on %s\n", shown);

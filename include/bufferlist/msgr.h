@@ -66,6 +66,10 @@ BL_BEGIN_DECLS
 #define BL_MSGR_PAYLOAD_LIMIT 0x7fffffffu
 /* What max_payload 0 means. */
 #define BL_MSGR_DEFAULT_MAX_PAYLOAD ((size_t)64 << 20)
+/* What max_out_bytes 0 means. */
+#define BL_MSGR_DEFAULT_MAX_OUT ((size_t)16 << 20)
+/* What header_timeout_ms 0 means. */
+#define BL_MSGR_DEFAULT_HEADER_TIMEOUT_MS 10000u
 
 /* Encode options: bits above the 16 wire flags of bl_msgr_encode(). */
 #define BL_MSGR_ENC_COPY (1u << 16)	/* copy the payload, not share it */
@@ -158,6 +162,11 @@ typedef void (*bl_msgr_frame_fn)(void *arg, struct bl_msgr_conn *c,
 /**
  * bl_msgr_close_fn - @c is gone: called exactly once per connection, after
  * every operation on it finished; @c is freed when the callback returns.
+ * A peer that shuts down only its sending side (shutdown(SHUT_WR)) still
+ * gets its answers: the connection closes once every frame that peer sent
+ * was delivered, and answered when max_inflight counts answers, and every
+ * frame queued went to the kernel.  (Without max_inflight, a reply the
+ * application sends only after that, from elsewhere, finds it closed.)
  * @err:    0 when the peer closed cleanly between frames or the
  *          application closed the connection; otherwise a negative errno
  *          (-EBADMSG, -E2BIG for malformed frames, -EPIPE for a peer that
@@ -210,14 +219,62 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * @log:         where the reasons for closing (malformed frames, I/O
  *               errors) go, one line each; NULL: stderr.
  * @log_arg:     first argument of @log.
+ * @max_out_bytes: backpressure on replies nobody reads, in bytes: while
+ *               this many bytes or more sent on the connection have not
+ *               been taken by the kernel (queued, or in the send in
+ *               flight) and a reply is among them (a frame sent from
+ *               on_frame, or one that answers a request, @max_inflight),
+ *               the connection delivers no frame and does not read the
+ *               peer (below); 0: BL_MSGR_DEFAULT_MAX_OUT (16 MiB);
+ *               SIZE_MAX: no limit.
+ * @max_inflight: backpressure on requests, in frames, for request/reply
+ *               protocols: a frame delivered to on_frame counts as in
+ *               flight until bl_msgr_send() queues a frame on the same
+ *               connection (each frame sent answers one request, the
+ *               oldest); while this many are, no frame is delivered and
+ *               the peer is not read.  0: no limit, and nothing counted
+ *               (the default: the messenger cannot know that a protocol
+ *               answers its frames).
+ * @idle_timeout_ms: a server's connection that neither received a byte
+ *               nor got a byte of its own to the kernel for this many
+ *               milliseconds, and owes no answer (@max_inflight), is
+ *               closed with -ETIMEDOUT; 0: never (the default).
+ * @header_timeout_ms: a server's connection on which a frame's preamble
+ *               began to arrive and is not complete after this many
+ *               milliseconds is closed with -ETIMEDOUT; 0:
+ *               BL_MSGR_DEFAULT_HEADER_TIMEOUT_MS (10 s); UINT_MAX: never.
+ *
+ * Timeouts (@idle_timeout_ms, @header_timeout_ms) are kept by
+ * bl_msgr_server_poll() for the server's connections, checked every
+ * 100 ms or so (so they fire up to that much late); a connection of
+ * bl_msgr_conn_new() has no timer and ignores them.  A connection stopped
+ * by backpressure is not waiting for a preamble; if its peer does not
+ * read either, it is idle.
+ *
+ * Backpressure (@max_out_bytes, @max_inflight): a connection over either
+ * limit stops delivering frames, leaves the frames it already holds where
+ * they are (at most what one receive brought) and arms no receive, so
+ * the peer's bytes wait in the kernel's socket buffers and then in the
+ * peer; a multishot receive is stopped (what the kernel already took is
+ * still kept, undelivered).  Delivery and receiving resume when the
+ * connection is under both limits again: when sends complete, or when a
+ * frame sent answers a request.  Each stop counts in throttled.  Frames
+ * a connection sends of its own accord (not from on_frame) never stop it
+ * alone, so two peers streaming at each other do not stall; two that
+ * answer each other's frames with more than @max_out_bytes each, while
+ * neither reads, would: give them SIZE_MAX.
  *
  * Direct reads (@direct_min): once the preamble of such a payload is in,
- * the rest of the frame is read with bl_uring_read(fd, -1, ...) into one
- * raw, and the payload is the slices already received (no copy) followed
- * by that raw.  Give @u a regpool (bl_uring_regpool_create) whose buffers
- * hold the largest payload plus a receive buffer: the read then goes into
- * a registered buffer (READ_FIXED), the most recently freed first, instead
- * of a fresh allocation.  The preamble stops the connection's multishot
+ * the rest of the frame is read with bl_uring_read(fd, -1, ...) into raws
+ * of its own, and the payload is the slices already received (no copy)
+ * followed by those raws: one raw when the rest is at most 1 MiB, else
+ * pieces of 1 MiB, 2 MiB, 4 MiB ... up to 64 MiB, each read once the one
+ * before it is full, so that memory follows the bytes received and never
+ * the length a preamble claims.  Give @u a regpool
+ * (bl_uring_regpool_create) whose buffers hold a piece (for payloads up
+ * to 1 MiB: the payload plus a receive buffer): the reads then go into
+ * registered buffers (READ_FIXED), the most recently freed first, instead
+ * of fresh allocations.  The preamble stops the connection's multishot
  * receive (every byte it took is still delivered); receives are then armed
  * one at a time for as long as large payloads keep coming.
  *
@@ -259,6 +316,10 @@ struct bl_msgr_conn_opts {
 	bool keep_fd;
 	bl_msgr_log_fn log;
 	void *log_arg;
+	size_t max_out_bytes;
+	unsigned max_inflight;
+	unsigned idle_timeout_ms;
+	unsigned header_timeout_ms;
 };
 
 /**
@@ -294,6 +355,10 @@ bl_msgr_conn_new(struct bl_uring *u, int fd,
  * as any other send.  A request/response connection thus pays one system
  * call per reply and no ring completion.  A failure to hand such a batch
  * to the ring closes the connection (its callbacks get -ECANCELED).
+ * A frame is queued whatever the connection's backpressure limits say:
+ * its bytes count towards max_out_bytes until the kernel takes them, and
+ * with max_inflight it answers one request (see struct
+ * bl_msgr_conn_opts).
  * @cb: NULL, or called once with the frame's fate (from bl_uring_run()).
  * Return: 0; -EPIPE when the connection is closing; -E2BIG when the
  * payload is longer than BL_MSGR_PAYLOAD_LIMIT; -ENOMEM / -EBUSY when it
@@ -327,7 +392,9 @@ BL_API int bl_msgr_conn_fd(const struct bl_msgr_conn *c);
  * @detached:       bytes copied out of ring buffers (detach, ring dry);
  * @ring_dry:       receives ended by -ENOBUFS;
  * @direct_sends:   reply batches tried with a direct sendmsg() (see
- *                  bl_msgr_send()), whether or not the socket took all.
+ *                  bl_msgr_send()), whether or not the socket took all;
+ * @throttled:      times receiving stopped for backpressure
+ *                  (max_out_bytes, max_inflight).
  */
 struct bl_msgr_conn_stats {
 	uint64_t frames_sent;
@@ -340,6 +407,7 @@ struct bl_msgr_conn_stats {
 	uint64_t detached;
 	uint64_t ring_dry;
 	uint64_t direct_sends;
+	uint64_t throttled;
 };
 
 /** bl_msgr_conn_stats() - a copy of @c's counters into @out. */
@@ -367,10 +435,19 @@ bl_msgr_server_new(struct bl_uring *u, int listen_fd,
 /**
  * bl_msgr_server_poll() - one turn of a server's event loop: waits up to
  * @timeout_ms (-1: no limit) for a connection to accept or a completion
- * on the ring, accepts every pending connection, and runs the ring's
- * callbacks (bl_uring_run).  It returns as soon as it did something.  An
- * accept or set-up failure is logged and skips that connection; accepted
- * TCP sockets get TCP_NODELAY (a messenger is latency bound).
+ * on the ring, accepts every pending connection, closes the connections
+ * whose timeouts expired (idle_timeout_ms, header_timeout_ms), and runs
+ * the ring's callbacks (bl_uring_run).  It returns as soon as it did
+ * something.  A set-up failure is logged and skips that connection;
+ * accepted TCP sockets get TCP_NODELAY (a messenger is latency bound).
+ *
+ * Out of descriptors or memory (accept4() failing with EMFILE, ENFILE,
+ * ENOBUFS or ENOMEM), the connection stays in the listen backlog and the
+ * listening socket stays readable: the server then stops looking at it
+ * for 100 ms, doubling with each failure in a row up to 1.6 s, or until
+ * one of its connections closes, instead of waking for it at once.
+ * Accept failures are logged at most once a second, the line saying how
+ * many went unlogged since the last.
  *
  * An idle server waits in one poll() on the listening socket and the
  * ring's fd.  Once completions come, it waits inside the ring
@@ -381,7 +458,9 @@ bl_msgr_server_new(struct bl_uring *u, int listen_fd,
  * the blocking back end waits inside bl_uring_run(), so there it always
  * waits in the ring's slices.  A server waiting in the ring, or busy,
  * looks for new connections every few milliseconds (a new connection may
- * wait that long); a call with @timeout_ms 0 looks every time.
+ * wait that long); a call with @timeout_ms 0 looks every time.  With
+ * idle_timeout_ms set, or a preamble pending, an idle server also wakes
+ * every 100 ms or so to check its timeouts.
  * Return: completions handled plus connections accepted (0 on timeout),
  * or -errno.
  */
