@@ -47,7 +47,10 @@ struct bl_rados;
  * @err:  NULL, or where the negative errno of a failure goes (-ENOENT when
  *        the pool or the configuration file does not exist, -ETIMEDOUT
  *        when no monitor answers within client_mount_timeout ...).
- * Return: new (close with bl_rados_close()), or NULL.
+ * Return: new (close with bl_rados_close()), or NULL with *@err set (when
+ * @err is not NULL; errno is not set): -EINVAL (@pool is NULL), -ENOMEM,
+ * -EIO, or librados' error (-ENOENT, -ETIMEDOUT ...).  *@err is 0 on
+ * success.
  */
 BL_API struct bl_rados *bl_rados_open(const char *conf, const char *pool,
 				      int *err);
@@ -56,6 +59,7 @@ BL_API struct bl_rados *bl_rados_open(const char *conf, const char *pool,
  * bl_rados_close() - waits until every aio callback issued through @r has
  * returned, then disconnects and frees @r.  NULL is a no-op.  Must not be
  * called from an aio callback of @r.  Lists filled by reads stay valid.
+ * Return: nothing; it cannot fail.
  */
 BL_API void bl_rados_close(struct bl_rados *r);
 
@@ -63,14 +67,18 @@ BL_API void bl_rados_close(struct bl_rados *r);
  * bl_rados_write() - write all of @l at byte @off of object @oid (created
  * if missing; a gap before @off reads as zeros).
  * Shares: @l's bytes are referenced, not copied, until the call returns.
- * Return: 0 or a negative errno.
+ * Return: 0, or -errno: -EINVAL (@r, @oid or @l is NULL), -E2BIG (@l is
+ * longer than 4 GiB - 1, or the OSD refuses it as too long), -ENOMEM,
+ * -EIO, or librados' error (-ENOENT: the pool is gone; -EDQUOT, -ENOSPC,
+ * -EACCES, -ETIMEDOUT ...).
  */
 BL_API int bl_rados_write(struct bl_rados *r, const char *oid,
 			  const struct bl_list *l, uint64_t off);
 
 /**
  * bl_rados_write_full() - replace object @oid's contents with @l.
- * Shares, as bl_rados_write().  Return: 0 or a negative errno.
+ * Shares, as bl_rados_write().
+ * Return: as bl_rados_write().
  */
 BL_API int bl_rados_write_full(struct bl_rados *r, const char *oid,
 			       const struct bl_list *l);
@@ -78,7 +86,7 @@ BL_API int bl_rados_write_full(struct bl_rados *r, const char *oid,
 /**
  * bl_rados_append() - append all of @l to the end of object @oid (created
  * if missing).  Shares, as bl_rados_write().
- * Return: 0 or a negative errno.
+ * Return: as bl_rados_write().
  */
 BL_API int bl_rados_append(struct bl_rados *r, const char *oid,
 			   const struct bl_list *l);
@@ -88,8 +96,9 @@ BL_API int bl_rados_append(struct bl_rados *r, const char *oid,
  * @out (fewer when the object ends first, none when @off is at or past
  * its end).  @len 0 reads nothing and asks no server.
  * Takes Ceph's buffers into @out (claimed raws, no copy).
- * Return: the bytes appended, or a negative errno (-ENOENT: no such
- * object); on failure @out is unchanged.
+ * Return: the bytes appended, or -errno: -EINVAL (@r, @oid or @out is
+ * NULL), -ENOMEM, -EIO, or librados' error (-ENOENT: no such object or
+ * pool; -ETIMEDOUT ...); on failure @out is unchanged.
  */
 BL_API ssize_t bl_rados_read(struct bl_rados *r, const char *oid,
 			     uint64_t off, size_t len, struct bl_list *out);
@@ -97,12 +106,18 @@ BL_API ssize_t bl_rados_read(struct bl_rados *r, const char *oid,
 /**
  * bl_rados_stat() - size and modification time (seconds since the epoch)
  * of object @oid; either pointer may be NULL.
- * Return: 0 or a negative errno (-ENOENT: no such object).
+ * Return: 0, or -errno: -EINVAL (@r or @oid is NULL), -ENOMEM, -EIO, or
+ * librados' error (-ENOENT: no such object; -ETIMEDOUT ...); on failure
+ * *@size and *@mtime are not written.
  */
 BL_API int bl_rados_stat(struct bl_rados *r, const char *oid, uint64_t *size,
 			 int64_t *mtime);
 
-/** bl_rados_remove() - delete object @oid.  0, or -ENOENT, or -errno. */
+/**
+ * bl_rados_remove() - delete object @oid.
+ * Return: 0, or -errno: -EINVAL (@r or @oid is NULL), -ENOMEM, -EIO, or
+ * librados' error (-ENOENT: no such object; -ETIMEDOUT ...).
+ */
 BL_API int bl_rados_remove(struct bl_rados *r, const char *oid);
 
 /*
@@ -134,7 +149,8 @@ BL_API int bl_rados_remove(struct bl_rados *r, const char *oid);
  * round trip.  All three 0 turns hints off again (the default).  Safe to
  * call while other threads write through @r: each write carries either
  * the old or the new hint, whole.
- * Return: 0, or -EINVAL (@r NULL, or a flag outside BL_RADOS_HINT_ALL).
+ * Return: 0, or -EINVAL (@r NULL, or a flag outside BL_RADOS_HINT_ALL),
+ * -EIO (the handle's lock failed; the hint is unchanged).
  */
 BL_API int bl_rados_set_alloc_hint(struct bl_rados *r, uint64_t object_size,
 				   uint64_t write_size, uint32_t flags);
@@ -150,25 +166,35 @@ typedef void (*bl_rados_cb)(int res, void *arg);
 
 /*
  * The aio calls return 0 when the operation was queued (then @cb runs
- * exactly once, possibly before the call returns), or a negative errno
- * when it was not (then @cb never runs and nothing changed).
+ * exactly once, possibly before the call returns; a NULL @cb is fire and
+ * forget), or a negative errno when it was not (then @cb never runs and
+ * nothing changed).  The result passed to @cb has the errnos of the
+ * synchronous call.
  */
 
 /**
  * bl_rados_aio_write() - bl_rados_write() in the background.
  * Shares: the bridge holds references to @l's bytes until the completion,
  * so @l itself may be cleared or reused as soon as the call returns.
+ * Return: 0 (queued), or -errno: -EINVAL (@r, @oid or @l is NULL), -E2BIG
+ * (@l longer than 4 GiB - 1), -ENOMEM, -EIO, or librados' refusal.
  */
 BL_API int bl_rados_aio_write(struct bl_rados *r, const char *oid,
 			      const struct bl_list *l, uint64_t off,
 			      bl_rados_cb cb, void *arg);
 
-/** bl_rados_aio_write_full() - bl_rados_write_full() in the background. */
+/**
+ * bl_rados_aio_write_full() - bl_rados_write_full() in the background.
+ * Return: as bl_rados_aio_write().
+ */
 BL_API int bl_rados_aio_write_full(struct bl_rados *r, const char *oid,
 				   const struct bl_list *l, bl_rados_cb cb,
 				   void *arg);
 
-/** bl_rados_aio_append() - bl_rados_append() in the background. */
+/**
+ * bl_rados_aio_append() - bl_rados_append() in the background.
+ * Return: as bl_rados_aio_write().
+ */
 BL_API int bl_rados_aio_append(struct bl_rados *r, const char *oid,
 			       const struct bl_list *l, bl_rados_cb cb,
 			       void *arg);
@@ -178,12 +204,18 @@ BL_API int bl_rados_aio_append(struct bl_rados *r, const char *oid,
  * appended to before @cb runs (unchanged when the read fails) and must
  * not be touched by the caller until then.  @len 0 completes at once
  * with 0 (@cb runs before the call returns).
+ * Return: 0 (queued), or -errno: -EINVAL (@r, @oid or @out is NULL),
+ * -ENOMEM, -EIO, or librados' refusal.
  */
 BL_API int bl_rados_aio_read(struct bl_rados *r, const char *oid,
 			     uint64_t off, size_t len, struct bl_list *out,
 			     bl_rados_cb cb, void *arg);
 
-/** bl_rados_aio_remove() - bl_rados_remove() in the background. */
+/**
+ * bl_rados_aio_remove() - bl_rados_remove() in the background.
+ * Return: 0 (queued), or -errno: -EINVAL (@r or @oid is NULL), -ENOMEM,
+ * -EIO, or librados' refusal.
+ */
 BL_API int bl_rados_aio_remove(struct bl_rados *r, const char *oid,
 			       bl_rados_cb cb, void *arg);
 
@@ -192,6 +224,7 @@ BL_API int bl_rados_aio_remove(struct bl_rados *r, const char *oid,
  * client side, summed over all handles since the process started.  No
  * path of this version copies, so it stays 0; what librados does inside
  * is not counted here.
+ * Return: that count; it cannot fail.
  */
 BL_API uint64_t bl_rados_copied_bytes(void);
 

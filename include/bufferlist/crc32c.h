@@ -20,24 +20,33 @@
 
 BL_BEGIN_DECLS
 
-/** bl_crc32c() - crc of @len bytes at @data, continuing from @crc. */
+/**
+ * bl_crc32c() - crc of @len bytes at @data, continuing from @crc.
+ * Return: the crc; it cannot fail.
+ */
 BL_API uint32_t bl_crc32c(uint32_t crc, const void *data, size_t len);
 
 /**
  * bl_crc32c_zeros() - bl_crc32c(@crc, zeros, @len) in O(log len) without
  * touching memory.  It is what lets a cached crc be reused for another seed:
  * crc(s2, d) = crc(s1, d) ^ bl_crc32c_zeros(s1 ^ s2, len).
+ * Return: the crc; it cannot fail.
  */
 BL_API uint32_t bl_crc32c_zeros(uint32_t crc, size_t len);
 
 /**
  * bl_crc32c_combine() - the crc of A followed by B, from @crc_a (crc of A,
  * any seed) and @crc_b (crc of B with seed 0) and B's length.
+ * Return: the crc of A then B; it cannot fail.
  */
 BL_API uint32_t bl_crc32c_combine(uint32_t crc_a, uint32_t crc_b,
 				  size_t len_b);
 
-/** bl_crc32c_impl() - name of the implementation in use ("vpclmul", "sse42", "table", ...). */
+/**
+ * bl_crc32c_impl() - the implementation in use.
+ * Return: its name ("vpclmul", "pclmul", "sse42", "armv8" or "table"), a
+ * static string; it cannot fail.
+ */
 BL_API const char *bl_crc32c_impl(void);
 
 BL_END_DECLS

@@ -28,18 +28,20 @@ BL_BEGIN_DECLS
  * with MSG_NOSIGNAL, and around a write to a pipe or other descriptor
  * the calling thread blocks SIGPIPE and consumes the one the write raised
  * (a SIGPIPE already pending stays pending).
- * Return: 0 or -errno (-EAGAIN on a non-blocking fd that would block,
- * -EIO when the descriptor takes no more bytes, -EPIPE when the reader of
- * a pipe or socket went away).
+ * Return: 0 or -errno: -EAGAIN (a non-blocking fd that would block),
+ * -EIO (the descriptor takes no more bytes), -EPIPE (the reader of a pipe
+ * or socket went away), and the other errors of writev(2) and sendmsg(2)
+ * (-EBADF, -EFBIG, -ENOSPC, -EDQUOT, -EINVAL for O_DIRECT misalignment,
+ * ...).  @done says how far it got.
  */
 BL_API int bl_list_write_fd(const struct bl_list *l, int fd, size_t *done);
 
 /**
  * bl_list_pwrite() - as bl_list_write_fd() at file offset @off (pwritev).
  * An empty list makes no system call.
- * Return: 0 or -errno: as bl_list_write_fd(), and -EINVAL for a negative
- * offset, -EOVERFLOW when the end would not fit an off_t (both before any
- * I/O).
+ * Return: 0 or -errno: as bl_list_write_fd() (from pwritev(2); -ESPIPE
+ * for a pipe or socket), and -EINVAL for a negative offset, -EOVERFLOW
+ * when the end would not fit an off_t (both before any I/O).
  */
 BL_API int bl_list_pwrite(const struct bl_list *l, int fd, off_t off,
 			  size_t *done);
@@ -50,29 +52,35 @@ BL_API int bl_list_pwrite(const struct bl_list *l, int fd, off_t off,
  * end of file, or on a non-blocking fd that would block after some bytes
  * arrived (those bytes are returned, not lost); -EAGAIN only when nothing
  * was read.  @len is clamped to SSIZE_MAX, so SIZE_MAX reads to the end.
- * Return: bytes read, or -errno; on failure @l is unchanged (bytes already
+ * Return: bytes read (0 at end of file or for @len 0), or -errno: -EAGAIN
+ * (nothing read yet), -ENOMEM, and the other errors of read(2) (-EBADF,
+ * -EIO, -EISDIR, -EINVAL, ...); on failure @l is unchanged (bytes already
  * consumed from a pipe or socket are then lost, as with read(2) errors).
  */
 BL_API ssize_t bl_list_read_fd(struct bl_list *l, int fd, size_t len);
 
 /**
  * bl_list_pread() - as bl_list_read_fd() from file offset @off.
- * Return: as bl_list_read_fd(), and -EINVAL for a negative offset.
+ * Return: as bl_list_read_fd() (from pread(2); -ESPIPE for a pipe or
+ * socket), and -EINVAL for a negative offset.
  */
 BL_API ssize_t bl_list_pread(struct bl_list *l, int fd, size_t len,
 			     off_t off);
 
 /**
  * bl_list_read_file() - appends the whole file at @path.
- * Return: bytes read, or -errno (from open, fstat or read; -ENOMEM) with
- * @l unchanged.
+ * Return: bytes read, or -errno with @l unchanged: -ENOMEM, or an error
+ * of open(2) (-ENOENT, -EACCES, ...), fstat(2) or read(2) (-EISDIR, -EIO,
+ * ...).
  */
 BL_API ssize_t bl_list_read_file(struct bl_list *l, const char *path);
 
 /**
  * bl_list_write_file() - writes @l to @path (created with @mode, truncated),
  * fsync'd.
- * Return: 0, or -errno from open, writev, fsync or close.
+ * Return: 0, or -errno: those of bl_list_write_fd() (-EPIPE for a FIFO
+ * whose reader went away, without SIGPIPE; -ENOSPC, -EIO, ...), or an
+ * error of open(2) (-ENOENT, -EACCES, ...), fsync(2) or close(2).
  */
 BL_API int bl_list_write_file(const struct bl_list *l, const char *path,
 			      mode_t mode);

@@ -33,16 +33,30 @@ struct bl_iter {
 BL_API int bl_iter_init(struct bl_iter *it, const struct bl_list *l,
 			size_t off);
 
-/** bl_iter_offset() - Return: bytes from the start of the list to @it. */
+/**
+ * bl_iter_offset() - where @it is.
+ * Return: bytes from the start of the list to @it; it cannot fail.
+ */
 BL_API size_t bl_iter_offset(const struct bl_iter *it);
 
-/** bl_iter_remaining() - Return: bytes left after the cursor. */
+/**
+ * bl_iter_remaining() - what is left.
+ * Return: bytes left after the cursor; it cannot fail.
+ */
 BL_API size_t bl_iter_remaining(const struct bl_iter *it);
 
-/** bl_iter_advance() - moves forward @n bytes.  Return: 0 or -ERANGE. */
+/**
+ * bl_iter_advance() - moves forward @n bytes.
+ * Return: 0, or -ERANGE when fewer than @n bytes are left (the cursor
+ * stays where it was).
+ */
 BL_API int bl_iter_advance(struct bl_iter *it, size_t n);
 
-/** bl_iter_seek() - moves to byte @off of the list.  Return: 0 or -ERANGE. */
+/**
+ * bl_iter_seek() - moves to byte @off of the list (backwards too).
+ * Return: 0, or -ERANGE when @off is past the end (the cursor stays where
+ * it was).
+ */
 BL_API int bl_iter_seek(struct bl_iter *it, size_t off);
 
 /**
@@ -57,7 +71,7 @@ BL_API int bl_iter_copy(struct bl_iter *it, size_t len, void *dst);
  * bl_iter_copy_list() - appends the next @len bytes to @dst as shared
  * slices (no copy) and advances.  On failure @dst and the cursor are
  * unchanged.
- * Return: 0, -ERANGE or -ENOMEM.
+ * Return: 0, or -ERANGE (fewer than @len bytes left), -ENOMEM.
  */
 BL_API int bl_iter_copy_list(struct bl_iter *it, size_t len,
 			     struct bl_list *dst);
@@ -65,7 +79,9 @@ BL_API int bl_iter_copy_list(struct bl_iter *it, size_t len,
 /**
  * bl_iter_get_ptr_and_advance() - zero copy: points *@data at the next
  * contiguous run (borrowed from the list's raw), at most @want bytes, and
- * advances over it.  Return: bytes in the run, 0 at the end.
+ * advances over it.  *@data is NULL when nothing is returned.
+ * Return: bytes in the run (at most @want), 0 at the end or for @want 0;
+ * it cannot fail.
  */
 BL_API size_t bl_iter_get_ptr_and_advance(struct bl_iter *it, size_t want,
 					  const char **data);

@@ -40,7 +40,9 @@ struct bl_lz4_opts {
 /**
  * bl_lz4_compress() - compresses all of @in (borrowed, read in place) into
  * one LZ4 frame appended to @out.
- * Return: bytes appended to @out, -ENOMEM, or -EINVAL for bad options.
+ * Return: bytes appended to @out, or -errno: -EINVAL (@in or @out is
+ * NULL, block_size_id not 0 or 4..7, level above 12, @in longer than
+ * SSIZE_MAX / 2), -ENOMEM.
  */
 BL_API ssize_t bl_lz4_compress(const struct bl_list *in, struct bl_list *out,
 			       const struct bl_lz4_opts *opts);
@@ -53,9 +55,10 @@ BL_API ssize_t bl_lz4_compress(const struct bl_list *in, struct bl_list *out,
  *           decompression bombs.
  * Legacy frames (`lz4 -l`) and frames that need a dictionary (a DictID in
  * the header) are refused as -EBADMSG.  An empty @in is zero frames: 0.
- * Return: bytes appended, -EBADMSG (corrupt or truncated input, bad magic,
- * checksum mismatch, garbage after a frame, a match offset of 0), -E2BIG
- * (@max_out exceeded), -ENOMEM.
+ * Return: bytes appended, or -errno: -EBADMSG (corrupt or truncated
+ * input, bad magic, checksum mismatch, garbage after a frame, a match
+ * offset of 0, a legacy or dictionary frame), -E2BIG (@max_out exceeded),
+ * -ENOMEM, -EINVAL (@in or @out is NULL).
  */
 BL_API ssize_t bl_lz4_decompress(const struct bl_list *in,
 				 struct bl_list *out, size_t max_out);
@@ -79,20 +82,28 @@ BL_API struct bl_lz4_decoder *bl_lz4_decoder_new(size_t max_out);
  * of output already handed out, which the decoder reads again where it
  * lies: do not write into those bytes (bl_list_copy_in) until the frame
  * has ended.
- * Return: bytes appended, or -EBADMSG, -E2BIG, -ENOMEM, -EINVAL (after an
- * earlier error).
+ * Return: bytes appended (0 when no block was completed), or -errno:
+ * -EBADMSG (not LZ4 frames), -E2BIG (@max_out exceeded), -ENOMEM, -EINVAL
+ * (@d, @in or @out is NULL, or an earlier call failed).
  */
 BL_API ssize_t bl_lz4_decoder_feed(struct bl_lz4_decoder *d,
 				   const struct bl_list *in,
 				   struct bl_list *out);
 
 /**
- * bl_lz4_decoder_end() - the stream is over.
- * Return: 0, or -EBADMSG when a frame is incomplete.
+ * bl_lz4_decoder_end() - the stream is over; checks that it ended between
+ * frames and changes nothing (the decoder may still be fed or freed).
+ * Return: 0, or -EBADMSG when a frame is incomplete (or bytes that are
+ * not a whole frame are pending), -EINVAL (@d is NULL, or an earlier
+ * call failed).
  */
 BL_API int bl_lz4_decoder_end(struct bl_lz4_decoder *d);
 
-/** bl_lz4_decoder_free() - NULL is a no-op. */
+/**
+ * bl_lz4_decoder_free() - drops the decoder's references and frees @d
+ * (takes it).  NULL is a no-op.
+ * Return: nothing; it cannot fail.
+ */
 BL_API void bl_lz4_decoder_free(struct bl_lz4_decoder *d);
 
 BL_END_DECLS

@@ -91,10 +91,16 @@ struct bl_msgr_frame {
 	struct bl_list payload;
 };
 
-/** bl_msgr_frame_init() - an empty frame.  No allocation. */
+/**
+ * bl_msgr_frame_init() - an empty frame.  No allocation.
+ * Return: nothing; it cannot fail.
+ */
 BL_API void bl_msgr_frame_init(struct bl_msgr_frame *f);
 
-/** bl_msgr_frame_release() - drops the payload's references; @f is empty. */
+/**
+ * bl_msgr_frame_release() - drops the payload's references; @f is empty.
+ * Return: nothing; it cannot fail.
+ */
 BL_API void bl_msgr_frame_release(struct bl_msgr_frame *f);
 
 /**
@@ -139,8 +145,9 @@ BL_API int bl_msgr_parse(struct bl_list *in, struct bl_msgr_frame *f,
 
 /**
  * bl_msgr_parse_error() - the reason behind bl_msgr_parse()'s last
- * failure on this thread, as a short static string ("bad magic", "bad
- * header crc", ...): borrowed, never NULL.
+ * failure on this thread.
+ * Return: a short static string ("bad magic", "bad header crc", ...),
+ * borrowed, never NULL; it cannot fail.
  */
 BL_API const char *bl_msgr_parse_error(void);
 
@@ -360,9 +367,11 @@ bl_msgr_conn_new(struct bl_uring *u, int fd,
  * with max_inflight it answers one request (see struct
  * bl_msgr_conn_opts).
  * @cb: NULL, or called once with the frame's fate (from bl_uring_run()).
- * Return: 0; -EPIPE when the connection is closing; -E2BIG when the
- * payload is longer than BL_MSGR_PAYLOAD_LIMIT; -ENOMEM / -EBUSY when it
- * could not be queued (then @cb will not run and nothing was sent).
+ * Return: 0, or -errno with nothing queued or sent and @cb not to run:
+ * -EPIPE (the connection is closing), -E2BIG (the payload is longer than
+ * BL_MSGR_PAYLOAD_LIMIT), -ENOMEM, or bl_uring_send()'s -EBUSY or
+ * -ECANCELED (the ring is being destroyed) when the frame would have gone
+ * out at once.
  */
 BL_API int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
 			const struct bl_list *payload, bl_msgr_send_fn cb,
@@ -374,11 +383,16 @@ BL_API int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
  * socket is shut down so that pending operations finish, and on_close runs
  * with @err and @reason (copied; NULL: "closed") once they have.  A second
  * call, or a call on a connection already closing, does nothing.
+ * Return: nothing; it cannot fail.
  */
 BL_API void bl_msgr_conn_close(struct bl_msgr_conn *c, int err,
 			       const char *reason);
 
-/** bl_msgr_conn_fd() - the socket (borrowed). */
+/**
+ * bl_msgr_conn_fd() - the socket of @c.
+ * Return: the descriptor (borrowed: the connection closes it unless
+ * keep_fd); it cannot fail.
+ */
 BL_API int bl_msgr_conn_fd(const struct bl_msgr_conn *c);
 
 /**
@@ -410,7 +424,10 @@ struct bl_msgr_conn_stats {
 	uint64_t throttled;
 };
 
-/** bl_msgr_conn_stats() - a copy of @c's counters into @out. */
+/**
+ * bl_msgr_conn_stats() - a copy of @c's counters into @out.
+ * Return: nothing; it cannot fail.
+ */
 BL_API void bl_msgr_conn_stats(const struct bl_msgr_conn *c,
 			       struct bl_msgr_conn_stats *out);
 
@@ -462,16 +479,23 @@ bl_msgr_server_new(struct bl_uring *u, int listen_fd,
  * idle_timeout_ms set, or a preamble pending, an idle server also wakes
  * every 100 ms or so to check its timeouts.
  * Return: completions handled plus connections accepted (0 on timeout),
- * or -errno.
+ * or -errno: an error of bl_uring_run() (-EDEADLK when called from a
+ * callback of the ring, or an error of io_uring_enter(2)), or of poll(2)
+ * (-ENOMEM; -EINTR is not an error).  Accept failures are not returned:
+ * they are logged.
  */
 BL_API int bl_msgr_server_poll(struct bl_msgr_server *s, int timeout_ms);
 
-/** bl_msgr_server_nconns() - connections open (accepted, not yet closed). */
+/**
+ * bl_msgr_server_nconns() - connections open (accepted, not yet closed).
+ * Return: that count; it cannot fail.
+ */
 BL_API unsigned bl_msgr_server_nconns(const struct bl_msgr_server *s);
 
 /**
  * bl_msgr_server_destroy() - closes every connection, runs the ring until
  * each on_close has run, then frees @s and its ring.  NULL is a no-op.
+ * Return: nothing; it cannot fail.
  */
 BL_API void bl_msgr_server_destroy(struct bl_msgr_server *s);
 

@@ -110,7 +110,10 @@ BL_API void bl_stats_reset(void);
 
 struct bl_pool;
 
-/** bl_pool_default() - the pool used when none is named.  Never NULL. */
+/**
+ * bl_pool_default() - the pool used when none is named.
+ * Return: that pool (borrowed, lives as long as the process), never NULL.
+ */
 BL_API struct bl_pool *bl_pool_default(void);
 
 /**
@@ -124,7 +127,11 @@ BL_API struct bl_pool *bl_pool_default(void);
 BL_API struct bl_pool *bl_pool_create(const char *name,
 				      const struct bl_allocator *a);
 
-/** bl_pool_name() - borrowed. */
+/**
+ * bl_pool_name() - the name @p was created with.
+ * Return: the name (borrowed, valid as long as the process); it cannot
+ * fail.
+ */
 BL_API const char *bl_pool_name(const struct bl_pool *p);
 
 /**
@@ -147,17 +154,24 @@ BL_API void bl_pool_get_stats(const struct bl_pool *p,
 
 /**
  * bl_pool_stats_all() - snapshots of every pool, at most @max of them.
- * Return: the number of pools that exist (may exceed @max).
+ * Return: the number of pools that exist (may exceed @max; only
+ * min(@max, that) entries of @out are written); it cannot fail.
  */
 BL_API int bl_pool_stats_all(struct bl_pool_stats *out, int max);
 
-/** bl_pool_dump() - prints every pool's stats as a table.  0 or -EIO. */
+/**
+ * bl_pool_dump() - prints every pool's stats, and the caches', as a table.
+ * Return: 0, or -EIO when writing to @out failed.
+ */
 BL_API int bl_pool_dump(FILE *out);
 
 /** bl_pool_cache_enable() - turn the per-thread caches on or off. */
 BL_API void bl_pool_cache_enable(bool on);
 
-/** bl_pool_cache_enabled() - whether raws are being cached. */
+/**
+ * bl_pool_cache_enabled() - whether raws are being cached.
+ * Return: true when the per-thread caches are on; it cannot fail.
+ */
 BL_API bool bl_pool_cache_enabled(void);
 
 /**
