@@ -621,7 +621,7 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 		size_t so = c == p.c && i == p.i ? p.inner : 0;
 		size_t n = s->len - so < left ? s->len - so : left;
 
-		nstatic += s->raw->readonly;
+		nstatic += bl__raw_readonly(s->raw);
 		left -= n;
 	}
 	if (nstatic) {
@@ -639,7 +639,7 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 			size_t n = s->len - so < left ? s->len - so : left;
 
 			left -= n;
-			if (!s->raw->readonly)
+			if (!bl__raw_readonly(s->raw))
 				continue;
 			priv[k] = bl_raw_create_in(bl_raw_pool(s->raw), s->len);
 			if (!priv[k]) {
@@ -659,7 +659,7 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 		size_t so = c == p.c && i == p.i ? p.inner : 0;
 		size_t n = s->len - so < left ? s->len - so : left;
 
-		if (s->raw->readonly) {
+		if (bl__raw_readonly(s->raw)) {
 			bl__raw_put(s->raw);
 			s->raw = priv[k++];
 			s->off = 0;

@@ -52,7 +52,7 @@ static inline size_t bl__list_abuf_room(const struct bl_list *l)
 {
 	const struct bl_raw *ab = l->_abuf;
 
-	return ab ? ab->len - ab->used : 0;
+	return ab ? ab->len - bl__raw_used(ab) : 0;
 }
 
 /* Segments that can be pushed onto @l without allocating a chunk. */

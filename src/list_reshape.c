@@ -234,7 +234,7 @@ ssize_t bl_list_compact(struct bl_list *l, size_t max_waste)
 	bl__list_usage_free(cc.v, cap);
 	/* the append buffer goes too: what we keep should pin nothing more */
 	if (copied >= 0 && l->_abuf &&
-	    l->_abuf->len - l->_abuf->used > max_waste) {
+	    l->_abuf->len - bl__raw_used(l->_abuf) > max_waste) {
 		bl__raw_put(l->_abuf);
 		l->_abuf = NULL;
 		l->_abuf_next = 0;

@@ -36,12 +36,12 @@ static inline void raw_init(struct bl__tstats *t, struct bl_raw *r,
 
 	atomic_init(&r->nref, 1);
 	r->kind = kind;
-	r->readonly = kind == BL__RAW_STATIC;
+	r->flags = kind == BL__RAW_STATIC ? BL__RAW_RDONLY : 0;
 	r->pool = (uint8_t)pool;
 	r->cls = BL__NOCLASS;
 	r->data = data;
 	r->len = len;
-	r->used = used;
+	atomic_init(&r->used, used);
 	r->al = al;
 	atomic_flag_clear_explicit(&r->crc_lock, memory_order_relaxed);
 	atomic_store_explicit(&r->crc_seq, 0, memory_order_relaxed);
@@ -100,6 +100,15 @@ struct bl_raw *bl__raw_create_combined(struct bl_pool *p, size_t len,
 				       size_t used)
 {
 	return create_combined(p, len, used);
+}
+
+struct bl_raw *bl__raw_create_owned(struct bl_pool *p, size_t cap)
+{
+	struct bl_raw *r = create_combined(p, cap, 0);
+
+	if (r)
+		r->flags = BL__RAW_OWNED;
+	return r;
 }
 
 /*
@@ -244,8 +253,8 @@ static __attribute__((noinline)) void raw_free_slow(struct bl_raw *r)
 
 	bl__stat_adds(&ps->freed, 1);
 	bl__stat_adds(&ps->bytes, -(int64_t)r->len);
-	if (r->used != r->len)
-		bl__stat_adds(&ps->unused, -(int64_t)(r->len - r->used));
+	if (bl__raw_used(r) != r->len)
+		bl__stat_adds(&ps->unused, -(int64_t)(r->len - bl__raw_used(r)));
 	switch (r->kind) {
 	case BL__RAW_COMBINED: {
 		size_t size = (size_t)((char *)r - r->data) + sizeof(*r);
@@ -276,7 +285,7 @@ void bl__raw_free(struct bl_raw *r)
 	unsigned cls = r->cls;
 
 	/* cls is set only on combined raws of the default allocator */
-	if (bl__likely(t && cls != BL__NOCLASS && r->used == r->len &&
+	if (bl__likely(t && cls != BL__NOCLASS && bl__raw_used(r) == r->len &&
 		       !t->no_cache &&
 		       atomic_load_explicit(&bl__cache_on,
 					    memory_order_relaxed))) {
@@ -330,7 +339,7 @@ struct bl_pool *bl_raw_pool(const struct bl_raw *r)
 
 bool bl_raw_is_static(const struct bl_raw *r)
 {
-	return r->readonly;
+	return bl__raw_readonly(r);
 }
 
 size_t bl_raw_alignment(const struct bl_raw *r)

@@ -18,6 +18,15 @@ enum bl__raw_kind {
 };
 
 /*
+ * Flags.  RDONLY: static memory, a write first copies.  OWNED: a buffer
+ * the library grows itself (a list's append buffer, the lz4 codec's
+ * output): one writer moves its frontier, with plain stores, so no slice
+ * handed out of it may grow (bl_ptr_unused_tail() is 0 for it).
+ */
+#define BL__RAW_RDONLY	1u
+#define BL__RAW_OWNED	2u
+
+/*
  * Layout: the first 64 bytes hold everything the hot paths touch (count,
  * data, length, frontier); the crc cache and the release details follow.
  * A combined raw puts this header AFTER its data, so a request of 4096
@@ -28,12 +37,12 @@ enum bl__raw_kind {
 struct bl_raw {
 	_Atomic uint32_t nref;
 	uint8_t kind;		/* enum bl__raw_kind */
-	uint8_t readonly;	/* static: a write first copies */
+	uint8_t flags;		/* BL__RAW_RDONLY, BL__RAW_OWNED */
 	uint8_t pool;		/* index into bl__pools */
 	uint8_t cls;		/* cache size class, or BL__NOCLASS */
 	char *data;
 	size_t len;		/* capacity */
-	size_t used;		/* frontier: no slice covers bytes past it */
+	_Atomic size_t used;	/* frontier: no slice covers bytes past it */
 	const struct bl__allocator *al;	/* made the header (and data) */
 	union {
 		struct {	/* aligned: the separately allocated data */
@@ -84,10 +93,41 @@ static inline struct bl_raw *bl__raw_get(struct bl_raw *r)
 struct bl_raw *bl__raw_create_combined(struct bl_pool *p, size_t len,
 				       size_t used);
 
-/* Moves @r's frontier forward by @n bytes, with its pool's accounting. */
+/*
+ * A combined raw of @cap bytes, frontier 0, that only its creator grows
+ * (BL__RAW_OWNED): its frontier moves with bl__raw_set_used() /
+ * bl__raw_advance(), no atomic read-modify-write.
+ */
+struct bl_raw *bl__raw_create_owned(struct bl_pool *p, size_t cap);
+
+static inline bool bl__raw_readonly(const struct bl_raw *r)
+{
+	return r->flags & BL__RAW_RDONLY;
+}
+
+/*
+ * The frontier.  It is atomic because bl_ptr_append() on raws shared
+ * between threads moves it with a compare-and-swap; a relaxed load or
+ * store is a plain move, so the single writer of an owned raw pays
+ * nothing for that.
+ */
+static inline size_t bl__raw_used(const struct bl_raw *r)
+{
+	return atomic_load_explicit(&((struct bl_raw *)r)->used,
+				    memory_order_relaxed);
+}
+
+/* For the one writer of @r's frontier only (an owned raw, or one reference). */
+static inline void bl__raw_set_used(struct bl_raw *r, size_t used)
+{
+	atomic_store_explicit(&r->used, used, memory_order_relaxed);
+}
+
+/* Moves @r's frontier forward by @n bytes, with its pool's accounting;
+ * as bl__raw_set_used(), for the one writer of the frontier only. */
 static inline void bl__raw_advance(struct bl_raw *r, size_t n)
 {
-	r->used += n;
+	bl__raw_set_used(r, bl__raw_used(r) + n);
 	bl__stat_adds(&bl__pool_stats(r->pool)->unused, -(int64_t)n);
 }
 

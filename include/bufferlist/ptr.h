@@ -64,15 +64,19 @@ BL_API char *bl_ptr_data(const struct bl_ptr *p);
 
 /**
  * bl_ptr_unused_tail() - bytes that bl_ptr_append() may add: the raw's
- * room past its frontier when @p ends at the frontier, else 0.
+ * room past its frontier when @p ends at the frontier, else 0 (also for
+ * a static raw and for a raw the library grows itself, such as a list's
+ * append buffer).  A snapshot when other slices of the raw may append.
  */
 BL_API size_t bl_ptr_unused_tail(const struct bl_ptr *p);
 
 /**
  * bl_ptr_append() - copies @len bytes of @src into the raw right after @p
- * and extends @p over them.
- * Return: 0, -ENOSPC when bl_ptr_unused_tail() is smaller than @len, or
- * -EROFS on a static raw (then nothing changed).
+ * and extends @p over them.  Safe against slices of the same raw appended
+ * to from other threads: of those ending at the frontier, one wins.
+ * Return: 0, -ENOSPC when bl_ptr_unused_tail() is smaller than @len (or
+ * another slice moved the frontier first), or -EROFS on a static raw
+ * (then nothing changed).
  */
 BL_API int bl_ptr_append(struct bl_ptr *p, const void *src, size_t len);
 

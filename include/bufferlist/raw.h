@@ -19,6 +19,11 @@
  * bl_raw_create_empty() hands out none, so slices can grow into it with
  * bl_ptr_append().  No slice ever covers bytes past the frontier, which is
  * what makes appending into a shared raw safe for the slices that exist.
+ * The frontier moves with a compare-and-swap, so slices that end at it may
+ * be appended to from several threads at once: one append wins, the others
+ * find the frontier moved (-ENOSPC).  The raws the library grows itself (a
+ * list's append buffer, the lz4 codec's output) have one writer and are
+ * never grown through a slice: bl_ptr_unused_tail() is 0 for them.
  */
 #ifndef BUFFERLIST_RAW_H
 #define BUFFERLIST_RAW_H
