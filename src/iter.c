@@ -82,6 +82,8 @@ int bl_iter_copy(struct bl_iter *it, size_t len, void *dst)
 {
 	char *out = dst;
 
+	if (!dst && len)
+		return -EINVAL;
 	if (len > bl_iter_remaining(it))
 		return -ERANGE;
 	if (len)

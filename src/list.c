@@ -567,6 +567,8 @@ int bl_list_copy_out(const struct bl_list *l, size_t off, size_t len,
 	struct pos p;
 	uint32_t i;
 
+	if (!dst && len)
+		return -EINVAL;
 	if (!range_ok(l, off, len))
 		return -ERANGE;
 	if (!len)
@@ -682,6 +684,8 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 int bl_list_copy_in(struct bl_list *l, size_t off, size_t len,
 		    const void *src)
 {
+	if (!src && len)
+		return -EINVAL;	/* write_range() would write zeros */
 	return write_range(l, off, len, src);
 }
 

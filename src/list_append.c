@@ -188,9 +188,12 @@ static inline int append_bytes(struct bl_list *l, const void *data,
 	return ret;
 }
 
+/* NULL @data is append_bytes()' zeros: from bl_list_append() an error. */
 static __attribute__((noinline)) int
 append_bytes_slow(struct bl_list *l, const void *data, size_t len)
 {
+	if (!data && len)
+		return -EINVAL;
 	return append_bytes(l, data, len);
 }
 

@@ -89,6 +89,8 @@ int bl_ptr_append(struct bl_ptr *p, const void *src, size_t len)
 	struct bl_raw *r = p->raw;
 	size_t end, used;
 
+	if (!src && len)
+		return -EINVAL;
 	if (r && bl__raw_readonly(r))
 		return -EROFS;
 	if (!len)

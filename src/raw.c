@@ -225,14 +225,19 @@ static struct bl_raw *raw_create_external(enum bl__raw_kind kind, void *data,
 
 struct bl_raw *bl_raw_create_static(const void *data, size_t len)
 {
+	if (!data && len)
+		return NULL;
 	return raw_create_external(BL__RAW_STATIC, (void *)data, len);
 }
 
 struct bl_raw *bl_raw_claim(void *data, size_t len, bl_free_fn fn,
 			    void *opaque)
 {
-	struct bl_raw *r = raw_create_external(BL__RAW_CLAIMED, data, len);
+	struct bl_raw *r;
 
+	if (!data && len)
+		return NULL;
+	r = raw_create_external(BL__RAW_CLAIMED, data, len);
 	if (!r)
 		return NULL;
 	r->u.claim.fn = fn;

@@ -2707,6 +2707,38 @@ START_TEST(test_failed_substr_leaves_dst_unchanged)
 }
 END_TEST
 
+/*
+ * NULL with a length is a caller's bug, not a request for zeros (that is
+ * bl_list_append_zero / bl_list_zero): -EINVAL and nothing written; NULL
+ * with length 0 is a harmless no-op.
+ */
+START_TEST(test_null_data_with_length_is_einval)
+{
+	struct bl_list l;
+	char out[8];
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, NULL, 5), -EINVAL);
+	ck_assert_uint_eq(bl_list_length(&l), 0);
+	ck_assert_int_eq(bl_list_append(&l, NULL, 0), 0);
+	ck_assert_int_eq(bl_list_append(&l, "abcdef", 6), 0);
+	/* the frameless fast path (a segment growing) and large appends too */
+	ck_assert_int_eq(bl_list_append(&l, NULL, 3), -EINVAL);
+	ck_assert_int_eq(bl_list_append(&l, NULL, 100000), -EINVAL);
+	tu_assert_list_eq(&l, "abcdef", 6);
+
+	ck_assert_int_eq(bl_list_copy_in(&l, 1, 3, NULL), -EINVAL);
+	ck_assert_int_eq(bl_list_copy_in(&l, 1, 0, NULL), 0);
+	tu_assert_list_eq(&l, "abcdef", 6);
+
+	ck_assert_int_eq(bl_list_copy_out(&l, 0, 3, NULL), -EINVAL);
+	ck_assert_int_eq(bl_list_copy_out(&l, 0, 0, NULL), 0);
+	ck_assert_int_eq(bl_list_copy_out(&l, 2, 3, out), 0);
+	ck_assert_mem_eq(out, "cde", 3);
+	bl_list_clear(&l);
+}
+END_TEST
+
 static Suite *list_suite(void)
 {
 	Suite *s = suite_create("list");
@@ -2720,6 +2752,7 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_many_small_appends_share_few_raws);
 	tcase_add_test(tc, test_zero_length_is_never_stored);
 	tcase_add_test(tc, test_append_zero_writes_zeros);
+	tcase_add_test(tc, test_null_data_with_length_is_einval);
 	tcase_add_test(tc, test_large_append_is_copied_whole);
 	tcase_add_test(tc, test_append_ptr_shares_without_copy);
 	tcase_add_test(tc, test_append_ptr_continuing_slice_extends_segment);

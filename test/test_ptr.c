@@ -258,6 +258,22 @@ START_TEST(test_append_shared_frontier_one_winner)
 }
 END_TEST
 
+/* NULL source with a length: -EINVAL, the frontier does not move. */
+START_TEST(test_append_null_source_is_einval)
+{
+	struct bl_ptr p = BL_PTR_INIT;
+
+	ck_assert_int_eq(bl_ptr_reserve(&p, 16), 0);
+	ck_assert_int_eq(bl_ptr_append(&p, NULL, 4), -EINVAL);
+	ck_assert_uint_eq(p.len, 0);
+	ck_assert_uint_eq(bl_ptr_unused_tail(&p), 16);
+	ck_assert_int_eq(bl_ptr_append(&p, NULL, 0), 0);
+	ck_assert_int_eq(bl_ptr_append(&p, "ok", 2), 0);
+	ck_assert_mem_eq(bl_ptr_data(&p), "ok", 2);
+	bl_ptr_release(&p);
+}
+END_TEST
+
 START_TEST(test_unused_tail_of_empty_ptr)
 {
 	struct bl_ptr p = BL_PTR_INIT;
@@ -510,6 +526,7 @@ static Suite *ptr_suite(void)
 	tcase_add_test(tc, test_append_to_static_is_erofs);
 	tcase_add_test(tc, test_slice_of_list_append_buffer_does_not_grow);
 	tcase_add_test(tc, test_append_shared_frontier_one_winner);
+	tcase_add_test(tc, test_append_null_source_is_einval);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("slice");

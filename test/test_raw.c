@@ -176,6 +176,24 @@ END_TEST
 
 /* ---- static ------------------------------------------------------------ */
 
+/* A NULL block with a length is refused: NULL, nothing counted. */
+START_TEST(test_static_and_claim_of_null_with_length_fail)
+{
+	struct bl_stats s0 = stats_now(), s1;
+	struct bl_raw *r;
+
+	ck_assert_ptr_null(bl_raw_create_static(NULL, 8));
+	ck_assert_ptr_null(bl_raw_claim(NULL, 8, NULL, NULL));
+	s1 = stats_now();
+	ck_assert_uint_eq(s1.raws_created, s0.raws_created);
+	/* an empty one is fine */
+	r = bl_raw_create_static(NULL, 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(bl_raw_length(r), 0);
+	bl_raw_put(r);
+}
+END_TEST
+
 START_TEST(test_static_wraps_borrowed_memory)
 {
 	static const char text[] = "borrowed bytes";
@@ -616,6 +634,7 @@ static Suite *raw_suite(void)
 
 	tc = tcase_create("static");
 	tcase_add_test(tc, test_static_wraps_borrowed_memory);
+	tcase_add_test(tc, test_static_and_claim_of_null_with_length_fail);
 	tcase_add_test(tc, test_static_memory_is_never_freed);
 	tcase_add_test(tc, test_static_alignment_reports_address);
 	suite_add_tcase(s, tc);

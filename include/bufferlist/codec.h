@@ -24,7 +24,10 @@ BL_API int bl_encode_u16(struct bl_list *l, uint16_t v);
 BL_API int bl_encode_u32(struct bl_list *l, uint32_t v);
 BL_API int bl_encode_u64(struct bl_list *l, uint64_t v);
 BL_API int bl_encode_varint(struct bl_list *l, uint64_t v);
-/** bl_encode_bytes() - u32 length then @len bytes (copied); -EINVAL past 4 GiB. */
+/**
+ * bl_encode_bytes() - u32 length then @len bytes (copied).
+ * Return: 0, -EINVAL (past 4 GiB, or @p NULL and @len not 0), -ENOMEM.
+ */
 BL_API int bl_encode_bytes(struct bl_list *l, const void *p, size_t len);
 /** bl_encode_list() - u32 length then @src's bytes, shared (no copy). */
 BL_API int bl_encode_list(struct bl_list *l, const struct bl_list *src);

@@ -47,7 +47,8 @@ BL_API int bl_iter_seek(struct bl_iter *it, size_t off);
 
 /**
  * bl_iter_copy() - copies the next @len bytes into @dst and advances.
- * Return: 0 or -ERANGE (fewer than @len bytes left).
+ * Return: 0, -EINVAL (@dst NULL and @len not 0) or -ERANGE (fewer than
+ * @len bytes left).
  */
 BL_API int bl_iter_copy(struct bl_iter *it, size_t len, void *dst);
 

@@ -93,7 +93,7 @@ BL_API bool bl_list_is_empty(const struct bl_list *l);
 /**
  * bl_list_append() - copies @len bytes of @data to the end of @l, into
  * the append buffer (extending the last segment where it ends there).
- * Return: 0 or -ENOMEM.
+ * Return: 0, -EINVAL (@data NULL and @len not 0) or -ENOMEM.
  */
 BL_API int bl_list_append(struct bl_list *l, const void *data, size_t len);
 
@@ -162,7 +162,10 @@ BL_API int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 BL_API int bl_list_substr_of(struct bl_list *dst, const struct bl_list *src,
 			     size_t off, size_t len);
 
-/** bl_list_copy_out() - copies bytes [@off, @off + @len) to @dst.  0 or -ERANGE. */
+/**
+ * bl_list_copy_out() - copies bytes [@off, @off + @len) to @dst.
+ * Return: 0, -EINVAL (@dst NULL and @len not 0) or -ERANGE.
+ */
 BL_API int bl_list_copy_out(const struct bl_list *l, size_t off, size_t len,
 			    void *dst);
 
@@ -171,7 +174,7 @@ BL_API int bl_list_copy_out(const struct bl_list *l, size_t off, size_t len,
  * Writes in place into the raws (shared or not, as Ceph does); a segment on
  * a static raw first gets a private copy.  Invalidates the crc caches of
  * the raws written.
- * Return: 0, -ERANGE or -ENOMEM.
+ * Return: 0, -EINVAL (@src NULL and @len not 0), -ERANGE or -ENOMEM.
  */
 BL_API int bl_list_copy_in(struct bl_list *l, size_t off, size_t len,
 			   const void *src);

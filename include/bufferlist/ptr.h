@@ -75,8 +75,8 @@ BL_API size_t bl_ptr_unused_tail(const struct bl_ptr *p);
  * and extends @p over them.  Safe against slices of the same raw appended
  * to from other threads: of those ending at the frontier, one wins.
  * Return: 0, -ENOSPC when bl_ptr_unused_tail() is smaller than @len (or
- * another slice moved the frontier first), or -EROFS on a static raw
- * (then nothing changed).
+ * another slice moved the frontier first), -EROFS on a static raw, or
+ * -EINVAL when @src is NULL and @len is not 0 (then nothing changed).
  */
 BL_API int bl_ptr_append(struct bl_ptr *p, const void *src, size_t len);
 

@@ -64,7 +64,8 @@ BL_API struct bl_raw *bl_raw_create_aligned(size_t len, size_t align);
  * bl_raw_create_static() - wrap memory the caller keeps alive.
  * @data: borrowed; must outlive every reference.  Never freed, never
  *        written by the library.
- * Return: new, or NULL.
+ * Return: new, or NULL (memory ran out, or @data is NULL and @len is
+ * not 0).
  */
 BL_API struct bl_raw *bl_raw_create_static(const void *data, size_t len);
 
@@ -72,8 +73,8 @@ BL_API struct bl_raw *bl_raw_create_static(const void *data, size_t len);
  * bl_raw_claim() - take ownership of caller memory.
  * @fn: called exactly once, with @data, @len and @opaque, when the last
  *      reference goes; NULL means free(@data).
- * Return: new, or NULL (then @fn is NOT called and the caller still owns
- * @data).
+ * Return: new, or NULL when memory runs out or @data is NULL and @len is
+ * not 0 (then @fn is NOT called and the caller still owns @data).
  */
 BL_API struct bl_raw *bl_raw_claim(void *data, size_t len, bl_free_fn fn,
 				   void *opaque);
