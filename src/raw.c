@@ -139,6 +139,7 @@ create_cached(size_t len, size_t used)
 		return NULL;
 	c->head = *(void **)base;
 	c->n--;
+	bl__cache_unpoison(base, cls);
 	/* class sizes are multiples of 8: the header goes right after */
 	r = (struct bl_raw *)(base + bl__class_size(cls));
 	raw_init(t, r, 0, &bl__default_allocator,
@@ -289,6 +290,8 @@ void bl__raw_free(struct bl_raw *r)
 	struct bl__tstats *t = bl__tstats_tls;
 	unsigned cls = r->cls;
 
+	/* the count of a released raw is 0: see bl__raw_put() */
+	atomic_store_explicit(&r->nref, 0, memory_order_relaxed);
 	/* cls is set only on combined raws of the default allocator */
 	if (bl__likely(t && cls != BL__NOCLASS && bl__raw_used(r) == r->len &&
 		       !t->no_cache &&
@@ -304,6 +307,7 @@ void bl__raw_free(struct bl_raw *r)
 			*(void **)r->data = c->head;
 			c->head = r->data;
 			c->n++;
+			bl__cache_poison(r->data, cls);
 			return;
 		}
 	}

@@ -75,17 +75,33 @@ void bl__raw_free(struct bl_raw *r);
  * so nobody else can be taking one (that would need a reference to copy
  * from): free without a read-modify-write.  Otherwise one atomic decrement;
  * acq_rel so every write to the data happens-before the free.
+ *
+ * bl__raw_free() leaves the count at 0, so a second release of a raw
+ * whose block sits in a pool cache decrements (to a wrapped count that
+ * the next create overwrites) instead of caching the block twice, which
+ * would hand it to two owners.  --enable-debug reports it instead.
  */
 static inline void bl__raw_put(struct bl_raw *r)
 {
-	if (atomic_load_explicit(&r->nref, memory_order_acquire) == 1 ||
+	uint32_t n = atomic_load_explicit(&r->nref, memory_order_acquire);
+
+	BL_DEBUG_CHECK(n != 0, "bl_raw_put: raw %p released twice (its "
+		       "reference count is already 0)", (void *)r);
+	if (n == 1 ||
 	    atomic_fetch_sub_explicit(&r->nref, 1, memory_order_acq_rel) == 1)
 		bl__raw_free(r);
 }
 
 static inline struct bl_raw *bl__raw_get(struct bl_raw *r)
 {
+#ifdef BL_DEBUG
+	BL_DEBUG_CHECK(atomic_fetch_add_explicit(&r->nref, 1,
+						 memory_order_relaxed) != 0,
+		       "bl_raw_get: raw %p used after its last release",
+		       (void *)r);
+#else
 	atomic_fetch_add_explicit(&r->nref, 1, memory_order_relaxed);
+#endif
 	return r;
 }
 
@@ -127,6 +143,8 @@ static inline void bl__raw_set_used(struct bl_raw *r, size_t used)
  * as bl__raw_set_used(), for the one writer of the frontier only. */
 static inline void bl__raw_advance(struct bl_raw *r, size_t n)
 {
+	BL_DEBUG_CHECK(n <= r->len - bl__raw_used(r),
+		       "raw %p: frontier moved past its capacity", (void *)r);
 	bl__raw_set_used(r, bl__raw_used(r) + n);
 	bl__stat_adds(&bl__pool_stats(r->pool)->unused, -(int64_t)n);
 }

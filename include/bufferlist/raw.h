@@ -97,7 +97,14 @@ BL_API struct bl_pool *bl_raw_pool(const struct bl_raw *r);
 /** bl_raw_get() - take one more reference.  Return: @r. */
 BL_API struct bl_raw *bl_raw_get(struct bl_raw *r);
 
-/** bl_raw_put() - drop one reference; frees at zero.  NULL is a no-op. */
+/**
+ * bl_raw_put() - drop one reference; frees at zero.  NULL is a no-op.
+ * Releasing a reference that is not held (a raw released twice) is a
+ * programming error that no return value can report: an --enable-debug
+ * build aborts with a message (when the freed header still shows a count
+ * of 0), an AddressSanitizer build reports it (blocks in the pool caches
+ * are poisoned), and other builds corrupt memory.
+ */
 BL_API void bl_raw_put(struct bl_raw *r);
 
 /** bl_raw_data() - borrowed: valid while a reference is held. */
