@@ -13,6 +13,7 @@
 #include "config.h"	/* _GNU_SOURCE and friends, before any system header */
 #endif
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>

@@ -71,6 +71,7 @@ abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len,
 	}
 	ls->len += len;
 	l->_len += len;
+	BL__LIST_TOUCH(l);
 	bl__raw_set_used(ab, used + len);	/* the list is its one writer */
 	l->_ext = ls;
 	/* all the accounting of an append, through one thread-local lookup */
@@ -217,6 +218,7 @@ int bl_list_append(struct bl_list *l, const void *data, size_t len)
 		return append_bytes_slow(l, data, len);
 	ls->len += len;
 	l->_len += len;
+	BL__LIST_TOUCH(l);
 	bl__raw_set_used(ab, used + len);
 	bl__stat_adds(&t->pool[ab->pool].unused, -(int64_t)len);
 	bl__stat_add(&t->copied_bytes, len);
@@ -249,7 +251,14 @@ int bl_list_append_zero(struct bl_list *l, size_t len)
 
 int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p)
 {
-	if (!p->len || try_extend(l, p))
+	int ret;
+
+	if (!p->len)
+		return 0;
+	ret = ptr_check(p);
+	if (ret)
+		return ret;
+	if (try_extend(l, p))
 		return 0;
 	if (push_seg(l, p->raw, p->off, p->len, NULL))
 		return -ENOMEM;
@@ -259,6 +268,13 @@ int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p)
 
 int bl_list_append_ptr_move(struct bl_list *l, struct bl_ptr *p)
 {
+	int ret;
+
+	if (p->len) {
+		ret = ptr_check(p);
+		if (ret)
+			return ret;
+	}
 	if (!p->len || try_extend(l, p)) {
 		bl_ptr_release(p);
 		return 0;
@@ -338,6 +354,8 @@ int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
 
 	if (mid == l)
 		return -EINVAL;
+	if (!nseg_room(l, need))
+		return -ENOMEM;	/* the segment count would wrap */
 	/* every allocation first: past this block nothing can fail */
 	if (!ab || ab->len - bl__raw_used(ab) < bytes) {
 		if (bytes >= LARGE_APPEND && (copy_mid || !midlen))
@@ -404,9 +422,15 @@ int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
 int bl_list_prepend_ptr(struct bl_list *l, const struct bl_ptr *p)
 {
 	struct bl__chunk_hdr *c = inl(l), *n;
+	int ret;
 
 	if (!p->len)
 		return 0;
+	ret = ptr_check(p);
+	if (ret)
+		return ret;
+	if (bl__unlikely(l->_nseg == UINT_MAX))
+		return -ENOMEM;	/* the count would wrap */
 	l->_ext = NULL;
 	if (!l->_nseg)
 		return bl_list_append_ptr(l, p);
@@ -427,6 +451,7 @@ int bl_list_prepend_ptr(struct bl_list *l, const struct bl_ptr *p)
 		memmove(slots(c) + 1, slots(c), c->count * sizeof(struct bl_ptr));
 		c->start = 1;
 	}
+	BL__LIST_TOUCH(l);
 	c->start--;
 	c->count++;
 	slots(c)[c->start] = *p;

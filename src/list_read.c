@@ -193,7 +193,9 @@ char *bl_list_c_str(struct bl_list *l)
 
 	if (!l->_len)
 		return empty;
-	if (l->_nseg > 1 && bl_list_rebuild(l))
+	/* a static raw's bytes are read-only: the caller gets a copy */
+	if ((l->_nseg > 1 || bl__raw_readonly(last_seg(l)->raw)) &&
+	    bl__list_rebuild_one(l))
 		return NULL;
 	s = last_seg(l);
 	return s->raw->data + s->off;

@@ -31,12 +31,10 @@ static struct bl_raw *raw_for_copy(struct bl_pool *p, size_t len, size_t align)
 				     : bl_raw_create_aligned_in(p, len, align);
 }
 
-int bl_list_rebuild(struct bl_list *l)
+int bl__list_rebuild_one(struct bl_list *l)
 {
 	struct bl_raw *r;
 
-	if (l->_nseg <= 1)
-		return 0;
 	r = raw_for_copy(&bl__pools[bl__list_front(l)->raw->pool], l->_len,
 			 BL_CACHELINE);
 	if (!r)
@@ -45,6 +43,11 @@ int bl_list_rebuild(struct bl_list *l)
 	bl__list_drop_segments(l);
 	push_seg(l, r, 0, r->len, NULL);	/* inline slot: cannot fail */
 	return 0;
+}
+
+int bl_list_rebuild(struct bl_list *l)
+{
+	return l->_nseg <= 1 ? 0 : bl__list_rebuild_one(l);
 }
 
 /* ---- reshaping: share what can stay, copy runs of what cannot --------- */

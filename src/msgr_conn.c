@@ -126,6 +126,8 @@ void bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
 
 void bl_msgr_conn_close(struct bl_msgr_conn *c, int err, const char *reason)
 {
+	if (!c)
+		return;
 	bl__msgr_conn_end(c, err, false, "%s", reason ? reason : "closed");
 }
 

@@ -40,6 +40,10 @@ int bl_ptr_slice(struct bl_ptr *dst, const struct bl_ptr *src, size_t off,
 {
 	struct bl_raw *r = src->raw;
 
+	if (!r && src->len)
+		return -EINVAL;	/* a hand-built slice with bytes and no raw */
+	if (r && !bl__raw_covers(r, src->off, src->len))
+		return -ERANGE;	/* ... or reaching past its raw */
 	if (off > src->len || len > src->len - off)
 		return -ERANGE;
 	if (dst != src && r)
@@ -59,6 +63,8 @@ void bl_ptr_copy(struct bl_ptr *dst, const struct bl_ptr *src)
 
 void bl_ptr_release(struct bl_ptr *p)
 {
+	if (!p)
+		return;
 	if (p->raw)
 		bl__raw_put(p->raw);
 	p->raw = NULL;

@@ -133,6 +133,18 @@ static inline size_t bl__raw_used(const struct bl_raw *r)
 				    memory_order_relaxed);
 }
 
+/*
+ * [@off, @off + @len) lies within @r's handed-out bytes (its frontier),
+ * computed without overflow: what a slice the caller built must satisfy.
+ */
+static inline bool bl__raw_covers(const struct bl_raw *r, size_t off,
+				  size_t len)
+{
+	size_t used = bl__raw_used(r);
+
+	return len <= used && off <= used - len;
+}
+
 /* For the one writer of @r's frontier only (an owned raw, or one reference). */
 static inline void bl__raw_set_used(struct bl_raw *r, size_t used)
 {

@@ -4,7 +4,8 @@
  *
  * Each misuse runs in a child, which must die of abort() with the
  * library's message naming it: a raw released twice (from a pool cache
- * or freed to malloc), a reference taken on a released raw.  A child
+ * or freed to malloc), a reference taken on a released raw, a cursor
+ * used after its list changed.  A child
  * that uses the library correctly must exit cleanly.  In an ASan build
  * ASan may report the misuse first: that counts as caught too.  Builds
  * without BL_DEBUG exit 77, which the test driver reports as SKIP.
@@ -104,6 +105,53 @@ START_TEST(reference_taken_after_release_aborts)
 }
 END_TEST
 
+/* A cursor made, the list appended to (a new segment), the cursor used. */
+static void cursor_after_append(void)
+{
+	struct bl_list l;
+	struct bl_iter it;
+	struct bl_ptr p;
+	char buf[4];
+
+	bl_list_init(&l);
+	if (bl_list_append(&l, "abcd", 4) || bl_ptr_alloc(&p, 8))
+		_exit(4);
+	memset(bl_ptr_data(&p), 'p', 8);
+	bl_iter_init(&it, &l, 0);
+	if (bl_list_append_ptr_move(&l, &p))
+		_exit(5);
+	bl_iter_copy(&it, 4, buf);
+}
+
+START_TEST(cursor_used_after_its_list_changed_aborts)
+{
+	assert_caught(tu_run_child(cursor_after_append, err, sizeof(err)),
+		      "used after its list");
+}
+END_TEST
+
+/* ... and after a clear, which freed the raws it points into. */
+static void cursor_after_clear(void)
+{
+	struct bl_list l;
+	struct bl_iter it;
+	const char *d;
+
+	bl_list_init(&l);
+	if (bl_list_append(&l, "abcd", 4))
+		_exit(4);
+	bl_iter_init(&it, &l, 1);
+	bl_list_clear(&l);
+	bl_iter_get_ptr_and_advance(&it, 2, &d);
+}
+
+START_TEST(cursor_used_after_its_list_was_cleared_aborts)
+{
+	assert_caught(tu_run_child(cursor_after_clear, err, sizeof(err)),
+		      "used after its list");
+}
+END_TEST
+
 static void correct_use(void)
 {
 	struct bl_list l, m;
@@ -124,6 +172,23 @@ static void correct_use(void)
 	}
 	if (bl_list_append_list(&m, &l) || bl_list_substr_of(&m, &l, 3, 100))
 		_exit(7);
+	{
+		/* cursors over lists that do not change, one copied */
+		struct bl_iter it, it2;
+		char buf[64];
+		uint32_t v;
+
+		if (bl_iter_init(&it, &l, 0))
+			_exit(8);
+		while (bl_iter_remaining(&it) >= sizeof(buf))
+			if (bl_iter_copy(&it, sizeof(buf), buf))
+				_exit(9);
+		if (bl_iter_init(&it2, &m, 0) || bl_decode_u32(&it2, &v))
+			_exit(10);
+		it = it2;
+		if (bl_iter_advance(&it, 1) || bl_iter_seek(&it, 0))
+			_exit(11);
+	}
 	bl_list_clear(&l);
 	bl_list_clear(&m);
 	bl_pool_cache_flush();
@@ -142,12 +207,14 @@ END_TEST
 static Suite *debug_suite(void)
 {
 	Suite *s = suite_create("debug");
-	TCase *tc = tcase_create("raw");
+	TCase *tc = tcase_create("misuse");
 
 	tcase_add_test(tc, double_release_from_the_cache_aborts);
 	tcase_add_test(tc, double_release_without_the_cache_aborts);
 	tcase_add_test(tc, slice_copied_without_reference_aborts);
 	tcase_add_test(tc, reference_taken_after_release_aborts);
+	tcase_add_test(tc, cursor_used_after_its_list_changed_aborts);
+	tcase_add_test(tc, cursor_used_after_its_list_was_cleared_aborts);
 	tcase_add_test(tc, correct_use_passes_every_check);
 	suite_add_tcase(s, tc);
 	return s;

@@ -47,8 +47,10 @@ BL_API void bl_ptr_from_raw(struct bl_ptr *p, struct bl_raw *r);
  * bl_ptr_slice() - @dst = bytes [@off, @off + @len) of @src.
  * Shares: @dst holds its own reference (also when @len is 0).  @dst is
  * output only; @dst == @src is allowed and reuses the reference.
- * Return: 0, or -ERANGE when the range is outside @src or @src is empty
- * and the range is not [0, 0) (then @dst is unchanged).
+ * Return: 0, or -ERANGE when the range is outside @src, @src is empty and
+ * the range is not [0, 0), or @src (hand-built) reaches past its raw's
+ * handed-out bytes; -EINVAL when @src has bytes but no raw (then @dst is
+ * unchanged).
  */
 BL_API int bl_ptr_slice(struct bl_ptr *dst, const struct bl_ptr *src,
 			size_t off, size_t len);
@@ -56,7 +58,10 @@ BL_API int bl_ptr_slice(struct bl_ptr *dst, const struct bl_ptr *src,
 /** bl_ptr_copy() - @dst shares @src's bytes (one more reference). */
 BL_API void bl_ptr_copy(struct bl_ptr *dst, const struct bl_ptr *src);
 
-/** bl_ptr_release() - drop the reference; @p becomes {NULL, 0, 0}. */
+/**
+ * bl_ptr_release() - drop the reference; @p becomes {NULL, 0, 0}.  NULL
+ * is a no-op.
+ */
 BL_API void bl_ptr_release(struct bl_ptr *p);
 
 /** bl_ptr_data() - borrowed; NULL for the empty slice. */
