@@ -13,6 +13,7 @@
 #include "config.h"	/* _GNU_SOURCE and friends, before any system header */
 #endif
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -31,6 +32,47 @@
 #define bl__likely(x) __builtin_expect(!!(x), 1)
 #define bl__unlikely(x) __builtin_expect(!!(x), 0)
 #define BL_CACHELINE 64
+
+/*
+ * --enable-debug (BL_DEBUG): checks of programming errors that would
+ * otherwise corrupt memory silently (a raw released twice, a cursor used
+ * after its list changed).  A failed check prints what was misused to
+ * stderr and calls abort(), as glibc does on a double free: bad input is
+ * an error return everywhere, but these are not input.  Without BL_DEBUG
+ * the checks compile to nothing.
+ */
+#ifdef BL_DEBUG
+__attribute__((noreturn, cold, format(printf, 1, 2)))
+void bl__debug_fail(const char *fmt, ...);
+#define BL_DEBUG_CHECK(cond, ...)					\
+	do {								\
+		if (bl__unlikely(!(cond)))				\
+			bl__debug_fail(__VA_ARGS__);			\
+	} while (0)
+#else
+#define BL_DEBUG_CHECK(cond, ...) ((void)0)
+#endif
+
+/*
+ * AddressSanitizer builds poison memory that the library keeps but nobody
+ * may touch (blocks in the pool caches), so that a use or a release after
+ * the last release is reported as it would be after free().
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define BL__ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BL__ASAN 1
+#endif
+#endif
+#ifdef BL__ASAN
+#include <sanitizer/asan_interface.h>
+#define BL__POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define BL__UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define BL__POISON(p, n) ((void)(p), (void)(n))
+#define BL__UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 static inline void bl__cpu_relax(void)
 {

@@ -58,7 +58,7 @@ int bl_encode_bytes(struct bl_list *l, const void *p, size_t len)
 {
 	unsigned char n[4];
 
-	if (len > UINT32_MAX)
+	if (len > UINT32_MAX || (!p && len))
 		return -EINVAL;
 	bl__le32_store(n, (uint32_t)len);
 	/* length and bytes go in together or not at all */

@@ -182,6 +182,8 @@ int bl__crc32c_set_impl(const char *name)
 
 uint32_t bl_crc32c(uint32_t crc, const void *data, size_t len)
 {
+	if (!data)	/* Ceph's convention: zeros */
+		return crc32c_get()->zeros(crc, len);
 	return crc32c_get()->crc(crc, data, len);
 }
 

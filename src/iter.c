@@ -32,6 +32,9 @@ int bl_iter_init(struct bl_iter *it, const struct bl_list *l, size_t off)
 		return -ERANGE;
 	bl__seg_first(l, &c);
 	it->_l = l;
+#ifdef BL_DEBUG
+	it->_lgen = bl__list_gen(l);
+#endif
 	bl__iter_set_cursor(it, &c);
 	it->_off = 0;
 	return bl_iter_advance(it, off);
@@ -44,6 +47,7 @@ size_t bl_iter_offset(const struct bl_iter *it)
 
 size_t bl_iter_remaining(const struct bl_iter *it)
 {
+	bl__iter_check(it);
 	return bl__list_len(it->_l) - it->_off;
 }
 
@@ -82,6 +86,8 @@ int bl_iter_copy(struct bl_iter *it, size_t len, void *dst)
 {
 	char *out = dst;
 
+	if (!dst && len)
+		return -EINVAL;
 	if (len > bl_iter_remaining(it))
 		return -ERANGE;
 	if (len)
@@ -155,6 +161,7 @@ size_t bl_iter_get_ptr_and_advance(struct bl_iter *it, size_t want,
 	const struct bl_ptr *s;
 	size_t n;
 
+	bl__iter_check(it);
 	if (!it->_chunk || !want) {
 		*data = NULL;
 		return 0;

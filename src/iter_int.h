@@ -29,11 +29,25 @@ static inline void bl__iter_set_cursor(struct bl_iter *it,
 	it->_seg_off = 0;
 }
 
+/*
+ * --enable-debug: the cursor is used after its list changed (the cursor
+ * may point at freed chunks or raws).  Nothing in other builds.
+ */
+static inline void bl__iter_check(const struct bl_iter *it)
+{
+	BL_DEBUG_CHECK(it->_lgen == bl__list_gen(it->_l),
+		       "cursor %p used after its list %p changed (a change "
+		       "to a list invalidates its cursors)",
+		       (const void *)it, (const void *)it->_l);
+	(void)it;
+}
+
 /* The segment under the cursor, which is not at the end. */
 static inline const struct bl_ptr *bl__iter_seg(const struct bl_iter *it)
 {
 	struct bl__seg_cursor cur = bl__iter_cursor(it);
 
+	bl__iter_check(it);
 	return bl__seg_at(&cur);
 }
 

@@ -51,7 +51,7 @@ struct bl__chunk_hdr *bl__chunk_new(uint32_t cap)
 	b->c.h.start = 0;
 	b->c.h.count = 0;
 	b->c.h.cap = cap;
-	b->c.h._pad = 0;
+	b->c.h._gen = 0;
 	return &b->c.h;
 }
 
@@ -72,6 +72,7 @@ void bl__list_mark_rollback(struct bl_list *l, const struct mark *m,
 	struct bl__chunk_hdr *c = m->tail, *n = c->next;
 	uint32_t keep = m->count;
 
+	BL__LIST_TOUCH(l);
 	l->_ext = NULL;
 	if (c == inl(l) && !c->count && keep) {
 		/* push_seg moved the inline slots into the first heap chunk */
@@ -135,6 +136,8 @@ void bl__list_drop_segments(struct bl_list *l)
 
 void bl_list_clear(struct bl_list *l)
 {
+	if (!l)
+		return;
 	bl__list_drop_segments(l);
 	if (l->_abuf)
 		bl__raw_put(l->_abuf);
@@ -161,6 +164,8 @@ void bl_list_swap(struct bl_list *a, struct bl_list *b)
 		b->_tail = inl(b);
 	a->_ext = NULL;	/* it may point into the other's inline slots */
 	b->_ext = NULL;
+	BL__LIST_TOUCH(a);
+	BL__LIST_TOUCH(b);
 }
 
 size_t bl_list_length(const struct bl_list *l)
@@ -184,11 +189,14 @@ static __attribute__((noinline)) int
 claim_append_slow(struct bl_list *l, struct bl_list *src)
 {
 	struct bl__chunk_hdr *si = inl(src), *t = l->_tail, *dst;
+	unsigned nseg;
 
 	if (l == src)
 		return -EINVAL;
 	if (!src->_nseg)
 		return 0;
+	if (__builtin_add_overflow(l->_nseg, src->_nseg, &nseg))
+		return -ENOMEM;	/* the segment count would wrap */
 	l->_ext = NULL;
 	/* src's inline slices are copied; everything else is relinked. */
 	if (si->count) {
@@ -215,7 +223,8 @@ claim_append_slow(struct bl_list *l, struct bl_list *src)
 	}
 	l->_tail = t;
 	l->_len += src->_len;
-	l->_nseg += src->_nseg;
+	l->_nseg = nseg;
+	BL__LIST_TOUCH(l);
 	/* src keeps its append buffer: further appends to it stay cheap. */
 	bl__list_reset(src);	/* its chunks are l's now */
 	return 0;
@@ -230,14 +239,19 @@ claim_append_slow(struct bl_list *l, struct bl_list *src)
 int bl_list_claim_append(struct bl_list *l, struct bl_list *src)
 {
 	struct bl__chunk_hdr *si = inl(src);
+	unsigned nseg;
 
 	if (bl__unlikely(l == src || si->count || !si->next))
 		return claim_append_slow(l, src);
+	/* a count that would wrap is the slow path's -ENOMEM */
+	if (bl__unlikely(__builtin_add_overflow(l->_nseg, src->_nseg, &nseg)))
+		return claim_append_slow(l, src);
+	BL__LIST_TOUCH(l);	/* (src: in bl__list_reset()) */
 	l->_ext = NULL;
 	l->_tail->next = si->next;
 	l->_tail = src->_tail;
 	l->_len += src->_len;
-	l->_nseg += src->_nseg;
+	l->_nseg = nseg;
 	bl__list_reset(src);
 	return 0;
 }
@@ -251,6 +265,8 @@ int bl_list_claim_prepend(struct bl_list *l, struct bl_list *src)
 		return -EINVAL;
 	if (!src->_nseg)
 		return 0;
+	if (!nseg_room(l, src->_nseg))
+		return -ENOMEM;	/* the segment count would wrap */
 	l->_ext = NULL;
 	if (!l->_nseg) {
 		/* Same as an append, but keep l's own append buffer. */
@@ -264,6 +280,7 @@ int bl_list_claim_prepend(struct bl_list *l, struct bl_list *src)
 		       li->count * sizeof(struct bl_ptr));
 		e->count = li->count;
 	}
+	BL__LIST_TOUCH(l);	/* (src: in bl__list_reset()) */
 	old_next = li->next;
 	old_tail = l->_tail;
 	/* l's inline slots take src's inline slices... */
@@ -425,6 +442,8 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 	 * now, so that after this point only claim_by's appends can fail,
 	 * and a mark undoes those.
 	 */
+	if (one && keep_l && keep_r && !nseg_room(l, 1))
+		return -ENOMEM;	/* the segment count would wrap */
 	if (one && keep_l && keep_r && a.c->count == a.c->cap) {
 		spare = bl__chunk_new(a.c->cap > CHUNK_MIN ? a.c->cap : CHUNK_MIN);
 		if (!spare)
@@ -454,6 +473,7 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 	}
 
 	/* Phase 2: references, then slots.  Nothing here can fail. */
+	BL__LIST_TOUCH(l);
 	for (c = a.c, i = a.i;; pos_next(&c, &i)) {
 		bool first = c == a.c && i == a.i;
 		bool last = c == b.c && i == b.i;
@@ -567,6 +587,8 @@ int bl_list_copy_out(const struct bl_list *l, size_t off, size_t len,
 	struct pos p;
 	uint32_t i;
 
+	if (!dst && len)
+		return -EINVAL;
 	if (!range_ok(l, off, len))
 		return -ERANGE;
 	if (!len)
@@ -598,7 +620,10 @@ static void free_table(struct bl_raw **priv, struct bl_raw **stack_priv,
 /*
  * Writes @src (NULL: zeros) over [off, off + len).  Static raws are
  * read-only: their segments first get private copies, all allocated before
- * anything is written so that a failure changes nothing.
+ * anything is written so that a failure changes nothing.  @src may lie in
+ * the very bytes written (the caller passing the list's own memory): one
+ * run is then written with memmove, several from a copy of @src made
+ * first, since a run written early could be what a later one reads.
  */
 static int write_range(struct bl_list *l, size_t off, size_t len,
 		       const void *src)
@@ -606,7 +631,10 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 	struct bl__chunk_hdr *c;
 	const char *in = src;
 	struct bl_raw **priv = NULL, *stack_priv[8];
-	unsigned nstatic = 0, k;
+	unsigned nstatic = 0, nruns = 0, k;
+	uintptr_t sb = (uintptr_t)src, se = sb + len;
+	bool overlap = false;
+	char *bounce = NULL;
 	struct pos p;
 	uint32_t i;
 	size_t left;
@@ -620,17 +648,35 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 		const struct bl_ptr *s = &slots(c)[i];
 		size_t so = c == p.c && i == p.i ? p.inner : 0;
 		size_t n = s->len - so < left ? s->len - so : left;
+		uintptr_t db = (uintptr_t)(s->raw->data + s->off + so);
 
-		nstatic += s->raw->readonly;
+		nstatic += bl__raw_readonly(s->raw);
+		/* a static run is written in its private copy: no overlap */
+		if (src && !bl__raw_readonly(s->raw) && db < se && sb < db + n)
+			overlap = true;
+		nruns++;
 		left -= n;
+	}
+	if (overlap && nruns > 1) {
+		bounce = bl__alloc(bl__allocator_current(), len, 16);
+		if (!bounce)
+			return -ENOMEM;
+		memcpy(bounce, src, len);
+		bl__count_copy(len);
+		in = bounce;
+		overlap = false;
 	}
 	if (nstatic) {
 		priv = stack_priv;
 		if (nstatic > 8) {
 			priv = bl__alloc(bl__allocator_current(),
 					 nstatic * sizeof(*priv), sizeof(void *));
-			if (!priv)
+			if (!priv) {
+				if (bounce)
+					bl__free(bl__allocator_current(),
+						 bounce, len, 16);
 				return -ENOMEM;
+			}
 		}
 		k = 0;
 		for (c = p.c, i = p.i, left = len; left; pos_next(&c, &i)) {
@@ -639,13 +685,16 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 			size_t n = s->len - so < left ? s->len - so : left;
 
 			left -= n;
-			if (!s->raw->readonly)
+			if (!bl__raw_readonly(s->raw))
 				continue;
 			priv[k] = bl_raw_create_in(bl_raw_pool(s->raw), s->len);
 			if (!priv[k]) {
 				while (k--)
 					bl__raw_put(priv[k]);
 				free_table(priv, stack_priv, nstatic);
+				if (bounce)
+					bl__free(bl__allocator_current(),
+						 bounce, len, 16);
 				return -ENOMEM;
 			}
 			memcpy(priv[k]->data, s->raw->data + s->off, s->len);
@@ -659,13 +708,16 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 		size_t so = c == p.c && i == p.i ? p.inner : 0;
 		size_t n = s->len - so < left ? s->len - so : left;
 
-		if (s->raw->readonly) {
+		if (bl__raw_readonly(s->raw)) {
 			bl__raw_put(s->raw);
 			s->raw = priv[k++];
 			s->off = 0;
 		}
 		if (in) {
-			memcpy(s->raw->data + s->off + so, in, n);
+			if (overlap)	/* one run: @src may be its bytes */
+				memmove(s->raw->data + s->off + so, in, n);
+			else
+				memcpy(s->raw->data + s->off + so, in, n);
 			in += n;
 		} else {
 			memset(s->raw->data + s->off + so, 0, n);
@@ -674,6 +726,8 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 		left -= n;
 	}
 	free_table(priv, stack_priv, nstatic);
+	if (bounce)
+		bl__free(bl__allocator_current(), bounce, len, 16);
 	if (src)
 		bl__count_copy(len);
 	return 0;
@@ -682,6 +736,8 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 int bl_list_copy_in(struct bl_list *l, size_t off, size_t len,
 		    const void *src)
 {
+	if (!src && len)
+		return -EINVAL;	/* write_range() would write zeros */
 	return write_range(l, off, len, src);
 }
 

@@ -56,13 +56,14 @@ abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len,
 	 struct bl__chunk_hdr **spare)
 {
 	struct bl_ptr *ls = l->_ext;
-	char *dst = ab->data + ab->used;
+	size_t used = bl__raw_used(ab);
+	char *dst = ab->data + used;
 	struct bl__tstats *t;
 
 	if (!ls) {
 		ls = last_seg(l);
-		if (!ls || ls->raw != ab || ls->off + ls->len != ab->used) {
-			if (push_seg(l, ab, ab->used, 0, spare))
+		if (!ls || ls->raw != ab || ls->off + ls->len != used) {
+			if (push_seg(l, ab, used, 0, spare))
 				return -ENOMEM;
 			bl__raw_get(ab);
 			ls = last_seg(l);
@@ -70,7 +71,8 @@ abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len,
 	}
 	ls->len += len;
 	l->_len += len;
-	ab->used += len;
+	BL__LIST_TOUCH(l);
+	bl__raw_set_used(ab, used + len);	/* the list is its one writer */
 	l->_ext = ls;
 	/* all the accounting of an append, through one thread-local lookup */
 	t = bl__tstats();
@@ -119,7 +121,7 @@ static struct bl_raw *abuf_new(const struct bl_list *l, size_t len,
 	if (bl__size_class(cap) != BL__NOCLASS)
 		cap = bl__class_size(bl__size_class(cap));
 	*cap_out = cap;
-	return bl__raw_create_combined(l->_pool, cap, 0);
+	return bl__raw_create_owned(l->_pool, cap);
 }
 
 /* @ab (from abuf_new(), its reference moves in) replaces the old buffer. */
@@ -180,16 +182,19 @@ static inline int append_bytes(struct bl_list *l, const void *data,
 
 	if (bl__unlikely(!len))
 		return 0;
-	if (bl__likely(ab && ab->len - ab->used >= len))
+	if (bl__likely(ab && ab->len - bl__raw_used(ab) >= len))
 		ret = abuf_put(l, ab, data, len, NULL);	/* counts the copy */
 	else
 		ret = append_slow(l, data, len, NULL, 0);
 	return ret;
 }
 
+/* NULL @data is append_bytes()' zeros: from bl_list_append() an error. */
 static __attribute__((noinline)) int
 append_bytes_slow(struct bl_list *l, const void *data, size_t len)
 {
+	if (!data && len)
+		return -EINVAL;
 	return append_bytes(l, data, len);
 }
 
@@ -204,19 +209,21 @@ int bl_list_append(struct bl_list *l, const void *data, size_t len)
 	struct bl_raw *ab = l->_abuf;
 	struct bl_ptr *ls = l->_ext;
 	struct bl__tstats *t = bl__tstats_tls;
-	char *dst;
+	size_t used;
 
-	if (bl__unlikely(!ab || !ls || !t || !data || len - 1 >= 16 ||
-			 ab->len - ab->used < len))
+	if (bl__unlikely(!ab || !ls || !t || !data || len - 1 >= 16))
 		return append_bytes_slow(l, data, len);
-	dst = ab->data + ab->used;
+	used = bl__raw_used(ab);
+	if (bl__unlikely(ab->len - used < len))
+		return append_bytes_slow(l, data, len);
 	ls->len += len;
 	l->_len += len;
-	ab->used += len;
+	BL__LIST_TOUCH(l);
+	bl__raw_set_used(ab, used + len);
 	bl__stat_adds(&t->pool[ab->pool].unused, -(int64_t)len);
 	bl__stat_add(&t->copied_bytes, len);
 	bl__stat_add(&t->copy_ops, 1);
-	copy_small(dst, data, len);
+	copy_small(ab->data + used, data, len);
 	return 0;
 }
 
@@ -226,7 +233,7 @@ int bl__list_append2(struct bl_list *l, const void *a, size_t alen,
 	struct bl_raw *ab = l->_abuf;
 	int ret;
 
-	if (ab && ab->len - ab->used >= alen + blen) {
+	if (ab && ab->len - bl__raw_used(ab) >= alen + blen) {
 		ret = abuf_put(l, ab, a, alen, NULL);
 		if (!ret && blen)
 			abuf_put(l, ab, b, blen, NULL);	/* extends: cannot fail */
@@ -244,7 +251,14 @@ int bl_list_append_zero(struct bl_list *l, size_t len)
 
 int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p)
 {
-	if (!p->len || try_extend(l, p))
+	int ret;
+
+	if (!p->len)
+		return 0;
+	ret = ptr_check(p);
+	if (ret)
+		return ret;
+	if (try_extend(l, p))
 		return 0;
 	if (push_seg(l, p->raw, p->off, p->len, NULL))
 		return -ENOMEM;
@@ -254,6 +268,13 @@ int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p)
 
 int bl_list_append_ptr_move(struct bl_list *l, struct bl_ptr *p)
 {
+	int ret;
+
+	if (p->len) {
+		ret = ptr_check(p);
+		if (ret)
+			return ret;
+	}
 	if (!p->len || try_extend(l, p)) {
 		bl_ptr_release(p);
 		return 0;
@@ -333,8 +354,10 @@ int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
 
 	if (mid == l)
 		return -EINVAL;
+	if (!nseg_room(l, need))
+		return -ENOMEM;	/* the segment count would wrap */
 	/* every allocation first: past this block nothing can fail */
-	if (!ab || ab->len - ab->used < bytes) {
+	if (!ab || ab->len - bl__raw_used(ab) < bytes) {
 		if (bytes >= LARGE_APPEND && (copy_mid || !midlen))
 			own = bl__raw_create_combined(l->_pool, bytes, bytes);
 		else
@@ -399,9 +422,15 @@ int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
 int bl_list_prepend_ptr(struct bl_list *l, const struct bl_ptr *p)
 {
 	struct bl__chunk_hdr *c = inl(l), *n;
+	int ret;
 
 	if (!p->len)
 		return 0;
+	ret = ptr_check(p);
+	if (ret)
+		return ret;
+	if (bl__unlikely(l->_nseg == UINT_MAX))
+		return -ENOMEM;	/* the count would wrap */
 	l->_ext = NULL;
 	if (!l->_nseg)
 		return bl_list_append_ptr(l, p);
@@ -422,6 +451,7 @@ int bl_list_prepend_ptr(struct bl_list *l, const struct bl_ptr *p)
 		memmove(slots(c) + 1, slots(c), c->count * sizeof(struct bl_ptr));
 		c->start = 1;
 	}
+	BL__LIST_TOUCH(l);
 	c->start--;
 	c->count++;
 	slots(c)[c->start] = *p;

@@ -27,6 +27,23 @@ static inline struct bl__chunk *bl__chunk(const struct bl__chunk_hdr *h)
 	return (struct bl__chunk *)h;
 }
 
+/*
+ * The list's generation, in the inline chunk's spare word: --enable-debug
+ * builds move it on every change to the list's segments, and a cursor
+ * made before the change finds it moved (iter_int.h).  Other builds never
+ * touch it.
+ */
+static inline uint32_t bl__list_gen(const struct bl_list *l)
+{
+	return l->_inl._gen;
+}
+
+#ifdef BL_DEBUG
+#define BL__LIST_TOUCH(l) ((void)((l)->_inl._gen++))
+#else
+#define BL__LIST_TOUCH(l) ((void)0)
+#endif
+
 /* ---- reading a list's state ------------------------------------------- */
 
 /* Bytes in @l (bl_list_length() without the call). */
@@ -52,7 +69,7 @@ static inline size_t bl__list_abuf_room(const struct bl_list *l)
 {
 	const struct bl_raw *ab = l->_abuf;
 
-	return ab ? ab->len - ab->used : 0;
+	return ab ? ab->len - bl__raw_used(ab) : 0;
 }
 
 /* Segments that can be pushed onto @l without allocating a chunk. */
@@ -123,6 +140,7 @@ static inline const struct bl_ptr *bl__seg_next(struct bl__seg_cursor *cur)
  */
 static inline void bl__list_reset(struct bl_list *l)
 {
+	BL__LIST_TOUCH(l);
 	l->_ext = NULL;
 	l->_tail = &l->_inl;
 	l->_inl.next = NULL;
@@ -139,7 +157,7 @@ static inline void bl__list_init(struct bl_list *l)
 	l->_abuf = NULL;
 	l->_abuf_next = 0;
 	l->_inl.cap = BL_LIST_INLINE;
-	l->_inl._pad = 0;
+	l->_inl._gen = 0;
 	bl__list_reset(l);
 }
 
@@ -199,6 +217,7 @@ static inline void bl__list_trim_front(struct bl_list *l,
 	struct bl_ptr *f = (struct bl_ptr *)s;	/* @l's own slot */
 
 	BL_ASSERT(n < s->len);
+	BL__LIST_TOUCH(l);
 	f->off += n;
 	f->len -= n;
 	l->_len -= n;

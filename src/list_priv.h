@@ -69,8 +69,10 @@ static inline void chunk_compact(struct bl__chunk_hdr *c)
 /*
  * Pushes a slice whose reference the list now owns.  @spare, when not
  * NULL, is a chunk allocated in advance and consumed if needed (so that a
- * caller can do all its allocation before it changes anything).
- * Return: 0, or -ENOMEM with nothing changed.
+ * caller can do all its allocation before it changes anything; such a
+ * caller also checks nseg_room() first).
+ * Return: 0, or -ENOMEM with nothing changed (no memory, or the segment
+ * count would wrap).
  */
 static inline int push_seg(struct bl_list *l, struct bl_raw *raw, size_t off,
 			   size_t len, struct bl__chunk_hdr **spare)
@@ -78,6 +80,8 @@ static inline int push_seg(struct bl_list *l, struct bl_raw *raw, size_t off,
 	struct bl__chunk_hdr *t = l->_tail;
 	struct bl_ptr *s;
 
+	if (bl__unlikely(l->_nseg == UINT_MAX))
+		return -ENOMEM;
 	if (bl__unlikely(t->start + t->count == t->cap)) {
 		if (t->count < t->cap) {
 			chunk_compact(t);	/* push clears _ext below */
@@ -109,6 +113,7 @@ static inline int push_seg(struct bl_list *l, struct bl_raw *raw, size_t off,
 			l->_tail = t = c;
 		}
 	}
+	BL__LIST_TOUCH(l);
 	s = &slots(t)[t->start + t->count++];
 	l->_ext = NULL;
 	s->raw = raw;
@@ -117,6 +122,12 @@ static inline int push_seg(struct bl_list *l, struct bl_raw *raw, size_t off,
 	l->_nseg++;
 	l->_len += len;
 	return 0;
+}
+
+/* @n more segments fit @l's count without wrapping it. */
+static inline bool nseg_room(const struct bl_list *l, size_t n)
+{
+	return n <= (size_t)(UINT_MAX - l->_nseg);
 }
 
 /* ---- marks: undo of appends ------------------------------------------- */
@@ -153,6 +164,9 @@ void bl__list_mark_rollback(struct bl_list *l, const struct mark *m,
 
 /* Drops the segments, keeps the append buffer. */
 void bl__list_drop_segments(struct bl_list *l);
+
+/* Copies non-empty @l into one new raw (whatever its segments).  0 or -ENOMEM. */
+int bl__list_rebuild_one(struct bl_list *l);
 
 /* ---- positions -------------------------------------------------------- */
 
@@ -205,6 +219,20 @@ static inline void pos_next(struct bl__chunk_hdr **c, uint32_t *i)
 
 /* ---- sharing slices --------------------------------------------------- */
 
+/*
+ * A slice from the caller, p->len > 0: -EINVAL without a raw, -ERANGE when
+ * it reaches past its raw's frontier (a hand-built slice that would let
+ * the list read and write past the block), else 0.
+ */
+static inline int ptr_check(const struct bl_ptr *p)
+{
+	if (bl__unlikely(!p->raw))
+		return -EINVAL;
+	if (bl__unlikely(!bl__raw_covers(p->raw, p->off, p->len)))
+		return -ERANGE;
+	return 0;
+}
+
 /* Extends the last segment over @p when @p continues it in the same raw. */
 static inline bool try_extend(struct bl_list *l, const struct bl_ptr *p)
 {
@@ -212,6 +240,7 @@ static inline bool try_extend(struct bl_list *l, const struct bl_ptr *p)
 
 	l->_ext = NULL;
 	if (ls && ls->raw == p->raw && ls->off + ls->len == p->off) {
+		BL__LIST_TOUCH(l);
 		ls->len += p->len;
 		l->_len += p->len;
 		return true;

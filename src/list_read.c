@@ -312,8 +312,8 @@ int bl__list_validate(const struct bl_list *l)
 
 			if (!s->raw || !s->len)
 				return -4;
-			if (s->off + s->len > s->raw->used ||
-			    s->raw->used > s->raw->len)
+			if (s->off + s->len > bl__raw_used(s->raw) ||
+			    bl__raw_used(s->raw) > s->raw->len)
 				return -5;
 			if (!bl_raw_nref(s->raw))
 				return -6;
@@ -328,10 +328,10 @@ int bl__list_validate(const struct bl_list *l)
 		return -8;
 	if (nseg != l->_nseg)
 		return -9;
-	if (l->_abuf && l->_abuf->used > l->_abuf->len)
+	if (l->_abuf && bl__raw_used(l->_abuf) > l->_abuf->len)
 		return -10;
 	if (l->_ext && (l->_ext != last_seg(l) || l->_ext->raw != l->_abuf ||
-			l->_ext->off + l->_ext->len != l->_abuf->used))
+			l->_ext->off + l->_ext->len != bl__raw_used(l->_abuf)))
 		return -11;	/* stale append hint */
 	return 0;
 }

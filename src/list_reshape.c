@@ -32,12 +32,10 @@ static struct bl_raw *raw_for_copy(struct bl_pool *p, size_t len, size_t align)
 				     : bl_raw_create_aligned_in(p, len, align);
 }
 
-int bl_list_rebuild(struct bl_list *l)
+int bl__list_rebuild_one(struct bl_list *l)
 {
 	struct bl_raw *r;
 
-	if (l->_nseg <= 1)
-		return 0;
 	r = raw_for_copy(&bl__pools[bl__list_front(l)->raw->pool], l->_len,
 			 BL_CACHELINE);
 	if (!r)
@@ -46,6 +44,11 @@ int bl_list_rebuild(struct bl_list *l)
 	bl__list_drop_segments(l);
 	push_seg(l, r, 0, r->len, NULL);	/* inline slot: cannot fail */
 	return 0;
+}
+
+int bl_list_rebuild(struct bl_list *l)
+{
+	return l->_nseg <= 1 ? 0 : bl__list_rebuild_one(l);
 }
 
 /* ---- c_str ------------------------------------------------------------ */
@@ -57,7 +60,9 @@ char *bl_list_c_str(struct bl_list *l)
 
 	if (!l->_len)
 		return empty;
-	if (l->_nseg > 1 && bl_list_rebuild(l))
+	/* a static raw's bytes are read-only: the caller gets a copy */
+	if ((l->_nseg > 1 || bl__raw_readonly(last_seg(l)->raw)) &&
+	    bl__list_rebuild_one(l))
 		return NULL;
 	s = last_seg(l);
 	return s->raw->data + s->off;
@@ -304,7 +309,7 @@ ssize_t bl_list_compact(struct bl_list *l, size_t max_waste)
 	bl__list_usage_free(cc.v, cap);
 	/* the append buffer goes too: what we keep should pin nothing more */
 	if (copied >= 0 && l->_abuf &&
-	    l->_abuf->len - l->_abuf->used > max_waste) {
+	    l->_abuf->len - bl__raw_used(l->_abuf) > max_waste) {
 		bl__raw_put(l->_abuf);
 		l->_abuf = NULL;
 		l->_abuf_next = 0;

@@ -409,14 +409,14 @@ static int cc_out_flush(struct cctx *c)
 	struct bl_ptr p;
 	int ret;
 
-	if (!c->raw || c->raw->used == c->rstart)
+	if (!c->raw || bl__raw_used(c->raw) == c->rstart)
 		return 0;
 	p.raw = c->raw;
 	p.off = c->rstart;
-	p.len = c->raw->used - c->rstart;
+	p.len = bl__raw_used(c->raw) - c->rstart;
 	ret = bl_list_append_ptr(&c->res, &p);
 	if (!ret)
-		c->rstart = c->raw->used;
+		c->rstart = bl__raw_used(c->raw);
 	return ret;
 }
 
@@ -427,13 +427,13 @@ static int cc_out_room(struct cctx *c, size_t need)
 	size_t cap;
 	int ret;
 
-	if (c->raw && c->raw->len - c->raw->used >= need)
+	if (c->raw && c->raw->len - bl__raw_used(c->raw) >= need)
 		return 0;
 	ret = cc_out_flush(c);
 	if (ret)
 		return ret;
 	cap = max_sz(need, min_sz(c->chunk, c->bound_left));
-	r = bl__raw_create_combined(c->pool, cap, 0);
+	r = bl__raw_create_owned(c->pool, cap);
 	if (!r)
 		return -ENOMEM;
 	if (c->raw)
@@ -458,7 +458,7 @@ static int cc_block(struct cctx *c, const char *src, size_t n)
 	ret = cc_out_room(c, 4 + n);
 	if (ret)
 		return ret;
-	dst = (uint8_t *)c->raw->data + c->raw->used;
+	dst = (uint8_t *)c->raw->data + bl__raw_used(c->raw);
 	/*
 	 * dstCapacity n - 1: liblz4 gives up (returns 0) as soon as the block
 	 * would not be smaller than the input, and the block is stored raw.
@@ -578,7 +578,7 @@ static int cc_header(struct cctx *c, int id, bool csize, size_t len)
 	ret = cc_out_room(c, LZ4_HDR_MAX);
 	if (ret)
 		return ret;
-	h = (uint8_t *)c->raw->data + c->raw->used;
+	h = (uint8_t *)c->raw->data + bl__raw_used(c->raw);
 	bl__le32_store(h, LZ4_FRAME_MAGIC);
 	h[4] = FLG_VERSION | (c->indep ? FLG_INDEP : 0) |
 	       (csize ? FLG_CSIZE : 0) |
@@ -631,9 +631,9 @@ static int cc_run(struct cctx *c, const struct bl_list *in)
 	if (ret)
 		return ret;
 	/* EndMark, then the content checksum */
-	bl__le32_store((uint8_t *)c->raw->data + c->raw->used, 0);
+	bl__le32_store((uint8_t *)c->raw->data + bl__raw_used(c->raw), 0);
 	if (c->cchk)
-		bl__le32_store((uint8_t *)c->raw->data + c->raw->used + 4,
+		bl__le32_store((uint8_t *)c->raw->data + bl__raw_used(c->raw) + 4,
 			 bl__xxh32_digest(&c->xs));
 	cc_out_advance(c, c->cchk ? 8 : 4);
 	return cc_out_flush(c);
@@ -1085,10 +1085,10 @@ static int dec_room(struct bl_lz4_decoder *d, size_t need,
 	int ret;
 
 	/*
-	 * The frontier moves only through us, unless the caller appended
-	 * into the raw through a slice we handed out: then start afresh.
+	 * The frontier moves only through us (the raw is an owned one: no
+	 * slice we handed out can grow it), so it is always wpos.
 	 */
-	if (d->raw && d->raw->used == d->wpos && d->raw->len - d->wpos >= need)
+	if (d->raw && d->raw->len - d->wpos >= need)
 		return 0;
 	ret = dec_hand_out(d, res);
 	if (ret)
@@ -1098,7 +1098,7 @@ static int dec_room(struct bl_lz4_decoder *d, size_t need,
 	if (d->has_csize && d->csize - d->fout < cap)
 		cap = (size_t)(d->csize - d->fout);	/* exact if known */
 	cap = max_sz(cap + carry, need + carry);
-	r = bl__raw_create_combined(d->pool, cap, 0);
+	r = bl__raw_create_owned(d->pool, cap);
 	if (!r)
 		return -ENOMEM;
 	if (carry) {

@@ -172,6 +172,8 @@ bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
 
 void bl_msgr_conn_close(struct bl_msgr_conn *c, int err, const char *reason)
 {
+	if (!c)
+		return;
 	bl__msgr_conn_end(c, err, false, "%s", reason ? reason : "closed");
 }
 

@@ -45,9 +45,12 @@ void bl_msgr_frame_init(struct bl_msgr_frame *f)
 
 void bl_msgr_frame_release(struct bl_msgr_frame *f)
 {
-	struct bl_list *l = &f->payload;
+	struct bl_list *l;
 	struct bl_ptr one;
 
+	if (!f)
+		return;
+	l = &f->payload;
 	/* what the parser's fast path makes: one inline slice, nothing else */
 	if (bl__list_take_one(l, &one)) {
 		bl__raw_put(one.raw);

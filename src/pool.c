@@ -110,6 +110,23 @@ void bl__free(const struct bl__allocator *al, void *p, size_t size,
 	al->a.free(al->a.opaque, p, size, align);
 }
 
+#ifdef BL_DEBUG
+#include <stdarg.h>
+#include <stdio.h>
+
+void bl__debug_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("libbufferlist: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (--enable-debug check)\n", stderr);
+	abort();
+}
+#endif
+
 /* ---- per-thread state ---------------------------------------------------- */
 
 /*
@@ -443,6 +460,7 @@ static void free_chain(void *head, unsigned cls)
 	while (head) {
 		void *next = *(void **)head;
 
+		bl__cache_unpoison(head, cls);
 		bl__free(&bl__default_allocator, head, bl__class_block_size(cls),
 			 BL_CACHELINE);
 		head = next;

@@ -47,7 +47,7 @@ void bl_ptr_from_raw(struct bl_ptr *p, struct bl_raw *r)
 {
 	p->raw = r;
 	p->off = 0;
-	p->len = r ? r->used : 0;
+	p->len = r ? bl__raw_used(r) : 0;
 }
 
 int bl_ptr_slice(struct bl_ptr *dst, const struct bl_ptr *src, size_t off,
@@ -55,6 +55,10 @@ int bl_ptr_slice(struct bl_ptr *dst, const struct bl_ptr *src, size_t off,
 {
 	struct bl_raw *r = src->raw;
 
+	if (!r && src->len)
+		return -EINVAL;	/* a hand-built slice with bytes and no raw */
+	if (r && !bl__raw_covers(r, src->off, src->len))
+		return -ERANGE;	/* ... or reaching past its raw */
 	if (off > src->len || len > src->len - off)
 		return -ERANGE;
 	if (dst != src && r)
@@ -74,6 +78,8 @@ void bl_ptr_copy(struct bl_ptr *dst, const struct bl_ptr *src)
 
 void bl_ptr_release(struct bl_ptr *p)
 {
+	if (!p)
+		return;
 	if (p->raw)
 		bl__raw_put(p->raw);
 	p->raw = NULL;
@@ -89,29 +95,56 @@ char *bl_ptr_data(const struct bl_ptr *p)
 size_t bl_ptr_unused_tail(const struct bl_ptr *p)
 {
 	const struct bl_raw *r = p->raw;
+	size_t used;
 
-	if (!r || r->readonly || p->off + p->len != r->used)
+	if (!r || r->flags)	/* read-only, or grown by its owner alone */
 		return 0;
-	return r->len - r->used;
+	used = bl__raw_used(r);
+	if (p->off + p->len != used)
+		return 0;
+	return r->len - used;
 }
 
 int bl_ptr_append(struct bl_ptr *p, const void *src, size_t len)
 {
 	struct bl_raw *r = p->raw;
+	size_t end, used;
 
-	if (r && r->readonly)
+	if (!src && len)
+		return -EINVAL;
+	if (r && bl__raw_readonly(r))
 		return -EROFS;
-	if (len > bl_ptr_unused_tail(p))
-		return len ? -ENOSPC : 0;
 	if (!len)
 		return 0;
+	if (!r || r->flags)
+		return -ENOSPC;
 	/*
 	 * Only the slice ending at the frontier may grow, and the frontier
 	 * moves with it: bytes that another slice covers are never written,
-	 * so no crc cache can go stale here.
+	 * so no crc cache can go stale here.  With one reference (read with
+	 * acquire: whoever dropped theirs did so after their last move of
+	 * the frontier) nobody else can move it and a plain store does.
+	 * Otherwise slices in other threads may end at the same frontier:
+	 * the compare-and-swap claims the bytes for one of them, and the
+	 * others find the frontier moved.
 	 */
-	memcpy(r->data + r->used, src, len);
-	bl__raw_advance(r, len);
+	end = p->off + p->len;
+	if (atomic_load_explicit(&r->nref, memory_order_acquire) == 1) {
+		used = bl__raw_used(r);
+		if (end != used || len > r->len - used)
+			return -ENOSPC;
+		bl__raw_set_used(r, end + len);
+	} else {
+		used = end;
+		do {
+			if (used != end || len > r->len - used)
+				return -ENOSPC;
+		} while (!atomic_compare_exchange_weak_explicit(
+				&r->used, &used, end + len,
+				memory_order_relaxed, memory_order_relaxed));
+	}
+	bl__stat_adds(&bl__pool_stats(r->pool)->unused, -(int64_t)len);
+	memcpy(r->data + end, src, len);
 	p->len += len;
 	bl__count_copy(len);
 	return 0;

@@ -36,12 +36,12 @@ static inline void raw_init(struct bl__tstats *t, struct bl_raw *r,
 
 	atomic_init(&r->nref, 1);
 	r->kind = kind;
-	r->readonly = kind == BL__RAW_STATIC;
+	r->flags = kind == BL__RAW_STATIC ? BL__RAW_RDONLY : 0;
 	r->pool = (uint8_t)pool;
 	r->cls = BL__NOCLASS;
 	r->data = data;
 	r->len = len;
-	r->used = used;
+	atomic_init(&r->used, used);
 	r->al = al;
 	atomic_flag_clear_explicit(&r->crc_lock, memory_order_relaxed);
 	atomic_store_explicit(&r->crc_seq, 0, memory_order_relaxed);
@@ -102,6 +102,15 @@ struct bl_raw *bl__raw_create_combined(struct bl_pool *p, size_t len,
 	return create_combined(p, len, used);
 }
 
+struct bl_raw *bl__raw_create_owned(struct bl_pool *p, size_t cap)
+{
+	struct bl_raw *r = create_combined(p, cap, 0);
+
+	if (r)
+		r->flags = BL__RAW_OWNED;
+	return r;
+}
+
 /*
  * The common case on its own: a raw of the default pool and allocator
  * from a non-empty class of this thread's cache.  It calls nothing, so it
@@ -130,6 +139,7 @@ create_cached(size_t len, size_t used)
 		return NULL;
 	c->head = *(void **)base;
 	c->n--;
+	bl__cache_unpoison(base, cls);
 	/* class sizes are multiples of 8: the header goes right after */
 	r = (struct bl_raw *)(base + bl__class_size(cls));
 	raw_init(t, r, 0, &bl__default_allocator,
@@ -216,14 +226,19 @@ static struct bl_raw *raw_create_external(enum bl__raw_kind kind, void *data,
 
 struct bl_raw *bl_raw_create_static(const void *data, size_t len)
 {
+	if (!data && len)
+		return NULL;
 	return raw_create_external(BL__RAW_STATIC, (void *)data, len);
 }
 
 struct bl_raw *bl_raw_claim(void *data, size_t len, bl_free_fn fn,
 			    void *opaque)
 {
-	struct bl_raw *r = raw_create_external(BL__RAW_CLAIMED, data, len);
+	struct bl_raw *r;
 
+	if (!data && len)
+		return NULL;
+	r = raw_create_external(BL__RAW_CLAIMED, data, len);
 	if (!r)
 		return NULL;
 	r->u.claim.fn = fn;
@@ -244,8 +259,8 @@ static __attribute__((noinline)) void raw_free_slow(struct bl_raw *r)
 
 	bl__stat_adds(&ps->freed, 1);
 	bl__stat_adds(&ps->bytes, -(int64_t)r->len);
-	if (r->used != r->len)
-		bl__stat_adds(&ps->unused, -(int64_t)(r->len - r->used));
+	if (bl__raw_used(r) != r->len)
+		bl__stat_adds(&ps->unused, -(int64_t)(r->len - bl__raw_used(r)));
 	switch (r->kind) {
 	case BL__RAW_COMBINED: {
 		size_t size = (size_t)((char *)r - r->data) + sizeof(*r);
@@ -275,8 +290,10 @@ void bl__raw_free(struct bl_raw *r)
 	struct bl__tstats *t = bl__tstats_tls;
 	unsigned cls = r->cls;
 
+	/* the count of a released raw is 0: see bl__raw_put() */
+	atomic_store_explicit(&r->nref, 0, memory_order_relaxed);
 	/* cls is set only on combined raws of the default allocator */
-	if (bl__likely(t && cls != BL__NOCLASS && r->used == r->len &&
+	if (bl__likely(t && cls != BL__NOCLASS && bl__raw_used(r) == r->len &&
 		       !t->no_cache &&
 		       atomic_load_explicit(&bl__cache_on,
 					    memory_order_relaxed))) {
@@ -290,6 +307,7 @@ void bl__raw_free(struct bl_raw *r)
 			*(void **)r->data = c->head;
 			c->head = r->data;
 			c->n++;
+			bl__cache_poison(r->data, cls);
 			return;
 		}
 	}
@@ -330,7 +348,7 @@ struct bl_pool *bl_raw_pool(const struct bl_raw *r)
 
 bool bl_raw_is_static(const struct bl_raw *r)
 {
-	return r->readonly;
+	return bl__raw_readonly(r);
 }
 
 size_t bl_raw_alignment(const struct bl_raw *r)

@@ -18,6 +18,15 @@ enum bl__raw_kind {
 };
 
 /*
+ * Flags.  RDONLY: static memory, a write first copies.  OWNED: a buffer
+ * the library grows itself (a list's append buffer, the lz4 codec's
+ * output): one writer moves its frontier, with plain stores, so no slice
+ * handed out of it may grow (bl_ptr_unused_tail() is 0 for it).
+ */
+#define BL__RAW_RDONLY	1u
+#define BL__RAW_OWNED	2u
+
+/*
  * Layout: the first 64 bytes hold everything the hot paths touch (count,
  * data, length, frontier); the crc cache and the release details follow.
  * A combined raw puts this header AFTER its data, so a request of 4096
@@ -28,12 +37,12 @@ enum bl__raw_kind {
 struct bl_raw {
 	_Atomic uint32_t nref;
 	uint8_t kind;		/* enum bl__raw_kind */
-	uint8_t readonly;	/* static: a write first copies */
+	uint8_t flags;		/* BL__RAW_RDONLY, BL__RAW_OWNED */
 	uint8_t pool;		/* index into bl__pools */
 	uint8_t cls;		/* cache size class, or BL__NOCLASS */
 	char *data;
 	size_t len;		/* capacity */
-	size_t used;		/* frontier: no slice covers bytes past it */
+	_Atomic size_t used;	/* frontier: no slice covers bytes past it */
 	const struct bl__allocator *al;	/* made the header (and data) */
 	union {
 		struct {	/* aligned: the separately allocated data */
@@ -66,17 +75,33 @@ void bl__raw_free(struct bl_raw *r);
  * so nobody else can be taking one (that would need a reference to copy
  * from): free without a read-modify-write.  Otherwise one atomic decrement;
  * acq_rel so every write to the data happens-before the free.
+ *
+ * bl__raw_free() leaves the count at 0, so a second release of a raw
+ * whose block sits in a pool cache decrements (to a wrapped count that
+ * the next create overwrites) instead of caching the block twice, which
+ * would hand it to two owners.  --enable-debug reports it instead.
  */
 static inline void bl__raw_put(struct bl_raw *r)
 {
-	if (atomic_load_explicit(&r->nref, memory_order_acquire) == 1 ||
+	uint32_t n = atomic_load_explicit(&r->nref, memory_order_acquire);
+
+	BL_DEBUG_CHECK(n != 0, "bl_raw_put: raw %p released twice (its "
+		       "reference count is already 0)", (void *)r);
+	if (n == 1 ||
 	    atomic_fetch_sub_explicit(&r->nref, 1, memory_order_acq_rel) == 1)
 		bl__raw_free(r);
 }
 
 static inline struct bl_raw *bl__raw_get(struct bl_raw *r)
 {
+#ifdef BL_DEBUG
+	BL_DEBUG_CHECK(atomic_fetch_add_explicit(&r->nref, 1,
+						 memory_order_relaxed) != 0,
+		       "bl_raw_get: raw %p used after its last release",
+		       (void *)r);
+#else
 	atomic_fetch_add_explicit(&r->nref, 1, memory_order_relaxed);
+#endif
 	return r;
 }
 
@@ -84,10 +109,55 @@ static inline struct bl_raw *bl__raw_get(struct bl_raw *r)
 struct bl_raw *bl__raw_create_combined(struct bl_pool *p, size_t len,
 				       size_t used);
 
-/* Moves @r's frontier forward by @n bytes, with its pool's accounting. */
+/*
+ * A combined raw of @cap bytes, frontier 0, that only its creator grows
+ * (BL__RAW_OWNED): its frontier moves with bl__raw_set_used() /
+ * bl__raw_advance(), no atomic read-modify-write.
+ */
+struct bl_raw *bl__raw_create_owned(struct bl_pool *p, size_t cap);
+
+static inline bool bl__raw_readonly(const struct bl_raw *r)
+{
+	return r->flags & BL__RAW_RDONLY;
+}
+
+/*
+ * The frontier.  It is atomic because bl_ptr_append() on raws shared
+ * between threads moves it with a compare-and-swap; a relaxed load or
+ * store is a plain move, so the single writer of an owned raw pays
+ * nothing for that.
+ */
+static inline size_t bl__raw_used(const struct bl_raw *r)
+{
+	return atomic_load_explicit(&((struct bl_raw *)r)->used,
+				    memory_order_relaxed);
+}
+
+/*
+ * [@off, @off + @len) lies within @r's handed-out bytes (its frontier),
+ * computed without overflow: what a slice the caller built must satisfy.
+ */
+static inline bool bl__raw_covers(const struct bl_raw *r, size_t off,
+				  size_t len)
+{
+	size_t used = bl__raw_used(r);
+
+	return len <= used && off <= used - len;
+}
+
+/* For the one writer of @r's frontier only (an owned raw, or one reference). */
+static inline void bl__raw_set_used(struct bl_raw *r, size_t used)
+{
+	atomic_store_explicit(&r->used, used, memory_order_relaxed);
+}
+
+/* Moves @r's frontier forward by @n bytes, with its pool's accounting;
+ * as bl__raw_set_used(), for the one writer of the frontier only. */
 static inline void bl__raw_advance(struct bl_raw *r, size_t n)
 {
-	r->used += n;
+	BL_DEBUG_CHECK(n <= r->len - bl__raw_used(r),
+		       "raw %p: frontier moved past its capacity", (void *)r);
+	bl__raw_set_used(r, bl__raw_used(r) + n);
 	bl__stat_adds(&bl__pool_stats(r->pool)->unused, -(int64_t)n);
 }
 

@@ -706,6 +706,47 @@ START_TEST(test_encode_bytes_past_4gib_is_einval)
 }
 END_TEST
 
+/* NULL bytes with a length: -EINVAL, nothing appended (not zeros). */
+START_TEST(test_encode_bytes_null_with_length_is_einval)
+{
+	struct bl_list l;
+	struct bl_iter it;
+	uint32_t n = 1;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "ab", 2), 0);
+	ck_assert_int_eq(bl_encode_bytes(&l, NULL, 3), -EINVAL);
+	tu_assert_list_eq(&l, "ab", 2);
+	bl_list_clear(&l);
+	/* NULL with 0 is the empty blob */
+	ck_assert_int_eq(bl_encode_bytes(&l, NULL, 0), 0);
+	bl_iter_init(&it, &l, 0);
+	ck_assert_int_eq(bl_decode_u32(&it, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(bl_list_length(&l), 4);
+	bl_list_clear(&l);
+}
+END_TEST
+
+/* bl_iter_copy to NULL: -EINVAL and the cursor stays. */
+START_TEST(test_iter_copy_to_null_is_einval)
+{
+	struct bl_list l;
+	struct bl_iter it;
+	char c;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "xyz", 3), 0);
+	bl_iter_init(&it, &l, 0);
+	ck_assert_int_eq(bl_iter_copy(&it, 2, NULL), -EINVAL);
+	ck_assert_uint_eq(bl_iter_offset(&it), 0);
+	ck_assert_int_eq(bl_iter_copy(&it, 0, NULL), 0);
+	ck_assert_int_eq(bl_iter_copy(&it, 1, &c), 0);
+	ck_assert_int_eq(c, 'x');
+	bl_list_clear(&l);
+}
+END_TEST
+
 START_TEST(test_decode_bytes_is_zero_copy)
 {
 	static unsigned char body[3000];
@@ -964,6 +1005,7 @@ static Suite *codec_suite(void)
 	tcase_add_test(tc, test_iter_advance_crosses_segments);
 	tcase_add_test(tc, test_iter_seek_both_ways);
 	tcase_add_test(tc, test_iter_copy_across_segments);
+	tcase_add_test(tc, test_iter_copy_to_null_is_einval);
 	tcase_add_test(tc, test_iter_copy_list_shares_slices);
 	tcase_add_test(tc, test_get_ptr_and_advance_returns_runs);
 	tcase_add_test(tc, test_iter_copied_by_assignment_is_independent);
@@ -991,6 +1033,7 @@ static Suite *codec_suite(void)
 	tcase_add_test(tc, test_encode_bytes_layout);
 	tcase_add_test(tc, test_encode_bytes_large_blob);
 	tcase_add_test(tc, test_encode_bytes_past_4gib_is_einval);
+	tcase_add_test(tc, test_encode_bytes_null_with_length_is_einval);
 	tcase_add_test(tc, test_decode_bytes_is_zero_copy);
 	tcase_add_test(tc, test_decode_bytes_across_seams);
 	tcase_add_test(tc, test_decode_bytes_truncated_changes_nothing);

@@ -441,6 +441,12 @@ START_TEST(zeros_equals_crc_of_zero_bytes)
 					  bl__crc32c_sw(s, zero, n));
 		}
 		ck_assert_uint_eq(bl_crc32c_zeros(0, 12345), 0);
+		/* NULL data stands for zeros, as in Ceph's ceph_crc32c() */
+		for (n = 0; n <= 300; n += 13) {
+			s = (uint32_t)tu_rand(&rng);
+			ck_assert_uint_eq(bl_crc32c(s, NULL, n),
+					  bl__crc32c_sw(s, zero, n));
+		}
 	}
 	free(zero);
 }

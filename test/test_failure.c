@@ -213,20 +213,10 @@ static void add_segs(struct bl_list *l, unsigned k, size_t seglen, size_t at)
 /* A list whose append buffer has no room left. */
 static void make_abuf_full(struct bl_list *l)
 {
-	struct bl_ptr p = BL_PTR_INIT;
-	unsigned nb;
-	size_t tail;
-
 	ck_assert_int_eq(bl_list_append(l, DATA + 11, 10), 0);
-	nb = bl_list_num_buffers(l);
-	ck_assert_int_eq(bl_list_get_ptr(l, nb - 1, &p), 0);
-	tail = bl_ptr_unused_tail(&p);
-	bl_ptr_release(&p);
-	ck_assert_int_eq(bl_list_append(l, DATA + 100, tail), 0);
-	ck_assert_int_eq(bl_list_get_ptr(l, bl_list_num_buffers(l) - 1, &p),
+	ck_assert_int_eq(bl_list_append(l, DATA + 100, bl__list_abuf_room(l)),
 			 0);
-	ck_assert_uint_eq(bl_ptr_unused_tail(&p), 0);
-	bl_ptr_release(&p);
+	ck_assert_uint_eq(bl__list_abuf_room(l), 0);
 }
 
 /* flag 0: empty; 1: append buffer full; 2: k segments (own raws) */

@@ -2730,7 +2730,7 @@ static void assert_same_as_init(const struct bl_list *a)
 	ck_assert_uint_eq(a->_inl.start, b._inl.start);
 	ck_assert_uint_eq(a->_inl.count, b._inl.count);
 	ck_assert_uint_eq(a->_inl.cap, b._inl.cap);
-	ck_assert_uint_eq(a->_inl._pad, b._inl._pad);
+	ck_assert_uint_eq(a->_inl._gen, b._inl._gen);
 	/* and nothing else before the slots */
 	ck_assert_int_eq(memcmp((const char *)a + sizeof(a->_tail),
 				(const char *)&b + sizeof(b._tail),
@@ -3020,6 +3020,260 @@ START_TEST(test_pad_to_allocates_in_the_list_pool)
 }
 END_TEST
 
+/*
+ * NULL with a length is a caller's bug, not a request for zeros (that is
+ * bl_list_append_zero / bl_list_zero): -EINVAL and nothing written; NULL
+ * with length 0 is a harmless no-op.
+ */
+START_TEST(test_null_data_with_length_is_einval)
+{
+	struct bl_list l;
+	char out[8];
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, NULL, 5), -EINVAL);
+	ck_assert_uint_eq(bl_list_length(&l), 0);
+	ck_assert_int_eq(bl_list_append(&l, NULL, 0), 0);
+	ck_assert_int_eq(bl_list_append(&l, "abcdef", 6), 0);
+	/* the frameless fast path (a segment growing) and large appends too */
+	ck_assert_int_eq(bl_list_append(&l, NULL, 3), -EINVAL);
+	ck_assert_int_eq(bl_list_append(&l, NULL, 100000), -EINVAL);
+	tu_assert_list_eq(&l, "abcdef", 6);
+
+	ck_assert_int_eq(bl_list_copy_in(&l, 1, 3, NULL), -EINVAL);
+	ck_assert_int_eq(bl_list_copy_in(&l, 1, 0, NULL), 0);
+	tu_assert_list_eq(&l, "abcdef", 6);
+
+	ck_assert_int_eq(bl_list_copy_out(&l, 0, 3, NULL), -EINVAL);
+	ck_assert_int_eq(bl_list_copy_out(&l, 0, 0, NULL), 0);
+	ck_assert_int_eq(bl_list_copy_out(&l, 2, 3, out), 0);
+	ck_assert_mem_eq(out, "cde", 3);
+	bl_list_clear(&l);
+}
+END_TEST
+
+/* ---- unchecked inputs ------------------------------------------------- */
+
+/* copy_in from the list's own bytes, one segment: as memmove would. */
+START_TEST(test_copy_in_from_own_bytes_in_one_segment)
+{
+	enum { N = 4096 };
+	unsigned char *want = malloc(N);
+	struct bl_list l;
+	char *p;
+
+	ck_assert_ptr_nonnull(want);
+	for (int i = 0; i < N; i++)
+		want[i] = (unsigned char)(i * 7 + i / 256);
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, want, N), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 1);
+	p = bl_list_c_str(&l);	/* the segment's own memory */
+	ck_assert_ptr_nonnull(p);
+	/* shift right by one, then left by three, over the source itself */
+	ck_assert_int_eq(bl_list_copy_in(&l, 1, N - 1, p), 0);
+	memmove(want + 1, want, N - 1);
+	tu_assert_list_eq(&l, want, N);
+	ck_assert_int_eq(bl_list_copy_in(&l, 0, N - 3, p + 3), 0);
+	memmove(want, want + 3, N - 3);
+	tu_assert_list_eq(&l, want, N);
+	bl_list_clear(&l);
+	free(want);
+}
+END_TEST
+
+/*
+ * copy_in from the list's own bytes across segments laid out in another
+ * order than their raw's: the result is as if the source were copied out
+ * first, not what a run written early leaves for a later one to read.
+ */
+START_TEST(test_copy_in_from_own_bytes_across_segments)
+{
+	struct bl_raw *r = bl_raw_create(10);
+	struct bl_ptr whole, hi, lo;
+	struct bl_list l;
+
+	ck_assert_ptr_nonnull(r);
+	memcpy(bl_raw_data(r), "ABCDEFGHIJ", 10);
+	bl_ptr_from_raw(&whole, r);
+	ck_assert_int_eq(bl_ptr_slice(&hi, &whole, 5, 5), 0);
+	ck_assert_int_eq(bl_ptr_slice(&lo, &whole, 0, 5), 0);
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append_ptr(&l, &hi), 0);
+	ck_assert_int_eq(bl_list_append_ptr(&l, &lo), 0);
+	tu_assert_list_eq(&l, "FGHIJABCDE", 10);
+	/* the source is the raw itself, "ABCDEFGHIJ" at the call */
+	ck_assert_int_eq(bl_list_copy_in(&l, 0, 10, bl_raw_data(r)), 0);
+	tu_assert_list_eq(&l, "ABCDEFGHIJ", 10);
+	ck_assert_mem_eq(bl_raw_data(r), "FGHIJABCDE", 10);
+	bl_list_clear(&l);
+	bl_ptr_release(&hi);
+	bl_ptr_release(&lo);
+	bl_ptr_release(&whole);
+}
+END_TEST
+
+/* The overlapping case that needs a copy of the source fails whole. */
+START_TEST(test_copy_in_from_own_bytes_without_memory_changes_nothing)
+{
+	struct bl_raw *r = bl_raw_create(10);
+	struct bl_ptr whole, hi, lo;
+	struct bl_list l;
+
+	ck_assert_ptr_nonnull(r);
+	memcpy(bl_raw_data(r), "ABCDEFGHIJ", 10);
+	bl_ptr_from_raw(&whole, r);
+	ck_assert_int_eq(bl_ptr_slice(&hi, &whole, 5, 5), 0);
+	ck_assert_int_eq(bl_ptr_slice(&lo, &whole, 0, 5), 0);
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append_ptr(&l, &hi), 0);
+	ck_assert_int_eq(bl_list_append_ptr(&l, &lo), 0);
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_copy_in(&l, 0, 10, bl_raw_data(r)), -ENOMEM);
+	tu_alloc_uninstall();
+	tu_assert_list_eq(&l, "FGHIJABCDE", 10);
+	bl_list_clear(&l);
+	bl_ptr_release(&hi);
+	bl_ptr_release(&lo);
+	bl_ptr_release(&whole);
+}
+END_TEST
+
+/*
+ * A hand-built slice reaching past its raw's bytes would let the list
+ * read and write past the block: refused, whatever the entry point.
+ */
+START_TEST(test_hand_built_slice_past_its_raw_is_refused)
+{
+	struct bl_raw *r = bl_raw_create(16);
+	struct bl_ptr bad = { r, 10, 10 }, wrap = { r, SIZE_MAX, 2 };
+	struct bl_ptr noraw = { NULL, 0, 4 }, grown = BL_PTR_INIT, ok, d;
+	struct bl_list l;
+
+	ck_assert_ptr_nonnull(r);
+	memset(bl_raw_data(r), 'r', 16);
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "x", 1), 0);
+	ck_assert_int_eq(bl_list_append_ptr(&l, &bad), -ERANGE);
+	ck_assert_int_eq(bl_list_append_ptr(&l, &wrap), -ERANGE);
+	ck_assert_int_eq(bl_list_append_ptr(&l, &noraw), -EINVAL);
+	ck_assert_int_eq(bl_list_prepend_ptr(&l, &bad), -ERANGE);
+	ck_assert_int_eq(bl_list_prepend_ptr(&l, &wrap), -ERANGE);
+	ck_assert_int_eq(bl_list_prepend_ptr(&l, &noraw), -EINVAL);
+	ck_assert_int_eq(bl_list_append_ptr_move(&l, &bad), -ERANGE);
+	ck_assert_ptr_eq(bad.raw, r);	/* still the caller's */
+	ck_assert_int_eq(bl_ptr_slice(&d, &bad, 0, 1), -ERANGE);
+	ck_assert_int_eq(bl_ptr_slice(&d, &noraw, 0, 1), -EINVAL);
+	/* past the frontier of a reserved raw, inside its capacity */
+	ck_assert_int_eq(bl_ptr_reserve(&grown, 64), 0);
+	ok = grown;
+	ok.len = 8;
+	ck_assert_int_eq(bl_list_append_ptr(&l, &ok), -ERANGE);
+	tu_assert_list_eq(&l, "x", 1);
+	ck_assert_uint_eq(bl_raw_nref(r), 1);
+	/* exactly to the end is fine */
+	ok.raw = r;
+	ok.off = 10;
+	ok.len = 6;
+	ck_assert_int_eq(bl_list_append_ptr(&l, &ok), 0);
+	tu_assert_list_eq(&l, "xrrrrrr", 7);
+	bl_list_clear(&l);
+	bl_ptr_release(&grown);
+	bl_raw_put(r);
+}
+END_TEST
+
+/* c_str hands out writable bytes: a static segment is copied first. */
+START_TEST(test_c_str_of_static_segment_is_a_writable_copy)
+{
+	static const char text[] = "read-only text";
+	struct bl_raw *r = bl_raw_create_static(text, sizeof(text) - 1);
+	struct bl_list l;
+	struct bl_ptr p;
+	char *s;
+
+	ck_assert_ptr_nonnull(r);
+	bl_ptr_from_raw(&p, r);
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append_ptr_move(&l, &p), 0);
+	s = bl_list_c_str(&l);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_ne(s, text);
+	ck_assert_mem_eq(s, text, sizeof(text) - 1);
+	s[0] = 'R';
+	ck_assert_str_eq(text, "read-only text");
+	tu_assert_list_eq(&l, "Read-only text", sizeof(text) - 1);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 1);
+	/* writable now: a second call hands out the same bytes */
+	ck_assert_ptr_eq(bl_list_c_str(&l), s);
+	bl_list_clear(&l);
+}
+END_TEST
+
+/*
+ * The segment count is unsigned: an operation that would wrap it fails
+ * with -ENOMEM and changes nothing.  No test can hold 4 G segments, so the
+ * list is told it has almost that many (its private count).
+ */
+START_TEST(test_segment_count_never_wraps)
+{
+	struct bl_raw *r = bl_raw_create(64);
+	struct bl_ptr whole, a, b;
+	struct bl_list l, src;
+	unsigned real;
+
+	ck_assert_ptr_nonnull(r);
+	memset(bl_raw_data(r), 'q', 64);
+	bl_ptr_from_raw(&whole, r);
+	ck_assert_int_eq(bl_ptr_slice(&a, &whole, 0, 8), 0);
+	ck_assert_int_eq(bl_ptr_slice(&b, &whole, 32, 8), 0);
+	bl_list_init(&l);
+	bl_list_init(&src);
+	ck_assert_int_eq(bl_list_append_ptr(&l, &a), 0);
+	ck_assert_int_eq(bl_list_append_ptr(&src, &a), 0);
+	ck_assert_int_eq(bl_list_append_ptr(&src, &b), 0);
+	real = l._nseg;
+	l._nseg = UINT_MAX;
+	ck_assert_int_eq(bl_list_append_ptr(&l, &b), -ENOMEM);
+	ck_assert_int_eq(bl_list_prepend_ptr(&l, &b), -ENOMEM);
+	ck_assert_int_eq(bl_list_append_list(&l, &src), -ENOMEM);
+	ck_assert_int_eq(bl_list_splice(&l, 2, 1, NULL), -ENOMEM);
+	ck_assert_uint_eq(bl_list_length(&l), 8);
+	l._nseg = UINT_MAX - 1;
+	ck_assert_int_eq(bl_list_claim_append(&l, &src), -ENOMEM);
+	ck_assert_int_eq(bl_list_claim_prepend(&l, &src), -ENOMEM);
+	ck_assert_uint_eq(bl_list_length(&src), 16);
+	ck_assert_uint_eq(bl_list_length(&l), 8);
+	l._nseg = real;
+	ck_assert_int_eq(bl__list_validate(&l), 0);
+	ck_assert_int_eq(bl__list_validate(&src), 0);
+	/* and with room, the same calls work */
+	ck_assert_int_eq(bl_list_claim_append(&l, &src), 0);
+	ck_assert_uint_eq(bl_list_length(&l), 24);
+	bl_list_clear(&l);
+	bl_list_clear(&src);
+	bl_ptr_release(&a);
+	bl_ptr_release(&b);
+	bl_ptr_release(&whole);
+}
+END_TEST
+
+/* Destructors take NULL, as free() does: one rule for the whole API. */
+START_TEST(test_every_destructor_takes_null)
+{
+	bl_raw_put(NULL);
+	bl_ptr_release(NULL);
+	bl_list_clear(NULL);
+	bl_lz4_decoder_free(NULL);
+	bl_msgr_frame_release(NULL);
+	bl_msgr_conn_close(NULL, 0, NULL);
+	bl_msgr_server_destroy(NULL);
+	bl_uring_destroy(NULL);
+	bl_uring_bufring_destroy(NULL);
+	bl_uring_regpool_destroy(NULL);
+}
+END_TEST
+
 static Suite *list_suite(void)
 {
 	Suite *s = suite_create("list");
@@ -3033,6 +3287,7 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_many_small_appends_share_few_raws);
 	tcase_add_test(tc, test_zero_length_is_never_stored);
 	tcase_add_test(tc, test_append_zero_writes_zeros);
+	tcase_add_test(tc, test_null_data_with_length_is_einval);
 	tcase_add_test(tc, test_large_append_is_copied_whole);
 	tcase_add_test(tc, test_append_ptr_shares_without_copy);
 	tcase_add_test(tc, test_append_ptr_continuing_slice_extends_segment);
@@ -3165,6 +3420,16 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_compact_without_waste_changes_nothing);
 	tcase_add_test(tc, test_compact_allocates_in_the_replaced_pool);
 	tcase_add_test(tc, test_compact_failure_leaves_list_unchanged);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("inputs");
+	tcase_add_test(tc, test_copy_in_from_own_bytes_in_one_segment);
+	tcase_add_test(tc, test_copy_in_from_own_bytes_across_segments);
+	tcase_add_test(tc, test_copy_in_from_own_bytes_without_memory_changes_nothing);
+	tcase_add_test(tc, test_hand_built_slice_past_its_raw_is_refused);
+	tcase_add_test(tc, test_c_str_of_static_segment_is_a_writable_copy);
+	tcase_add_test(tc, test_segment_count_never_wraps);
+	tcase_add_test(tc, test_every_destructor_takes_null);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("failure");

@@ -273,6 +273,74 @@ START_TEST(test_unused_tail_zero_for_inner_slice)
 }
 END_TEST
 
+/*
+ * A list's append buffer has one writer, the list, which moves its
+ * frontier without atomics: a slice handed out of it must not grow into
+ * it, or the slice's bytes and the list's next append would be the same
+ * bytes (from two threads, a race no check could close).
+ */
+START_TEST(test_slice_of_list_append_buffer_does_not_grow)
+{
+	struct bl_list l;
+	struct bl_ptr p = BL_PTR_INIT;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
+	ck_assert_int_eq(bl_list_get_ptr(&l, 0, &p), 0);
+	ck_assert_uint_eq(p.len, 3);
+	ck_assert_uint_gt(bl__list_abuf_room(&l), 0);
+	ck_assert_uint_eq(bl_ptr_unused_tail(&p), 0);
+	ck_assert_int_eq(bl_ptr_append(&p, "XYZ", 3), -ENOSPC);
+	ck_assert_uint_eq(p.len, 3);
+	ck_assert_int_eq(bl_list_append(&l, "def", 3), 0);
+	tu_assert_list_eq(&l, "abcdef", 6);
+	ck_assert_mem_eq(bl_ptr_data(&p), "abc", 3);
+	bl_ptr_release(&p);
+	bl_list_clear(&l);
+}
+END_TEST
+
+/* Two slices ending at the frontier, two references: the first append
+ * moves the frontier, the other slice no longer ends there. */
+START_TEST(test_append_shared_frontier_one_winner)
+{
+	struct bl_ptr p = BL_PTR_INIT, q = BL_PTR_INIT;
+
+	ck_assert_int_eq(bl_ptr_reserve(&p, 16), 0);
+	ck_assert_int_eq(bl_ptr_append(&p, "ab", 2), 0);	/* one owner */
+	bl_ptr_copy(&q, &p);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), 2);
+	ck_assert_int_eq(bl_ptr_append(&q, "cd", 2), 0);
+	ck_assert_int_eq(bl_ptr_append(&p, "XY", 2), -ENOSPC);
+	ck_assert_uint_eq(p.len, 2);
+	ck_assert_uint_eq(bl_ptr_unused_tail(&q), 12);
+	ck_assert_int_eq(bl_ptr_append(&q, "ef", 2), 0);
+	ck_assert_mem_eq(bl_ptr_data(&q), "abcdef", 6);
+	/* back to one reference: q grows alone */
+	bl_ptr_release(&p);
+	ck_assert_int_eq(bl_ptr_append(&q, "gh", 2), 0);
+	ck_assert_mem_eq(bl_ptr_data(&q), "abcdefgh", 8);
+	ck_assert_uint_eq(bl_ptr_unused_tail(&q), 8);
+	bl_ptr_release(&q);
+}
+END_TEST
+
+/* NULL source with a length: -EINVAL, the frontier does not move. */
+START_TEST(test_append_null_source_is_einval)
+{
+	struct bl_ptr p = BL_PTR_INIT;
+
+	ck_assert_int_eq(bl_ptr_reserve(&p, 16), 0);
+	ck_assert_int_eq(bl_ptr_append(&p, NULL, 4), -EINVAL);
+	ck_assert_uint_eq(p.len, 0);
+	ck_assert_uint_eq(bl_ptr_unused_tail(&p), 16);
+	ck_assert_int_eq(bl_ptr_append(&p, NULL, 0), 0);
+	ck_assert_int_eq(bl_ptr_append(&p, "ok", 2), 0);
+	ck_assert_mem_eq(bl_ptr_data(&p), "ok", 2);
+	bl_ptr_release(&p);
+}
+END_TEST
+
 START_TEST(test_unused_tail_of_empty_ptr)
 {
 	struct bl_ptr p = BL_PTR_INIT;
@@ -526,6 +594,9 @@ static Suite *ptr_suite(void)
 	tcase_add_test(tc, test_unused_tail_zero_for_inner_slice);
 	tcase_add_test(tc, test_unused_tail_of_empty_ptr);
 	tcase_add_test(tc, test_append_to_static_is_erofs);
+	tcase_add_test(tc, test_slice_of_list_append_buffer_does_not_grow);
+	tcase_add_test(tc, test_append_shared_frontier_one_winner);
+	tcase_add_test(tc, test_append_null_source_is_einval);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("slice");

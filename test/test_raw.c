@@ -176,6 +176,24 @@ END_TEST
 
 /* ---- static ------------------------------------------------------------ */
 
+/* A NULL block with a length is refused: NULL, nothing counted. */
+START_TEST(test_static_and_claim_of_null_with_length_fail)
+{
+	struct bl_stats s0 = stats_now(), s1;
+	struct bl_raw *r;
+
+	ck_assert_ptr_null(bl_raw_create_static(NULL, 8));
+	ck_assert_ptr_null(bl_raw_claim(NULL, 8, NULL, NULL));
+	s1 = stats_now();
+	ck_assert_uint_eq(s1.raws_created, s0.raws_created);
+	/* an empty one is fine */
+	r = bl_raw_create_static(NULL, 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(bl_raw_length(r), 0);
+	bl_raw_put(r);
+}
+END_TEST
+
 START_TEST(test_static_wraps_borrowed_memory)
 {
 	static const char text[] = "borrowed bytes";
@@ -367,6 +385,37 @@ START_TEST(test_get_put_count_references)
 	bl_raw_put(r);
 	s1 = stats_now();
 	ck_assert_uint_eq(s1.raws_freed - s0.raws_freed, 1);
+}
+END_TEST
+
+/*
+ * A raw released twice (a caller's bug) whose block went to the pool
+ * cache must not be cached twice, or two later creates share one block.
+ * ASan and --enable-debug builds report the second release instead
+ * (test_doublefree, test_debug); this is what the other builds promise.
+ */
+START_TEST(test_double_release_does_not_cache_the_block_twice)
+{
+#if !defined(BL__ASAN) && !defined(BL_DEBUG)
+	bool was_on = bl_pool_cache_enabled();
+	struct bl_raw *x, *a, *b;
+
+	bl_pool_cache_enable(true);
+	x = bl_raw_create(100);
+	ck_assert_ptr_nonnull(x);
+	bl_raw_put(x);
+	bl_raw_put(x);	/* the block is in this thread's cache: no crash */
+	a = bl_raw_create(100);
+	b = bl_raw_create(100);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_ptr_ne(a, b);
+	ck_assert_uint_eq(bl_raw_nref(a), 1);
+	ck_assert_uint_eq(bl_raw_nref(b), 1);
+	bl_raw_put(a);
+	bl_raw_put(b);
+	bl_pool_cache_enable(was_on);
+#endif
 }
 END_TEST
 
@@ -616,6 +665,7 @@ static Suite *raw_suite(void)
 
 	tc = tcase_create("static");
 	tcase_add_test(tc, test_static_wraps_borrowed_memory);
+	tcase_add_test(tc, test_static_and_claim_of_null_with_length_fail);
 	tcase_add_test(tc, test_static_memory_is_never_freed);
 	tcase_add_test(tc, test_static_alignment_reports_address);
 	suite_add_tcase(s, tc);
@@ -630,6 +680,7 @@ static Suite *raw_suite(void)
 	tc = tcase_create("refcount");
 	tcase_add_test(tc, test_get_put_count_references);
 	tcase_add_test(tc, test_put_null_is_noop);
+	tcase_add_test(tc, test_double_release_does_not_cache_the_block_twice);
 	tcase_add_test(tc, test_counters_count_every_kind);
 	tcase_add_test(tc, test_invalidate_crc_after_direct_write);
 	suite_add_tcase(s, tc);

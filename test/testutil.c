@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
 #include "testutil.h"
 
 static pthread_mutex_t tu_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -214,4 +216,40 @@ int tu_run(Suite *s)
 	 * that a leak check (valgrind with the caches on) reports none */
 	bl_pool_cache_flush();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int tu_run_child(void (*fn)(void), char *err, size_t errsz)
+{
+	int fds[2], status = 0;
+	size_t got = 0;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		close(fds[0]);
+		dup2(fds[1], 2);
+		close(fds[1]);
+		fn();
+		_exit(0);
+	}
+	close(fds[1]);
+	for (;;) {
+		char sink[256];
+		char *dst = got + 1 < errsz ? err + got : sink;
+		size_t room = got + 1 < errsz ? errsz - 1 - got : sizeof(sink);
+		ssize_t n = read(fds[0], dst, room);
+
+		if (n <= 0)
+			break;
+		if (dst != sink)
+			got += (size_t)n;
+	}
+	close(fds[0]);
+	if (errsz)
+		err[got] = 0;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
 }

@@ -59,4 +59,11 @@ uint64_t tu_seed(const char *who);
 /* Runs @s (fork mode as CK_FORK says) and returns the exit status. */
 int tu_run(Suite *s);
 
+/*
+ * Runs @fn in a forked child (which then exits 0) with the child's stderr
+ * captured into @err (NUL-terminated, cut at @errsz - 1 bytes).
+ * Return: the child's wait status (as waitpid gives it).
+ */
+int tu_run_child(void (*fn)(void), char *err, size_t errsz);
+
 #endif

@@ -21,7 +21,9 @@
 BL_BEGIN_DECLS
 
 /**
- * bl_crc32c() - crc of @len bytes at @data, continuing from @crc.
+ * bl_crc32c() - crc of @len bytes at @data, continuing from @crc.  @data
+ * NULL stands for @len zero bytes (Ceph's convention), as
+ * bl_crc32c_zeros().
  * Return: the crc; it cannot fail.
  */
 BL_API uint32_t bl_crc32c(uint32_t crc, const void *data, size_t len);

@@ -4,7 +4,8 @@
  *
  * struct bl_iter is a complete type: keep it on the stack and copy it by
  * assignment to get an independent cursor.  It borrows the list: any change
- * to the list invalidates it.  A move that fails returns a negative errno
+ * to the list invalidates it (an --enable-debug build aborts with a message
+ * when an invalidated cursor is used; other builds read freed memory).  A move that fails returns a negative errno
  * and leaves the cursor where it was.
  */
 #ifndef BUFFERLIST_ITER_H
@@ -22,6 +23,7 @@ struct bl_iter {
 	const struct bl_list *_l;
 	const struct bl__chunk_hdr *_chunk;	/* chunk of the current segment */
 	uint32_t _idx;		/* slot in _chunk */
+	uint32_t _lgen;		/* its list's generation (--enable-debug) */
 	size_t _seg_off;	/* offset inside the current segment */
 	size_t _off;		/* offset from the start of the list */
 };
@@ -62,8 +64,9 @@ BL_API int bl_iter_seek(struct bl_iter *it, size_t off);
 /**
  * bl_iter_copy() - copies the next @len bytes into @dst and advances past
  * them.
- * Return: 0, or -ERANGE when fewer than @len bytes are left (then nothing
- * is copied and the cursor stays where it was).
+ * Return: 0, -EINVAL (@dst NULL and @len not 0) or -ERANGE (fewer than
+ * @len bytes left); on failure nothing is copied and the cursor stays
+ * where it was.
  */
 BL_API int bl_iter_copy(struct bl_iter *it, size_t len, void *dst);
 

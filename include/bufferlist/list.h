@@ -13,7 +13,9 @@
  * with lists on other threads.  struct bl_list must not be copied by
  * assignment or memcpy (the first chunk is inline): use bl_list_swap(),
  * bl_list_claim_append() or bl_list_append_list().  Any change to a list
- * invalidates its iterators.
+ * invalidates its iterators (an --enable-debug build aborts with a message
+ * when one is used after that).  A list holds at most UINT_MAX segments:
+ * an operation that would store more fails with -ENOMEM.
  *
  * Small appends of caller bytes go into the list's append buffer: the
  * unused tail of a raw the list allocated for that purpose.  Its refill
@@ -49,7 +51,7 @@ struct bl__chunk_hdr {
 	uint32_t start;		/* first used slot */
 	uint32_t count;		/* used slots */
 	uint32_t cap;		/* slots */
-	uint32_t _pad;
+	uint32_t _gen;		/* inline chunk: the list's generation */
 };
 
 /* All fields are private: use the functions below. */
@@ -82,7 +84,7 @@ BL_API void bl_list_init(struct bl_list *l);
 	._tail = &(name)._inl, ._len = 0, ._nseg = 0, ._abuf_next = 0,	\
 	._abuf = NULL, ._ext = NULL, ._pool = NULL,			\
 	._inl = { .next = NULL, .start = 0, .count = 0,			\
-		  .cap = BL_LIST_INLINE, ._pad = 0 },			\
+		  .cap = BL_LIST_INLINE, ._gen = 0 },			\
 }
 
 /**
@@ -91,7 +93,10 @@ BL_API void bl_list_init(struct bl_list *l);
  */
 BL_API void bl_list_set_pool(struct bl_list *l, struct bl_pool *p);
 
-/** bl_list_clear() - drop every reference (segments and append buffer). */
+/**
+ * bl_list_clear() - drop every reference (segments and append buffer).
+ * NULL is a no-op.
+ */
 BL_API void bl_list_clear(struct bl_list *l);
 
 /** bl_list_swap() - exchange the contents of @a and @b (O(1)). */
@@ -109,7 +114,7 @@ BL_API bool bl_list_is_empty(const struct bl_list *l);
 /**
  * bl_list_append() - copies @len bytes of @data to the end of @l, into
  * the append buffer (extending the last segment where it ends there).
- * Return: 0 or -ENOMEM.
+ * Return: 0, -EINVAL (@data NULL and @len not 0) or -ENOMEM.
  */
 BL_API int bl_list_append(struct bl_list *l, const void *data, size_t len);
 
@@ -120,13 +125,15 @@ BL_API int bl_list_append_zero(struct bl_list *l, size_t len);
  * bl_list_append_ptr() - shares @p's bytes at the end of @l (no copy).
  * A slice that continues the last segment in the same raw extends it.
  * An empty @p changes nothing and takes no reference.
- * Return: 0 or -ENOMEM.
+ * Return: 0, -ENOMEM, -EINVAL (@p has bytes but no raw) or -ERANGE (@p
+ * reaches past its raw's handed-out bytes: a hand-built slice).
  */
 BL_API int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p);
 
 /**
  * bl_list_append_ptr_move() - like bl_list_append_ptr() but takes @p's
  * reference: @p is empty afterwards.  On failure @p is unchanged.
+ * Return: as bl_list_append_ptr().
  */
 BL_API int bl_list_append_ptr_move(struct bl_list *l, struct bl_ptr *p);
 
@@ -140,7 +147,7 @@ BL_API int bl_list_append_list(struct bl_list *l, const struct bl_list *src);
 
 /**
  * bl_list_prepend_ptr() - shares @p's bytes at the front of @l.
- * Return: 0 or -ENOMEM.
+ * Return: as bl_list_append_ptr().
  */
 BL_API int bl_list_prepend_ptr(struct bl_list *l, const struct bl_ptr *p);
 
@@ -178,7 +185,10 @@ BL_API int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 BL_API int bl_list_substr_of(struct bl_list *dst, const struct bl_list *src,
 			     size_t off, size_t len);
 
-/** bl_list_copy_out() - copies bytes [@off, @off + @len) to @dst.  0 or -ERANGE. */
+/**
+ * bl_list_copy_out() - copies bytes [@off, @off + @len) to @dst.
+ * Return: 0, -EINVAL (@dst NULL and @len not 0) or -ERANGE.
+ */
 BL_API int bl_list_copy_out(const struct bl_list *l, size_t off, size_t len,
 			    void *dst);
 
@@ -186,8 +196,9 @@ BL_API int bl_list_copy_out(const struct bl_list *l, size_t off, size_t len,
  * bl_list_copy_in() - copies @len bytes of @src over [@off, @off + @len).
  * Writes in place into the raws (shared or not, as Ceph does); a segment on
  * a static raw first gets a private copy.  Invalidates the crc caches of
- * the raws written.
- * Return: 0, -ERANGE or -ENOMEM.
+ * the raws written.  @src may overlap the list's own bytes (even the
+ * range written): the result is as if @src were copied out first.
+ * Return: 0, -EINVAL (@src NULL and @len not 0), -ERANGE or -ENOMEM.
  */
 BL_API int bl_list_copy_in(struct bl_list *l, size_t off, size_t len,
 			   const void *src);
@@ -240,9 +251,10 @@ BL_API int bl_list_rebuild_aligned_size_and_memory(struct bl_list *l,
 BL_API ssize_t bl_list_pad_to(struct bl_list *l, size_t align);
 
 /**
- * bl_list_c_str() - contiguous bytes of @l.  A list of several segments is
- * rebuilt into one (copies) and releases its old raws; a list of one
- * segment returns that memory without copying.  An empty list returns a
+ * bl_list_c_str() - contiguous, writable bytes of @l.  A list of several
+ * segments is rebuilt into one (copies) and releases its old raws, and so
+ * is a list of one segment on a static raw (read-only memory); a list of
+ * one other segment returns that memory without copying.  An empty list returns a
  * static "" (no allocation, @l unchanged).  The bytes are not
  * NUL-terminated.
  * Return: borrowed (valid until @l changes); NULL only when memory runs

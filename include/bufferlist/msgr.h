@@ -99,6 +99,7 @@ BL_API void bl_msgr_frame_init(struct bl_msgr_frame *f);
 
 /**
  * bl_msgr_frame_release() - drops the payload's references; @f is empty.
+ * NULL is a no-op.
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_msgr_frame_release(struct bl_msgr_frame *f);
@@ -382,7 +383,8 @@ BL_API int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
  * handed to the kernel are dropped (their callbacks get -ECANCELED), the
  * socket is shut down so that pending operations finish, and on_close runs
  * with @err and @reason (copied; NULL: "closed") once they have.  A second
- * call, or a call on a connection already closing, does nothing.
+ * call, or a call on a connection already closing, does nothing; so does
+ * a NULL @c.
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_msgr_conn_close(struct bl_msgr_conn *c, int err,

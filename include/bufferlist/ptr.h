@@ -59,8 +59,10 @@ BL_API void bl_ptr_from_raw(struct bl_ptr *p, struct bl_raw *r);
  * bl_ptr_slice() - @dst = bytes [@off, @off + @len) of @src.
  * Shares: @dst holds its own reference (also when @len is 0).  @dst is
  * output only; @dst == @src is allowed and reuses the reference.
- * Return: 0, or -ERANGE when the range is outside @src or @src is empty
- * and the range is not [0, 0) (then @dst is unchanged).
+ * Return: 0, or -ERANGE when the range is outside @src, @src is empty and
+ * the range is not [0, 0), or @src (hand-built) reaches past its raw's
+ * handed-out bytes; -EINVAL when @src has bytes but no raw (then @dst is
+ * unchanged).
  */
 BL_API int bl_ptr_slice(struct bl_ptr *dst, const struct bl_ptr *src,
 			size_t off, size_t len);
@@ -68,7 +70,10 @@ BL_API int bl_ptr_slice(struct bl_ptr *dst, const struct bl_ptr *src,
 /** bl_ptr_copy() - @dst shares @src's bytes (one more reference). */
 BL_API void bl_ptr_copy(struct bl_ptr *dst, const struct bl_ptr *src);
 
-/** bl_ptr_release() - drop the reference; @p becomes {NULL, 0, 0}. */
+/**
+ * bl_ptr_release() - drop the reference; @p becomes {NULL, 0, 0}.  NULL
+ * is a no-op.
+ */
 BL_API void bl_ptr_release(struct bl_ptr *p);
 
 /** bl_ptr_data() - borrowed; NULL for the empty slice. */
@@ -76,15 +81,19 @@ BL_API char *bl_ptr_data(const struct bl_ptr *p);
 
 /**
  * bl_ptr_unused_tail() - bytes that bl_ptr_append() may add: the raw's
- * room past its frontier when @p ends at the frontier, else 0.
+ * room past its frontier when @p ends at the frontier, else 0 (also for
+ * a static raw and for a raw the library grows itself, such as a list's
+ * append buffer).  A snapshot when other slices of the raw may append.
  */
 BL_API size_t bl_ptr_unused_tail(const struct bl_ptr *p);
 
 /**
  * bl_ptr_append() - copies @len bytes of @src into the raw right after @p
- * and extends @p over them.
- * Return: 0, -ENOSPC when bl_ptr_unused_tail() is smaller than @len, or
- * -EROFS on a static raw (then nothing changed).
+ * and extends @p over them.  Safe against slices of the same raw appended
+ * to from other threads: of those ending at the frontier, one wins.
+ * Return: 0, -ENOSPC when bl_ptr_unused_tail() is smaller than @len (or
+ * another slice moved the frontier first), -EROFS on a static raw, or
+ * -EINVAL when @src is NULL and @len is not 0 (then nothing changed).
  */
 BL_API int bl_ptr_append(struct bl_ptr *p, const void *src, size_t len);
 

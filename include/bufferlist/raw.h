@@ -19,6 +19,11 @@
  * bl_raw_create_empty() hands out none, so slices can grow into it with
  * bl_ptr_append().  No slice ever covers bytes past the frontier, which is
  * what makes appending into a shared raw safe for the slices that exist.
+ * The frontier moves with a compare-and-swap, so slices that end at it may
+ * be appended to from several threads at once: one append wins, the others
+ * find the frontier moved (-ENOSPC).  The raws the library grows itself (a
+ * list's append buffer, the lz4 codec's output) have one writer and are
+ * never grown through a slice: bl_ptr_unused_tail() is 0 for them.
  */
 #ifndef BUFFERLIST_RAW_H
 #define BUFFERLIST_RAW_H
@@ -59,7 +64,8 @@ BL_API struct bl_raw *bl_raw_create_aligned(size_t len, size_t align);
  * bl_raw_create_static() - wrap memory the caller keeps alive.
  * @data: borrowed; must outlive every reference.  Never freed, never
  *        written by the library.
- * Return: new, or NULL.
+ * Return: new, or NULL (memory ran out, or @data is NULL and @len is
+ * not 0).
  */
 BL_API struct bl_raw *bl_raw_create_static(const void *data, size_t len);
 
@@ -67,8 +73,8 @@ BL_API struct bl_raw *bl_raw_create_static(const void *data, size_t len);
  * bl_raw_claim() - take ownership of caller memory.
  * @fn: called exactly once, with @data, @len and @opaque, when the last
  *      reference goes; NULL means free(@data).
- * Return: new, or NULL (then @fn is NOT called and the caller still owns
- * @data).
+ * Return: new, or NULL when memory runs out or @data is NULL and @len is
+ * not 0 (then @fn is NOT called and the caller still owns @data).
  */
 BL_API struct bl_raw *bl_raw_claim(void *data, size_t len, bl_free_fn fn,
 				   void *opaque);
@@ -91,7 +97,14 @@ BL_API struct bl_pool *bl_raw_pool(const struct bl_raw *r);
 /** bl_raw_get() - take one more reference.  Return: @r. */
 BL_API struct bl_raw *bl_raw_get(struct bl_raw *r);
 
-/** bl_raw_put() - drop one reference; frees at zero.  NULL is a no-op. */
+/**
+ * bl_raw_put() - drop one reference; frees at zero.  NULL is a no-op.
+ * Releasing a reference that is not held (a raw released twice) is a
+ * programming error that no return value can report: an --enable-debug
+ * build aborts with a message (when the freed header still shows a count
+ * of 0), an AddressSanitizer build reports it (blocks in the pool caches
+ * are poisoned), and other builds corrupt memory.
+ */
 BL_API void bl_raw_put(struct bl_raw *r);
 
 /** bl_raw_data() - borrowed: valid while a reference is held. */

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_debug.c - the checks of --enable-debug (BL_DEBUG).
+ *
+ * Each misuse runs in a child, which must die of abort() with the
+ * library's message naming it: a raw released twice (from a pool cache
+ * or freed to malloc), a reference taken on a released raw, a cursor
+ * used after its list changed.  A child
+ * that uses the library correctly must exit cleanly.  In an ASan build
+ * ASan may report the misuse first: that counts as caught too.  Builds
+ * without BL_DEBUG exit 77, which the test driver reports as SKIP.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include "testutil.h"
+
+#ifdef BL_DEBUG
+
+static char err[16384];
+
+static void assert_caught(int status, const char *msg)
+{
+#ifdef BL__ASAN
+	if (strstr(err, "ERROR: AddressSanitizer"))
+		return;
+#endif
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+		      "not aborted (status %d): %s", status, err);
+	ck_assert_msg(strstr(err, "libbufferlist: ") != NULL &&
+		      strstr(err, msg) != NULL,
+		      "message lacks \"%s\": %s", msg, err);
+}
+
+static void double_release_cached(void)
+{
+	struct bl_raw *x;
+
+	bl_pool_cache_enable(true);
+	x = bl_raw_create(100);
+	bl_raw_put(x);
+	bl_raw_put(x);
+}
+
+START_TEST(double_release_from_the_cache_aborts)
+{
+	assert_caught(tu_run_child(double_release_cached, err, sizeof(err)),
+		      "released twice");
+}
+END_TEST
+
+static void double_release_uncached(void)
+{
+	struct bl_raw *x;
+
+	bl_pool_cache_enable(false);
+	x = bl_raw_create(100);
+	bl_raw_put(x);
+	bl_raw_put(x);
+}
+
+START_TEST(double_release_without_the_cache_aborts)
+{
+	assert_caught(tu_run_child(double_release_uncached, err, sizeof(err)),
+		      "released twice");
+}
+END_TEST
+
+static void slice_released_twice(void)
+{
+	struct bl_ptr p, q;
+
+	bl_pool_cache_enable(true);
+	if (bl_ptr_alloc(&p, 300))
+		_exit(4);
+	q = p;		/* a copy without a reference: a bug */
+	bl_ptr_release(&p);
+	bl_ptr_release(&q);
+}
+
+START_TEST(slice_copied_without_reference_aborts)
+{
+	assert_caught(tu_run_child(slice_released_twice, err, sizeof(err)),
+		      "released twice");
+}
+END_TEST
+
+static void get_after_release(void)
+{
+	struct bl_raw *x;
+
+	bl_pool_cache_enable(true);
+	x = bl_raw_create(100);
+	bl_raw_put(x);
+	bl_raw_get(x);
+}
+
+START_TEST(reference_taken_after_release_aborts)
+{
+	assert_caught(tu_run_child(get_after_release, err, sizeof(err)),
+		      "used after its last release");
+}
+END_TEST
+
+/* A cursor made, the list appended to (a new segment), the cursor used. */
+static void cursor_after_append(void)
+{
+	struct bl_list l;
+	struct bl_iter it;
+	struct bl_ptr p;
+	char buf[4];
+
+	bl_list_init(&l);
+	if (bl_list_append(&l, "abcd", 4) || bl_ptr_alloc(&p, 8))
+		_exit(4);
+	memset(bl_ptr_data(&p), 'p', 8);
+	bl_iter_init(&it, &l, 0);
+	if (bl_list_append_ptr_move(&l, &p))
+		_exit(5);
+	bl_iter_copy(&it, 4, buf);
+}
+
+START_TEST(cursor_used_after_its_list_changed_aborts)
+{
+	assert_caught(tu_run_child(cursor_after_append, err, sizeof(err)),
+		      "used after its list");
+}
+END_TEST
+
+/* ... and after a clear, which freed the raws it points into. */
+static void cursor_after_clear(void)
+{
+	struct bl_list l;
+	struct bl_iter it;
+	const char *d;
+
+	bl_list_init(&l);
+	if (bl_list_append(&l, "abcd", 4))
+		_exit(4);
+	bl_iter_init(&it, &l, 1);
+	bl_list_clear(&l);
+	bl_iter_get_ptr_and_advance(&it, 2, &d);
+}
+
+START_TEST(cursor_used_after_its_list_was_cleared_aborts)
+{
+	assert_caught(tu_run_child(cursor_after_clear, err, sizeof(err)),
+		      "used after its list");
+}
+END_TEST
+
+static void correct_use(void)
+{
+	struct bl_list l, m;
+	struct bl_raw *r;
+
+	bl_pool_cache_enable(true);
+	bl_list_init(&l);
+	bl_list_init(&m);
+	for (int i = 0; i < 5000; i++) {
+		r = bl_raw_create(1 + (size_t)i % 3000);
+		if (!r)
+			_exit(5);
+		bl_raw_get(r);
+		bl_raw_put(r);
+		bl_raw_put(r);
+		if (bl_list_append(&l, "abcdefgh", 1 + i % 8))
+			_exit(6);
+	}
+	if (bl_list_append_list(&m, &l) || bl_list_substr_of(&m, &l, 3, 100))
+		_exit(7);
+	{
+		/* cursors over lists that do not change, one copied */
+		struct bl_iter it, it2;
+		char buf[64];
+		uint32_t v;
+
+		if (bl_iter_init(&it, &l, 0))
+			_exit(8);
+		while (bl_iter_remaining(&it) >= sizeof(buf))
+			if (bl_iter_copy(&it, sizeof(buf), buf))
+				_exit(9);
+		if (bl_iter_init(&it2, &m, 0) || bl_decode_u32(&it2, &v))
+			_exit(10);
+		it = it2;
+		if (bl_iter_advance(&it, 1) || bl_iter_seek(&it, 0))
+			_exit(11);
+	}
+	bl_list_clear(&l);
+	bl_list_clear(&m);
+	bl_pool_cache_flush();
+}
+
+START_TEST(correct_use_passes_every_check)
+{
+	int status = tu_run_child(correct_use, err, sizeof(err));
+
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "status %d: %s", status, err);
+	ck_assert_msg(!strstr(err, "libbufferlist: "), "%s", err);
+}
+END_TEST
+
+static Suite *debug_suite(void)
+{
+	Suite *s = suite_create("debug");
+	TCase *tc = tcase_create("misuse");
+
+	tcase_add_test(tc, double_release_from_the_cache_aborts);
+	tcase_add_test(tc, double_release_without_the_cache_aborts);
+	tcase_add_test(tc, slice_copied_without_reference_aborts);
+	tcase_add_test(tc, reference_taken_after_release_aborts);
+	tcase_add_test(tc, cursor_used_after_its_list_changed_aborts);
+	tcase_add_test(tc, cursor_used_after_its_list_was_cleared_aborts);
+	tcase_add_test(tc, correct_use_passes_every_check);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run(debug_suite());
+}
+
+#else
+
+int main(void)
+{
+	puts("SKIP: not a --enable-debug build");
+	return 77;
+}
+
+#endif
