@@ -397,6 +397,7 @@ int blb_file_open(struct blb_target **out, const char *spec,
 		}
 		f->t.mem_align = mem ? mem : 1;
 		f->t.off_align = off ? off : 1;
+		f->t.blk_align = blb_blk_align(&st, f->t.off_align);
 		if (f->t.off_align > f->meta_block)
 			f->meta_block = f->t.off_align;
 		if (f->meta_block > RAW_RESERVED) {
