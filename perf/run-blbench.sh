@@ -23,12 +23,15 @@
 #           to a new preallocated file: unwritten extents, converted as
 #           they are written; the file is removed after each run)
 #           fio --rw=write --direct=1 --fallocate=native on a new file (the
-#           same fallocate); neither wraps: a run ends at SECS or when the
-#           file is full, whichever comes first
+#           same fallocate)
 #   direct  blbench SECS write --direct --target file:RAW  (O_DIRECT; the
 #           raw file is preallocated and written once before its rounds,
 #           so both sides overwrite written blocks, as on a device)
 #           fio --rw=write --direct=1 --filename=RAW
+#           In both, neither side wraps: a run ends after SECS or when it
+#           has written the file once, whichever comes first (a wrapping
+#           fio against a blbench that stops at the end measured runs of
+#           different lengths).
 #
 # The ratio: the geometric mean of the per-round ratios.  Whoever runs
 # first in a pair pays a penalty p (measured up to 2x here), so a round
@@ -38,8 +41,8 @@
 #
 # Both sides: 4 MiB ops (-b / --bs), 16 in flight (-t / --iodepth), MB =
 # 2^20 bytes; fio's bandwidth is its write bw, blbench's its summary's
-# "Bandwidth (MB/sec)".  A blbench run that fills the raw file stops early
-# (its bandwidth is still bytes over its own time); fio, time based, wraps.
+# "Bandwidth (MB/sec)".  A run that fills the raw file stops early (its
+# bandwidth is still bytes over its own time).
 #
 # Disk: the objects of a dir run are capped at the fio file's size, and
 # both that and the raw file are sized from the free space (at most 16 GiB,
@@ -151,7 +154,7 @@ run_fio_direct() {
 	settle
 	bw=$(fio --name=blbench-direct --filename="$raw" --ioengine=io_uring \
 		--rw=write --bs="$bs" --iodepth="$depth" --size="${size}M" \
-		--direct=1 --time_based --runtime="$secs" \
+		--direct=1 --runtime="$secs" \
 		--output-format=terse --terse-version=3 2>/dev/null | fio_bw)
 	echo "fio direct ${bw:-0}" >>"$results"
 }
@@ -234,9 +237,12 @@ for t in dir fresh direct; do
 				if (b[i] > 0 && f[i] > 0) { lr += log(b[i] / f[i]); k++ }
 			g = k ? 100 * exp(lr / k) : 0
 			sort(b, nb); sort(f, nf)
-			name = (t == "dir") ? "dir (buffered, new files)" :
-			       (t == "fresh") ? "new preallocated file, O_DIRECT" :
-			       "raw file written before, O_DIRECT"
+			if (t == "dir")
+				name = "dir (buffered, new files)"
+			else if (t == "fresh")
+				name = "new preallocated file, O_DIRECT"
+			else
+				name = "raw file written before, O_DIRECT"
 			printf "| %s | %.0f (%.0f-%.0f) | %.0f (%.0f-%.0f) | %.1f%% |\n",
 				name, median(b, nb), b[1], b[nb], median(f, nf), f[1], f[nf], g
 		}' "$results"
