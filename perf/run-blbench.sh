@@ -7,8 +7,8 @@
 #
 #   BLBENCH   the blbench binary (default: ./blbench, then blbench on PATH)
 #
-# Two comparisons, each interleaved: all the direct rounds, then all the
-# dir rounds; in every round blbench and fio run back to back, and who goes
+# Three comparisons, each interleaved: all the fresh rounds, then all the
+# direct rounds, then all the dir rounds; in every round blbench and fio run back to back, and who goes
 # first flips from round to round.  The kinds are not mixed because on
 # these VMs a run pays for what the run before it left behind, and that
 # differs by kind (after a buffered run an O_DIRECT run was up to 30%
@@ -19,10 +19,19 @@
 #           new file per object, removed after each run)
 #           fio --rw=write --fallocate=none, a new file removed after each
 #           run: both allocate as they go
+#   fresh   blbench SECS write --direct --target file:NEW:SIZE  (O_DIRECT
+#           to a new preallocated file: unwritten extents, converted as
+#           they are written; the file is removed after each run)
+#           fio --rw=write --direct=1 --fallocate=native on a new file (the
+#           same fallocate)
 #   direct  blbench SECS write --direct --target file:RAW  (O_DIRECT; the
-#           raw file is preallocated and written once before the rounds,
+#           raw file is preallocated and written once before its rounds,
 #           so both sides overwrite written blocks, as on a device)
 #           fio --rw=write --direct=1 --filename=RAW
+#           In both, neither side wraps: a run ends after SECS or when it
+#           has written the file once, whichever comes first (a wrapping
+#           fio against a blbench that stops at the end measured runs of
+#           different lengths).
 #
 # The ratio: the geometric mean of the per-round ratios.  Whoever runs
 # first in a pair pays a penalty p (measured up to 2x here), so a round
@@ -32,12 +41,14 @@
 #
 # Both sides: 4 MiB ops (-b / --bs), 16 in flight (-t / --iodepth), MB =
 # 2^20 bytes; fio's bandwidth is its write bw, blbench's its summary's
-# "Bandwidth (MB/sec)".  A blbench run that fills the raw file stops early
-# (its bandwidth is still bytes over its own time); fio, time based, wraps.
+# "Bandwidth (MB/sec)".  A run that fills the raw file stops early (its
+# bandwidth is still bytes over its own time).
 #
 # Disk: the objects of a dir run are capped at the fio file's size, and
-# both that and the raw file are sized from the free space (at most 16 GiB
-# each, together at most 80% of what is free); under 2 GiB free it stops.
+# both that and the raw file are sized from the free space (at most 16 GiB,
+# or BL_BENCH_SIZE MiB, each; together at most 80% of what is free); under
+# 2 GiB free it stops.  A fresh file is removed before the raw file is
+# made, so the two never take room together.
 # Everything is removed at the end, also on ^C.
 #
 # Environment:
@@ -45,6 +56,7 @@
 #                     must not be tmpfs for the O_DIRECT comparison)
 #   BL_BENCH_ROUNDS   rounds (default 6; an odd number is rounded up)
 #   BL_BENCH_SECONDS  seconds per run (default 5)
+#   BL_BENCH_SIZE     largest file, in MiB (default 16384)
 #   BL_BENCH_RAW      file for the raw lines (prog target MB/s), kept
 set -u
 
@@ -76,9 +88,10 @@ else
 	made_base=0
 fi
 raw="$base/raw.img"
+fresh="$base/fresh.img"
 results="$base/results"
 cleanup() {
-	rm -rf "$base/objs" "$base/fio.dat" "$raw" "$results"
+	rm -rf "$base/objs" "$base/fio.dat" "$raw" "$fresh" "$results"
 	[ "$made_base" = 1 ] && rmdir "$base" 2>/dev/null
 }
 trap 'cleanup; exit 130' INT TERM
@@ -91,7 +104,8 @@ if [ "${avail:-0}" -lt 2048 ]; then
 	exit 1
 fi
 size=$((avail * 40 / 100))
-[ "$size" -gt 16384 ] && size=16384
+max_size=${BL_BENCH_SIZE:-16384}
+[ "$size" -gt "$max_size" ] && size=$max_size
 size=$((size / 4 * 4))			# whole 4 MiB ops
 maxobj=$((size / 4))
 echo "# $rounds rounds of ${secs} s, bs $bs, depth $depth, in $base ($avail MiB free; files of $size MiB)"
@@ -140,23 +154,48 @@ run_fio_direct() {
 	settle
 	bw=$(fio --name=blbench-direct --filename="$raw" --ioengine=io_uring \
 		--rw=write --bs="$bs" --iodepth="$depth" --size="${size}M" \
-		--direct=1 --time_based --runtime="$secs" \
+		--direct=1 --runtime="$secs" \
 		--output-format=terse --terse-version=3 2>/dev/null | fio_bw)
 	echo "fio direct ${bw:-0}" >>"$results"
 }
 
+run_blb_fresh() {
+	rm -f "$fresh"
+	settle
+	bw=$("$bin" "$secs" write -b "$bs" -t "$depth" --direct \
+		--target "file:$fresh:${size}M" 2>/dev/null |
+		awk -F: '/^Bandwidth \(MB\/sec\)/ { gsub(/ /, "", $2); print $2 }')
+	rm -f "$fresh"
+	echo "blbench fresh ${bw:-0}" >>"$results"
+}
+
+run_fio_fresh() {
+	rm -f "$fresh"
+	settle
+	bw=$(fio --name=blbench-fresh --filename="$fresh" --ioengine=io_uring \
+		--rw=write --bs="$bs" --iodepth="$depth" --size="${size}M" \
+		--direct=1 --fallocate=native --runtime="$secs" \
+		--output-format=terse --terse-version=3 2>/dev/null | fio_bw)
+	rm -f "$fresh"
+	echo "fio fresh ${bw:-0}" >>"$results"
+}
+
 # The raw "device": made by blbench (preallocated), then written once in
 # full so that no run pays for converting unwritten extents.
-if ! "$bin" 1 write -b "$bs" -t 1 --max-objects 1 --target "file:$raw:${size}M" \
-	>/dev/null 2>&1; then
-	echo "$0: cannot make $raw" >&2
-	exit 1
-fi
-fio --name=prefill --filename="$raw" --ioengine=io_uring --rw=write \
-	--bs="$bs" --iodepth="$depth" --size="${size}M" --direct=1 \
-	--output-format=terse >/dev/null 2>&1
+make_raw() {
+	if ! "$bin" 1 write -b "$bs" -t 1 --max-objects 1 \
+		--target "file:$raw:${size}M" >/dev/null 2>&1; then
+		echo "$0: cannot make $raw" >&2
+		exit 1
+	fi
+	fio --name=prefill --filename="$raw" --ioengine=io_uring --rw=write \
+		--bs="$bs" --iodepth="$depth" --size="${size}M" --direct=1 \
+		--output-format=terse >/dev/null 2>&1
+}
 
-for kind in direct dir; do
+for kind in fresh direct dir; do
+	[ "$kind" = direct ] && make_raw
+	[ "$kind" = dir ] && rm -f "$raw"
 	r=1
 	while [ "$r" -le "$rounds" ]; do
 		if [ $((r % 2)) -eq 1 ]; then
@@ -175,7 +214,7 @@ done
 echo
 echo "| target | blbench MB/s (median, min-max) | fio MB/s (median, min-max) | blbench / fio (geomean of rounds) |"
 echo "|---|---|---|---|"
-for t in dir direct; do
+for t in dir fresh direct; do
 	awk -v t="$t" '
 		$2 != t { next }
 		$1 == "blbench" { b[++nb] = $3 }
@@ -198,7 +237,12 @@ for t in dir direct; do
 				if (b[i] > 0 && f[i] > 0) { lr += log(b[i] / f[i]); k++ }
 			g = k ? 100 * exp(lr / k) : 0
 			sort(b, nb); sort(f, nf)
-			name = (t == "dir") ? "dir (buffered, new files)" : "raw file, O_DIRECT"
+			if (t == "dir")
+				name = "dir (buffered, new files)"
+			else if (t == "fresh")
+				name = "new preallocated file, O_DIRECT"
+			else
+				name = "raw file written before, O_DIRECT"
 			printf "| %s | %.0f (%.0f-%.0f) | %.0f (%.0f-%.0f) | %.1f%% |\n",
 				name, median(b, nb), b[1], b[nb], median(f, nf), f[1], f[nf], g
 		}' "$results"

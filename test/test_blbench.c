@@ -360,6 +360,45 @@ static void prefix_of(const char *out, char *buf, size_t len)
 	buf[n] = 0;
 }
 
+/* The file system block --direct writes keep to in @path's file system. */
+static size_t blk_of(const char *path)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct stat st;
+	size_t a;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	a = (size_t)st.st_blksize;
+	if ((long)a < page)
+		a = (size_t)page;
+	return a;
+}
+
+/* The 8 bytes at @off of @path, as a string. */
+static void bytes_at(const char *path, off_t off, char out[9])
+{
+	int fd = open(path, O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	memset(out, 0, 9);
+	ck_assert_int_eq(pread(fd, out, 8, off), 8);
+	close(fd);
+}
+
+/* The "stored bytes" field of the op header at @off of @path. */
+static uint32_t stored_after_header(const char *path, off_t off)
+{
+	unsigned char h[64];
+	int fd = open(path, O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, h, sizeof(h), off), (ssize_t)sizeof(h));
+	close(fd);
+	ck_assert_int_eq(memcmp(h, "BLBENCH1", 8), 0);
+	return (uint32_t)h[48] | (uint32_t)h[49] << 8 |
+	       (uint32_t)h[50] << 16 | (uint32_t)h[51] << 24;
+}
+
 static const char *path_in(char *buf, size_t len, const char *dir,
 			   const char *name)
 {
@@ -984,6 +1023,9 @@ START_TEST(test_raw_file_with_direct_write_seq_rand_cleanup)
 	writes = check_write_summary(r.out, 65536, 65536);
 	ck_assert_int_le(writes, (64 - 1) * 16);	/* the first MiB is metadata */
 	res_free(&r);
+	/* the header fills a file system block: the body starts on one */
+	ck_assert_uint_eq(stored_after_header(f, 1 << 20),
+			  65536 - blk_of(f));
 
 	/* the file keeps its size; later runs name it without the size */
 	fmt(t, sizeof(t), "file:%s", f);
@@ -1830,6 +1872,56 @@ START_TEST(test_tcp_target_with_direct_on_the_server)
 	start_server(spec(t, sizeof(t), "dir", dio_dir, "srvd"), tcp, sizeof(tcp));
 	tcp_round(tcp, d, "--direct");
 	stop_server();
+}
+END_TEST
+
+/*
+ * -b 2M: the object area starts at 2 MiB, so that no op straddles a
+ * 2 MiB boundary, and the metadata block says so (BLBRAW02); -b 1M keeps
+ * the first format (BLBRAW01, objects from 1 MiB).  seq and rand read both.
+ */
+START_TEST(test_raw_object_area_is_aligned_to_the_op_size_and_read_back)
+{
+	char t[PATH_MAX + 64], f[PATH_MAX + 64], got[9];
+	struct res r;
+
+	path_in(f, sizeof(f), scratch, "aligned");
+	RUN(&r, "-b", "2M", "-t", "2", "5", "write", "--no-cleanup",
+	    "--target", fmt(t, sizeof(t), "file:%s:16M", f));
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total writes made:"), 7);
+	res_free(&r);
+	bytes_at(f, 0, got);
+	ck_assert_str_eq(got, "BLBRAW02");
+	bytes_at(f, 1 << 20, got);
+	ck_assert_str_ne(got, "BLBENCH1");
+	bytes_at(f, 2 << 20, got);
+	ck_assert_str_eq(got, "BLBENCH1");
+	bytes_at(f, 14 << 20, got);
+	ck_assert_str_eq(got, "BLBENCH1");
+	fmt(t, sizeof(t), "file:%s", f);
+	RUN(&r, "5", "seq", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total reads made:"), 7);
+	res_free(&r);
+	RUN(&r, "1", "rand", "--target", t);
+	expect_status(&r, 0);
+	res_free(&r);
+
+	/* a write with -b 1M over it: the first format again */
+	RUN(&r, "-b", "1M", "-t", "2", "5", "write", "--no-cleanup",
+	    "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total writes made:"), 15);
+	res_free(&r);
+	bytes_at(f, 0, got);
+	ck_assert_str_eq(got, "BLBRAW01");
+	bytes_at(f, 1 << 20, got);
+	ck_assert_str_eq(got, "BLBENCH1");
+	RUN(&r, "5", "seq", "--target", t);
+	expect_status(&r, 0);
+	ck_assert_int_eq((int)field(r.out, "Total reads made:"), 15);
+	res_free(&r);
 }
 END_TEST
 
@@ -2780,6 +2872,7 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_default_target_is_found_by_a_later_process);
 	tcase_add_test(tc, test_raw_target_too_small_is_refused_and_a_full_one_stops);
 	tcase_add_test(tc, test_truncated_raw_file_is_said_to_be_shorter_than_its_run);
+	tcase_add_test(tc, test_raw_object_area_is_aligned_to_the_op_size_and_read_back);
 	tcase_add_test(tc, test_raw_file_takes_one_writer_at_a_time);
 	tcase_add_test(tc, test_raw_file_that_cannot_be_written_is_still_read);
 	tcase_add_test(tc, test_unwritable_directory_is_refused_before_the_header);

@@ -278,6 +278,7 @@ static int dir_check_writable(struct dir_target *d, char *err, size_t len)
 static int dir_dio_align(struct dir_target *d, char *err, size_t len)
 {
 	char name[64];
+	struct stat st;
 	size_t mem, off;
 	int fd, r;
 
@@ -288,12 +289,15 @@ static int dir_dio_align(struct dir_target *d, char *err, size_t len)
 		return blb_fail(err, len, -errno, "%s does not take O_DIRECT",
 			    d->t.desc);
 	r = bl_fd_dio_align(fd, &mem, &off);
+	if (r == 0 && fstat(fd, &st) < 0)
+		r = -errno;
 	close(fd);
 	unlinkat(d->dfd, name, 0);
 	if (r < 0)
 		return blb_fail(err, len, r, "%s: O_DIRECT alignment", d->t.desc);
 	d->t.mem_align = mem ? mem : 1;
 	d->t.off_align = off ? off : 1;
+	d->t.blk_align = blb_blk_align(&st, d->t.off_align);
 	return 0;
 }
 

@@ -4,6 +4,13 @@
  * whose first MiB holds the metadata block, objects following in fixed
  * slots at offsets aligned for O_DIRECT; SIZE creates (and preallocates) a
  * file that does not exist yet.  Its room is the device's object area.
+ * The object area starts at 1 MiB, or for a write with -b a multiple of a
+ * larger power of two at that (up to 64 MiB), as a storage daemon aligns
+ * its data: an op then does not straddle two of the extents a file
+ * system preallocates (ext4 makes them a few MiB long and aligned), which
+ * ext4 takes as a write it must not run beside others: io_uring then
+ * hands it to a worker thread.  The metadata block records where the
+ * area starts.
  * I/O runs through one struct bl_uring (blbench_ring.c) and completions
  * only hand ops to their owners.  It reaches the rest of blbench only
  * through blbench_target.h.
@@ -31,7 +38,9 @@
 #include "blbench_target.h"
 
 #define RAW_RESERVED (1u << 20)	/* metadata block, then the object slots */
-#define RAW_META_MAGIC "BLBRAW01"
+#define RAW_META_MAGIC "BLBRAW01"	/* objects at RAW_RESERVED */
+#define RAW_META_MAGIC2 "BLBRAW02"	/* objects where the block says */
+#define RAW_DATA_ALIGN_MAX (64u << 20)
 #define RAW_META_BLOCK 4096u
 
 struct file_target {
@@ -41,6 +50,7 @@ struct file_target {
 	struct bl_uring *u;
 	bool shared;			/* u is borrowed */
 	size_t meta_block;		/* RAW_META_BLOCK, or the alignment */
+	uint64_t data_off;		/* where the object slots start */
 };
 
 /* A completion: the op goes back to its owner. */
@@ -58,9 +68,9 @@ static int slot_off(const struct file_target *f, const struct blb_op *op,
 	/* written so that nothing overflows: off, len and objno may come
 	 * from a network peer (serve) */
 	if (!span || op->off > span || len > span - op->off ||
-	    op->objno >= (f->size - RAW_RESERVED) / span)
+	    op->objno >= (f->size - f->data_off) / span)
 		return -ENOSPC;
-	base = RAW_RESERVED + op->objno * span + op->off;
+	base = f->data_off + op->objno * span + op->off;
 	if (base + len > f->size)
 		return -ENOSPC;
 	*pos = (off_t)base;
@@ -108,7 +118,8 @@ static int file_remove(struct blb_target *t, const char *name, uint64_t objno)
 /*
  * The metadata block: "BLBRAW01", u32 name length, u32 metadata length,
  * the run name, the metadata, and a crc32c of the block in its last four
- * bytes.  One run at a time lives on a raw target.
+ * bytes; or "BLBRAW02", the same lengths, u64 offset of the object area,
+ * then as before.  One run at a time lives on a raw target.
  */
 static int meta_block_io(struct file_target *f, unsigned char **buf, bool rd)
 {
@@ -143,19 +154,29 @@ static int meta_block_write(struct file_target *f, unsigned char *buf)
 static int meta_block_parse(const struct file_target *f,
 			    const unsigned char *buf, const char **name,
 			    size_t *nlen, const unsigned char **meta,
-			    size_t *mlen)
+			    size_t *mlen, uint64_t *data_off)
 {
-	size_t end = f->meta_block - 4;
+	size_t end = f->meta_block - 4, at = 16;
 
-	if (memcmp(buf, RAW_META_MAGIC, 8) ||
-	    blb_get_le32(buf + end) != bl_crc32c(0xFFFFFFFF, buf, end))
+	if (blb_get_le32(buf + end) != bl_crc32c(0xFFFFFFFF, buf, end))
 		return -ENOENT;
+	if (!memcmp(buf, RAW_META_MAGIC, 8)) {
+		*data_off = RAW_RESERVED;
+	} else if (!memcmp(buf, RAW_META_MAGIC2, 8)) {
+		*data_off = blb_get_le64(buf + 16);
+		at = 24;
+		if (*data_off < RAW_RESERVED || *data_off > RAW_DATA_ALIGN_MAX ||
+		    *data_off % f->meta_block)
+			return -ENOENT;
+	} else {
+		return -ENOENT;
+	}
 	*nlen = blb_get_le32(buf + 8);
 	*mlen = blb_get_le32(buf + 12);
-	if (*nlen > end || *mlen > end || 16 + *nlen + *mlen > end)
+	if (*nlen > end || *mlen > end || at + *nlen + *mlen > end)
 		return -ENOENT;
-	*name = (const char *)buf + 16;
-	*meta = buf + 16 + *nlen;
+	*name = (const char *)buf + at;
+	*meta = buf + at + *nlen;
 	return 0;
 }
 
@@ -165,20 +186,25 @@ static int file_meta_put(struct blb_target *t, const char *run,
 	struct file_target *f = (struct file_target *)t;
 	size_t nlen = strlen(run), mlen = bl_list_length(m);
 	size_t end = f->meta_block - 4;
+	/* the first format where it still says all */
+	bool v2 = f->data_off != RAW_RESERVED;
+	size_t at = v2 ? 24 : 16;
 	unsigned char *buf;
 	int r;
 
-	if (16 + nlen + mlen > end)
+	if (at + nlen + mlen > end)
 		return -E2BIG;
 	r = meta_block_io(f, &buf, false);
 	if (r < 0)
 		return r;
 	memset(buf, 0, f->meta_block);
-	memcpy(buf, RAW_META_MAGIC, 8);
+	memcpy(buf, v2 ? RAW_META_MAGIC2 : RAW_META_MAGIC, 8);
 	blb_put_le32(buf + 8, (uint32_t)nlen);
 	blb_put_le32(buf + 12, (uint32_t)mlen);
-	memcpy(buf + 16, run, nlen);
-	bl_list_copy_out(m, 0, mlen, buf + 16 + nlen);
+	if (v2)
+		blb_put_le64(buf + 16, f->data_off);
+	memcpy(buf + at, run, nlen);
+	bl_list_copy_out(m, 0, mlen, buf + at + nlen);
 	blb_put_le32(buf + end, bl_crc32c(0xFFFFFFFF, buf, end));
 	r = meta_block_write(f, buf);
 	free(buf);
@@ -193,15 +219,22 @@ static int file_meta_get(struct blb_target *t, const char *run,
 	const char *name;
 	size_t nlen, mlen;
 	unsigned char *buf;
+	uint64_t data_off;
 	int r;
 
 	r = meta_block_io(f, &buf, true);
 	if (r == 0)
-		r = meta_block_parse(f, buf, &name, &nlen, &meta, &mlen);
+		r = meta_block_parse(f, buf, &name, &nlen, &meta, &mlen,
+				     &data_off);
 	if (r == 0 && (nlen != strlen(run) || memcmp(name, run, nlen)))
 		r = -ENOENT;
 	if (r == 0)
 		r = bl_list_append(out, meta, mlen);
+	if (r == 0) {
+		/* the run's objects are where its writer put them */
+		f->data_off = data_off;
+		f->t.room = f->size > data_off ? f->size - data_off : 0;
+	}
 	free(buf);
 	return r;
 }
@@ -213,11 +246,13 @@ static int file_meta_del(struct blb_target *t, const char *run)
 	const char *name;
 	size_t nlen, mlen;
 	unsigned char *buf;
+	uint64_t data_off;
 	int r;
 
 	r = meta_block_io(f, &buf, true);
 	if (r == 0)
-		r = meta_block_parse(f, buf, &name, &nlen, &meta, &mlen);
+		r = meta_block_parse(f, buf, &name, &nlen, &meta, &mlen,
+				     &data_off);
 	if (r == 0 && (nlen != strlen(run) || memcmp(name, run, nlen)))
 		r = -ENOENT;
 	if (r == 0) {
@@ -397,6 +432,7 @@ int blb_file_open(struct blb_target **out, const char *spec,
 		}
 		f->t.mem_align = mem ? mem : 1;
 		f->t.off_align = off ? off : 1;
+		f->t.blk_align = blb_blk_align(&st, f->t.off_align);
 		if (f->t.off_align > f->meta_block)
 			f->meta_block = f->t.off_align;
 		if (f->meta_block > RAW_RESERVED) {
@@ -411,7 +447,18 @@ int blb_file_open(struct blb_target **out, const char *spec,
 			 RAW_RESERVED + 4096);
 		goto out;
 	}
-	f->t.room = f->size - RAW_RESERVED;
+	f->data_off = RAW_RESERVED;
+	if (o->mode == BLB_WRITE) {
+		/* the largest power of two -b is a multiple of */
+		uint64_t a = o->op_size & (~o->op_size + 1);
+
+		if (a > RAW_DATA_ALIGN_MAX)
+			a = RAW_DATA_ALIGN_MAX;
+		if (a > RAW_RESERVED && a % f->meta_block == 0 &&
+		    f->size > a && f->size - a >= o->op_size)
+			f->data_off = a;
+	}
+	f->t.room = f->size - f->data_off;
 	f->shared = u != NULL;
 	f->u = u ? u : blb_make_ring(o);
 	if (!f->u) {

@@ -123,6 +123,11 @@ int blb_mode_write(struct blb_bench *b)
 	b->hdr = BLB_HDR_MIN;
 	if (t->off_align > b->hdr)
 		b->hdr = t->off_align;
+	/* whole blocks when -b leaves a body of at least one */
+	if (t->direct && t->blk_align > b->hdr &&
+	    t->blk_align % b->hdr == 0 && o->op_size >= 2 * t->blk_align &&
+	    o->op_size % t->blk_align == 0)
+		b->hdr = t->blk_align;
 	if (t->off_align > 1 && o->op_size % t->off_align) {
 		fprintf(stderr, "blbench: with --direct on %s, -b must be a multiple of %zu\n",
 			t->desc, t->off_align);
@@ -135,6 +140,8 @@ int blb_mode_write(struct blb_bench *b)
 	}
 	b->body_len = o->op_size - b->hdr;
 	b->halign = t->mem_align > 64 ? t->mem_align : 64;
+	if (b->hdr > b->halign && b->hdr == t->blk_align)
+		b->halign = b->hdr;
 	b->stride = o->op_size;
 	/* with lz4: its worst case, with frame overhead */
 	if (b->flags & BLB_FLAG_LZ4)

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/statvfs.h>
 #include "blbench_target.h"
 
@@ -35,6 +36,19 @@ int blb_fs_room(int fd, uint64_t *room, uint64_t *avail)
 		reserve = RESERVE_MAX;
 	*room = *avail > reserve ? *avail - reserve : 0;
 	return 0;
+}
+
+size_t blb_blk_align(const struct stat *st, size_t off_align)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t a = st->st_blksize > 0 ? (size_t)st->st_blksize : 0;
+
+	if (page > 0 && (size_t)page > a)
+		a = (size_t)page;
+	/* a power of two, or the O_DIRECT alignment is all there is */
+	if (a > BLB_BLK_ALIGN_MAX || (a & (a - 1)))
+		a = 0;
+	return a > off_align ? a : off_align;
 }
 
 struct bl_uring *blb_make_ring(const struct blb_opts *o)

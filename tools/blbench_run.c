@@ -22,8 +22,9 @@
 /*
  * What an operation carries.  Every op starts with a small header (magic,
  * op number, object number, the run's seed, sizes, flags, the body's
- * crc32c with --crc, and a crc32c of the header itself), padded to the
- * O_DIRECT alignment with --direct.  The body is a slice of ONE pattern
+ * crc32c with --crc, and a crc32c of the header itself), padded with
+ * --direct to the target's block (blk_align) when -b leaves room, else to
+ * the O_DIRECT alignment.  The body is a slice of ONE pattern
  * raw made at start-up from the run's seed, holding V regions of one body
  * each (V the first prime above -t, the whole under 1 GiB): op n's body is
  * region n % V, so every op in flight sends from memory of its own, as

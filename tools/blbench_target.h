@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <bufferlist.h>
 #include "blbench_util.h"
@@ -144,6 +145,16 @@ struct blb_target {
 	size_t mem_align;		/* payload memory alignment (>= 1) */
 	size_t off_align;		/* offsets and lengths (>= 1) */
 	/*
+	 * With --direct, the file system's block (st_blksize, at least a
+	 * page; 0: not known): an op's header is padded to it and its memory
+	 * aligned to it, so that the body stays on block and page boundaries.
+	 * The O_DIRECT alignment alone (512 on ext4) leaves the body 512
+	 * bytes off every block, and ext4 then takes such a write to
+	 * unwritten (preallocated) blocks as unaligned: it serialises it
+	 * against every other write in flight.
+	 */
+	size_t blk_align;
+	/*
 	 * Room: bytes the run may store (free space less a reserve, or a raw
 	 * device's object area).  UINT64_MAX: unknown (remote).
 	 */
@@ -220,6 +231,13 @@ int blb_rados_open(struct blb_target **out, const char *pool,
 
 /* ---- what the io_uring targets share (blbench_ring.c) -------------------- */
 
+/*
+ * The block --direct writes keep to on @fd (struct blb_target's
+ * blk_align): st_blksize, at least a page and @off_align, at most
+ * BLB_BLK_ALIGN_MAX (a file system may say its stripe width).
+ */
+#define BLB_BLK_ALIGN_MAX (64u << 10)
+size_t blb_blk_align(const struct stat *st, size_t off_align);
 /* Bytes a run may use on the file system holding @fd. */
 int blb_fs_room(int fd, uint64_t *room, uint64_t *avail);
 /* A ring sized for @o->concurrent ops in flight; NULL when out of memory. */
