@@ -2718,6 +2718,8 @@ static void assert_same_as_init(const struct bl_list *a)
 
 	memset(&b, 0x5a, sizeof(b));
 	bl_list_init(&b);
+	/* the generation counts changes in --enable-debug builds: not state */
+	b._inl._gen = a->_inl._gen;
 	ck_assert_ptr_eq(a->_tail, &a->_inl);
 	ck_assert_ptr_eq(b._tail, &b._inl);
 	ck_assert_uint_eq(a->_len, b._len);
@@ -2730,7 +2732,6 @@ static void assert_same_as_init(const struct bl_list *a)
 	ck_assert_uint_eq(a->_inl.start, b._inl.start);
 	ck_assert_uint_eq(a->_inl.count, b._inl.count);
 	ck_assert_uint_eq(a->_inl.cap, b._inl.cap);
-	ck_assert_uint_eq(a->_inl._gen, b._inl._gen);
 	/* and nothing else before the slots */
 	ck_assert_int_eq(memcmp((const char *)a + sizeof(a->_tail),
 				(const char *)&b + sizeof(b._tail),
