@@ -5,8 +5,9 @@
  * struct bl_iter is a complete type: keep it on the stack and copy it by
  * assignment to get an independent cursor.  It borrows the list: any change
  * to the list invalidates it (an --enable-debug build aborts with a message
- * when an invalidated cursor is used; other builds read freed memory).  A move that fails returns a negative errno
- * and leaves the cursor where it was.
+ * when an invalidated cursor is used; other builds read freed memory).  A
+ * move that fails returns a negative errno and leaves the cursor where it
+ * was.
  */
 #ifndef BUFFERLIST_ITER_H
 #define BUFFERLIST_ITER_H

@@ -68,7 +68,10 @@ struct bl_list {
 	struct bl_ptr _inl_seg[BL_LIST_INLINE];	/* ... and its slots */
 };
 
-/** bl_list_init() - an empty list.  No allocation. */
+/**
+ * bl_list_init() - an empty list.  No allocation.
+ * Return: nothing; it cannot fail.
+ */
 BL_API void bl_list_init(struct bl_list *l);
 
 /*
@@ -90,25 +93,39 @@ BL_API void bl_list_init(struct bl_list *l);
 /**
  * bl_list_set_pool() - raws that @l allocates for appends come from @p
  * (NULL: the default pool).  Existing segments keep their pools.
+ * Return: nothing; it cannot fail.
  */
 BL_API void bl_list_set_pool(struct bl_list *l, struct bl_pool *p);
 
 /**
  * bl_list_clear() - drop every reference (segments and append buffer).
  * NULL is a no-op.
+ * Return: nothing; it cannot fail.
  */
 BL_API void bl_list_clear(struct bl_list *l);
 
-/** bl_list_swap() - exchange the contents of @a and @b (O(1)). */
+/**
+ * bl_list_swap() - exchange the contents of @a and @b (O(1)).
+ * Return: nothing; it cannot fail.
+ */
 BL_API void bl_list_swap(struct bl_list *a, struct bl_list *b);
 
-/** bl_list_length() - bytes in @l, O(1). */
+/**
+ * bl_list_length() - bytes in @l, O(1).
+ * Return: that count; it cannot fail.
+ */
 BL_API size_t bl_list_length(const struct bl_list *l);
 
-/** bl_list_num_buffers() - segments in @l, O(1). */
+/**
+ * bl_list_num_buffers() - segments in @l, O(1).
+ * Return: that count; it cannot fail.
+ */
 BL_API unsigned bl_list_num_buffers(const struct bl_list *l);
 
-/** bl_list_is_empty() - no bytes. */
+/**
+ * bl_list_is_empty() - no bytes.
+ * Return: true when @l holds no byte; it cannot fail.
+ */
 BL_API bool bl_list_is_empty(const struct bl_list *l);
 
 /**
@@ -118,7 +135,10 @@ BL_API bool bl_list_is_empty(const struct bl_list *l);
  */
 BL_API int bl_list_append(struct bl_list *l, const void *data, size_t len);
 
-/** bl_list_append_zero() - @len zero bytes at the end.  0 or -ENOMEM. */
+/**
+ * bl_list_append_zero() - @len zero bytes at the end.
+ * Return: 0 or -ENOMEM (then @l is unchanged).
+ */
 BL_API int bl_list_append_zero(struct bl_list *l, size_t len);
 
 /**
@@ -132,7 +152,8 @@ BL_API int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p);
 
 /**
  * bl_list_append_ptr_move() - like bl_list_append_ptr() but takes @p's
- * reference: @p is empty afterwards.  On failure @p is unchanged.
+ * reference: @p is empty afterwards (an empty @p is released).  On
+ * failure @p is unchanged.
  * Return: as bl_list_append_ptr().
  */
 BL_API int bl_list_append_ptr_move(struct bl_list *l, struct bl_ptr *p);
@@ -172,7 +193,9 @@ BL_API int bl_list_claim_prepend(struct bl_list *l, struct bl_list *src);
  * bl_list_splice() - removes bytes [@off, @off + @len) from @l.
  * @claim_by: NULL, or a list (not @l) the removed bytes are appended to
  *            (moved: no copy; only a segment cut in two gains a reference).
- * Return: 0, -ERANGE (either end outside @l), -EINVAL, -ENOMEM.
+ * Return: 0, -ERANGE (either end outside @l), -EINVAL (@claim_by is @l),
+ * -ENOMEM (a chunk of slots, in @l or @claim_by); on failure both are
+ * unchanged.
  */
 BL_API int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 			  struct bl_list *claim_by);
@@ -180,7 +203,8 @@ BL_API int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 /**
  * bl_list_substr_of() - replaces @dst's contents with bytes
  * [@off, @off + @len) of @src, shared (no copy).  @dst == @src works.
- * Return: 0, -ERANGE or -ENOMEM.
+ * Return: 0, -ERANGE (the range is outside @src) or -ENOMEM; on failure
+ * @dst is unchanged.
  */
 BL_API int bl_list_substr_of(struct bl_list *dst, const struct bl_list *src,
 			     size_t off, size_t len);
@@ -203,7 +227,11 @@ BL_API int bl_list_copy_out(const struct bl_list *l, size_t off, size_t len,
 BL_API int bl_list_copy_in(struct bl_list *l, size_t off, size_t len,
 			   const void *src);
 
-/** bl_list_zero() - writes zeros over [@off, @off + @len), as copy_in. */
+/**
+ * bl_list_zero() - writes zeros over [@off, @off + @len), as copy_in.
+ * Return: 0, -ERANGE (the range is outside @l) or -ENOMEM (a private copy
+ * of a static segment).
+ */
 BL_API int bl_list_zero(struct bl_list *l, size_t off, size_t len);
 
 /**
@@ -228,7 +256,8 @@ BL_API int bl_list_rebuild_aligned(struct bl_list *l, size_t align);
  * multiple of @size_align long (statx's STATX_DIOALIGN gives both); with
  * @max_segments non-zero, the result has at most that many segments (runs
  * are coalesced further when needed).
- * Return: 1 if it copied, 0 if not, -EINVAL, -ENOMEM.
+ * Return: 1 if it copied, 0 if not, -EINVAL (@size_align or @mem_align
+ * not a power of two), -ENOMEM; on failure @l is unchanged.
  */
 BL_API int bl_list_rebuild_aligned_size_and_memory(struct bl_list *l,
 						   size_t size_align,
@@ -254,19 +283,27 @@ BL_API ssize_t bl_list_pad_to(struct bl_list *l, size_t align);
  * bl_list_c_str() - contiguous, writable bytes of @l.  A list of several
  * segments is rebuilt into one (copies) and releases its old raws, and so
  * is a list of one segment on a static raw (read-only memory); a list of
- * one other segment returns that memory without copying.  An empty list returns a
- * static "" (no allocation, @l unchanged).  The bytes are not
+ * one other segment returns that memory without copying.  An empty list
+ * returns a static "" (no allocation, @l unchanged).  The bytes are not
  * NUL-terminated.
  * Return: borrowed (valid until @l changes); NULL only when memory runs
  * out (then @l is unchanged).
  */
 BL_API char *bl_list_c_str(struct bl_list *l);
 
-/** bl_list_contents_equal() - same bytes (segmentation ignored). */
+/**
+ * bl_list_contents_equal() - same bytes (segmentation ignored).
+ * Return: true when @a and @b hold the same bytes; it cannot fail.
+ */
 BL_API bool bl_list_contents_equal(const struct bl_list *a,
 				   const struct bl_list *b);
 
-/** bl_list_compare() - memcmp-like ordering of the bytes; shorter first on a tie. */
+/**
+ * bl_list_compare() - memcmp-like ordering of the bytes; shorter first on
+ * a tie.
+ * Return: <0, 0 or >0 as @a sorts before, with or after @b; it cannot
+ * fail.
+ */
 BL_API int bl_list_compare(const struct bl_list *a, const struct bl_list *b);
 
 /**
@@ -282,7 +319,7 @@ BL_API int bl_list_to_iovec(const struct bl_list *l, size_t off,
 
 /**
  * bl_list_get_ptr() - shares segment @i (0-based) into @p.
- * Return: 0 or -ERANGE.
+ * Return: 0, or -ERANGE (@i is not below bl_list_num_buffers()).
  */
 BL_API int bl_list_get_ptr(const struct bl_list *l, unsigned i,
 			   struct bl_ptr *p);
@@ -325,10 +362,14 @@ BL_API const struct bl_ptr *bl_list_seg_next(struct bl_list_seg_iter *it);
  * bl_list_crc32c() - crc32c of all bytes, Ceph's convention (no pre- or
  * post-inversion; crc32c("A", 0) = 0xB3109EBF).  Each raw caches its last
  * result, reused for any seed, so a repeat costs O(segments).
+ * Return: the crc; it cannot fail.
  */
 BL_API uint32_t bl_list_crc32c(const struct bl_list *l, uint32_t seed);
 
-/** bl_list_invalidate_crc() - forget the cached crcs of every raw in @l. */
+/**
+ * bl_list_invalidate_crc() - forget the cached crcs of every raw in @l.
+ * Return: nothing; it cannot fail.
+ */
 BL_API void bl_list_invalidate_crc(struct bl_list *l);
 
 /**
@@ -341,6 +382,7 @@ BL_API int bl_list_hexdump(const struct bl_list *l, FILE *out);
 /**
  * bl_list_pinned_unused() - bytes of raws @l pins but no segment of @l
  * covers (each raw counted once, its capacity minus what @l uses of it).
+ * Return: that count of bytes; it cannot fail.
  */
 BL_API size_t bl_list_pinned_unused(const struct bl_list *l);
 

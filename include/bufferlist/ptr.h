@@ -51,7 +51,9 @@ BL_API int bl_ptr_reserve(struct bl_ptr *p, size_t cap);
 
 /**
  * bl_ptr_from_raw() - make @p cover all of @r's handed-out bytes
- * (its frontier).  Takes the caller's reference to @r.
+ * (its frontier).  Takes the caller's reference to @r; NULL gives the
+ * empty slice.  @p is output only.
+ * Return: nothing; it cannot fail.
  */
 BL_API void bl_ptr_from_raw(struct bl_ptr *p, struct bl_raw *r);
 
@@ -67,16 +69,25 @@ BL_API void bl_ptr_from_raw(struct bl_ptr *p, struct bl_raw *r);
 BL_API int bl_ptr_slice(struct bl_ptr *dst, const struct bl_ptr *src,
 			size_t off, size_t len);
 
-/** bl_ptr_copy() - @dst shares @src's bytes (one more reference). */
+/**
+ * bl_ptr_copy() - @dst shares @src's bytes (one more reference).  @dst is
+ * output only.
+ * Return: nothing; it cannot fail.
+ */
 BL_API void bl_ptr_copy(struct bl_ptr *dst, const struct bl_ptr *src);
 
 /**
  * bl_ptr_release() - drop the reference; @p becomes {NULL, 0, 0}.  NULL
  * is a no-op.
+ * Return: nothing; it cannot fail.
  */
 BL_API void bl_ptr_release(struct bl_ptr *p);
 
-/** bl_ptr_data() - borrowed; NULL for the empty slice. */
+/**
+ * bl_ptr_data() - the first byte @p covers.
+ * Return: borrowed (valid while @p holds its reference), or NULL for the
+ * empty slice; it cannot fail.
+ */
 BL_API char *bl_ptr_data(const struct bl_ptr *p);
 
 /**
@@ -84,6 +95,7 @@ BL_API char *bl_ptr_data(const struct bl_ptr *p);
  * room past its frontier when @p ends at the frontier, else 0 (also for
  * a static raw and for a raw the library grows itself, such as a list's
  * append buffer).  A snapshot when other slices of the raw may append.
+ * Return: that count of bytes; it cannot fail.
  */
 BL_API size_t bl_ptr_unused_tail(const struct bl_ptr *p);
 

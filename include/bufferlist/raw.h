@@ -49,14 +49,15 @@ BL_API struct bl_raw *bl_raw_create(size_t len);
 /**
  * bl_raw_create_empty() - a combined raw of @cap bytes whose frontier is 0:
  * no byte is handed out yet, slices grow into it with bl_ptr_append().
- * Return: new, or NULL.
+ * Return: new, or NULL when memory runs out.
  */
 BL_API struct bl_raw *bl_raw_create_empty(size_t cap);
 
 /**
  * bl_raw_create_aligned() - @len bytes at an address that is a multiple
  * of @align (a power of two; 4096 for O_DIRECT).
- * Return: new, or NULL (also when @align is not a power of two).
+ * Return: new, or NULL when memory runs out or @align is not a power of
+ * two.
  */
 BL_API struct bl_raw *bl_raw_create_aligned(size_t len, size_t align);
 
@@ -83,18 +84,28 @@ struct bl_pool;
 
 /**
  * bl_raw_create_in() - as bl_raw_create(), in pool @p (NULL: default).
- * Return: new, or NULL.
+ * Return: new, or NULL when memory runs out.
  */
 BL_API struct bl_raw *bl_raw_create_in(struct bl_pool *p, size_t len);
 
-/** bl_raw_create_aligned_in() - as bl_raw_create_aligned(), in pool @p. */
+/**
+ * bl_raw_create_aligned_in() - as bl_raw_create_aligned(), in pool @p.
+ * Return: as bl_raw_create_aligned().
+ */
 BL_API struct bl_raw *bl_raw_create_aligned_in(struct bl_pool *p, size_t len,
 					       size_t align);
 
-/** bl_raw_pool() - the pool @r belongs to (borrowed). */
+/**
+ * bl_raw_pool() - the pool @r belongs to.
+ * Return: the pool (borrowed: pools live as long as the process); it
+ * cannot fail.
+ */
 BL_API struct bl_pool *bl_raw_pool(const struct bl_raw *r);
 
-/** bl_raw_get() - take one more reference.  Return: @r. */
+/**
+ * bl_raw_get() - take one more reference.
+ * Return: @r; it cannot fail.
+ */
 BL_API struct bl_raw *bl_raw_get(struct bl_raw *r);
 
 /**
@@ -104,27 +115,45 @@ BL_API struct bl_raw *bl_raw_get(struct bl_raw *r);
  * build aborts with a message (when the freed header still shows a count
  * of 0), an AddressSanitizer build reports it (blocks in the pool caches
  * are poisoned), and other builds corrupt memory.
+ * Return: nothing; it cannot fail.
  */
 BL_API void bl_raw_put(struct bl_raw *r);
 
-/** bl_raw_data() - borrowed: valid while a reference is held. */
+/**
+ * bl_raw_data() - the raw's bytes.
+ * Return: borrowed, valid while a reference is held; it cannot fail.
+ */
 BL_API char *bl_raw_data(const struct bl_raw *r);
 
-/** bl_raw_length() - the block's capacity in bytes. */
+/**
+ * bl_raw_length() - the block's capacity in bytes.
+ * Return: that count; it cannot fail.
+ */
 BL_API size_t bl_raw_length(const struct bl_raw *r);
 
-/** bl_raw_nref() - current reference count (a snapshot). */
+/**
+ * bl_raw_nref() - current reference count.
+ * Return: a snapshot of the count; it cannot fail.
+ */
 BL_API unsigned bl_raw_nref(const struct bl_raw *r);
 
-/** bl_raw_is_static() - true for borrowed, read-only memory. */
+/**
+ * bl_raw_is_static() - whether @r wraps borrowed, read-only memory.
+ * Return: true for a static raw (bl_raw_create_static()); it cannot fail.
+ */
 BL_API bool bl_raw_is_static(const struct bl_raw *r);
 
-/** bl_raw_alignment() - the largest power of two (up to 4096) dividing the data address. */
+/**
+ * bl_raw_alignment() - how the data address is aligned.
+ * Return: the largest power of two, up to 4096, that divides it (4096
+ * for a NULL address); it cannot fail.
+ */
 BL_API size_t bl_raw_alignment(const struct bl_raw *r);
 
 /**
  * bl_raw_invalidate_crc() - forget the cached crc32c; call after writing
  * into the raw's bytes without going through the library.
+ * Return: nothing; it cannot fail.
  */
 BL_API void bl_raw_invalidate_crc(struct bl_raw *r);
 
