@@ -492,10 +492,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			CHECK(shutdown(sv[1], SHUT_WR) == 0);
 			shut = true;
 		}
-		/* a peer that cannot write gives in and reads */
+		/* a peer that cannot write gives in and reads, and the
+		 * application answers what it holds */
 		if (bit || drain || blocked >= QUIET_ROUNDS)
 			moved += peer_read(&h, sv[1]);
-		if ((dbit || drain) && h.nq) {
+		if ((dbit || drain || blocked >= QUIET_ROUNDS) && h.nq) {
 			moved++;
 			send_deferred(&h);
 		}
