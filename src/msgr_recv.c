@@ -122,11 +122,20 @@ static void pooled_cb(void *arg, ssize_t res, struct bl_list *data, bool more)
 		recv_ended(c, res);
 	}
 	if (!more && c->stopping) {
-		/* the receive is over: a read takes the large frame */
+		/*
+		 * The receive is over: a read takes the large frame.  Through
+		 * process(), which checks the preamble first: the receive may
+		 * have ended without data (-ECANCELED), after chunks that
+		 * backpressure left unparsed, and start_direct() trusts the
+		 * preamble it is given.
+		 */
 		c->stopping = false;
 		if (!c->closing && !c->read_busy &&
-		    bl_list_length(&c->in) >= BL_MSGR_PREAMBLE)
-			start_direct(c);
+		    bl_list_length(&c->in) >= BL_MSGR_PREAMBLE) {
+			c->in_rx = true;
+			process(c);
+			bl__msgr_rx_end(c);
+		}
 	}
 	c->depth--;
 	bl__msgr_rx_resume(c);

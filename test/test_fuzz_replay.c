@@ -27,6 +27,7 @@ int fuzz_list_one(const uint8_t *data, size_t size);
 int fuzz_codec_one(const uint8_t *data, size_t size);
 int fuzz_lz4_one(const uint8_t *data, size_t size);
 int fuzz_msgr_one(const uint8_t *data, size_t size);
+int fuzz_msgr_conn_one(const uint8_t *data, size_t size);
 
 typedef int (*one_fn)(const uint8_t *data, size_t size);
 
@@ -143,6 +144,12 @@ START_TEST(test_msgr_corpus_replays_clean)
 }
 END_TEST
 
+START_TEST(test_msgr_conn_corpus_replays_clean)
+{
+	replay("msgr_conn", fuzz_msgr_conn_one);
+}
+END_TEST
+
 static Suite *replay_suite(void)
 {
 	Suite *s = suite_create("fuzz_replay");
@@ -154,6 +161,7 @@ static Suite *replay_suite(void)
 	tcase_add_test(tc, test_codec_corpus_replays_clean);
 	tcase_add_test(tc, test_lz4_corpus_replays_clean);
 	tcase_add_test(tc, test_msgr_corpus_replays_clean);
+	tcase_add_test(tc, test_msgr_conn_corpus_replays_clean);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -151,6 +151,43 @@ save("msgr", bytes([3 | 2 << 4, 0, 1 | 2 << 1, 5, 17, 2]) + desc)
 save("msgr", bytes([0, 0, 1]) + struct.pack("<HHBBB", 1, 0, 1, 5, 3) +
      b"hello" + desc)
 
+# ---- msgr_conn: 8 option bytes, cuts, stream (see fuzz_msgr_conn.c) -----
+def conn(opts, cuts, body, build=False):
+    return bytes(opts) + bytes([len(cuts) | (16 if build else 0)]) + \
+        bytes(cuts) + body
+
+
+big = b"".join(frame(10 + k, k + 1, bytes((k * 7 + i) & 255
+                                          for i in range(60 * k)))
+               for k in range(12))
+# plain: replies answered at once, peer reads every other round
+save("msgr_conn", conn([4, 1, 32, 3 | 1 << 2, 4, 255, 0x55], [], stream))
+# backpressure: small max_out, replies 4x the request, the peer rarely reads
+save("msgr_conn", conn([0, 2, 64, 2 | 2 << 2, 0x10, 255, 0x01],
+                       [40, 7, 100], big))
+# deferred replies (max_inflight 2), half-close at the end
+save("msgr_conn", conn([8, 2 | 64 | 128, 64, 3 | 3 << 2, 0x24, 255, 0x33],
+                       [20, 3], big))
+# half-close in the middle of a frame, tiny ring, detach, copy_below 64
+save("msgr_conn", conn([1, 1 | 8 | 32 | 128, 64, 0 | 0 << 2, 0x08, 150,
+                        0xff], [9], big))
+# direct reads (direct_min 32) and aligned payloads, shut at the end
+save("msgr_conn", conn([16, 1 | 128, 255, 3 | 1 << 2 | 2 << 5, 0x04, 255,
+                        0x0f], [60, 200], big))
+save("msgr_conn", conn([16, 2 | 4 | 128, 255, 1 | 2 << 2 | 3 << 5, 0x44,
+                        255, 0xaa], [255], big))
+# a malformed frame after good ones; a payload over max_payload
+save("msgr_conn", conn([4, 1, 32, 3 | 1 << 2, 4, 255, 0x55], [5],
+                       stream + bytes(bad) + stream))
+save("msgr_conn", conn([4, 0, 4, 3 | 1 << 2, 4, 255, 0x55], [], big))
+# build mode: descriptors, one corrupted, long payloads (len byte >= 200)
+bdesc = desc + struct.pack("<HHBBB", 9, 1, 9, 203, 255) + b"long" + \
+    struct.pack("<HHBBB", 8, 0, 10, 7, 40) + b"corrupt"
+save("msgr_conn", conn([2, 1 | 128, 40, 2 | 3 << 2 | 2 << 5, 0x14, 255,
+                        0x11], [30, 2], desc, build=True))
+save("msgr_conn", conn([2, 2 | 64 | 128, 60, 1 | 1 << 2 | 4 << 5, 0x30,
+                        200, 0x81], [11, 90], bdesc, build=True))
+
 # ---- list: a few operation sequences (see fuzz_list.c's step()) -----------
 save("list", bytes([0, 0, 0, 40]) + bytes(range(40)) +
      bytes([4, 1, 0, 17, 0, 0, 0, 0, 21, 0, 1, 100, 0, 3]))
