@@ -188,13 +188,25 @@ out:
 	return ret;
 }
 
+/* A NULL list: nothing written, and the caller is told so. */
+static int bad_list(size_t *done)
+{
+	if (done)
+		*done = 0;
+	return -EINVAL;
+}
+
 int bl_list_write_fd(const struct bl_list *l, int fd, size_t *done)
 {
+	if (!l)
+		return bad_list(done);
 	return write_all(l, fd, false, 0, done);
 }
 
 int bl_list_pwrite(const struct bl_list *l, int fd, off_t off, size_t *done)
 {
+	if (!l)
+		return bad_list(done);
 	return write_all(l, fd, true, off, done);
 }
 
@@ -304,12 +316,16 @@ fail:
 
 ssize_t bl_list_read_fd(struct bl_list *l, int fd, size_t len)
 {
+	if (!l)
+		return -EINVAL;
 	return read_all(l, fd, len, false, 0, BL__IO_CHUNK_MAX,
 			BL__IO_CHUNK_MAX);
 }
 
 ssize_t bl_list_pread(struct bl_list *l, int fd, size_t len, off_t off)
 {
+	if (!l)
+		return -EINVAL;
 	return read_all(l, fd, len, true, off, BL__IO_CHUNK_MAX,
 			BL__IO_CHUNK_MAX);
 }
@@ -321,6 +337,8 @@ ssize_t bl_list_read_file(struct bl_list *l, const char *path)
 	ssize_t ret;
 	int fd;
 
+	if (!l || !path)
+		return -EINVAL;
 	do
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 	while (fd < 0 && errno == EINTR);
@@ -350,6 +368,8 @@ int bl_list_write_file(const struct bl_list *l, const char *path,
 {
 	int fd, ret;
 
+	if (!l || !path)
+		return -EINVAL;
 	do
 		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	while (fd < 0 && errno == EINTR);
@@ -419,6 +439,8 @@ int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align)
 	struct stat st;
 	int ss, ret;
 
+	if (!mem_align || !off_align)
+		return -EINVAL;
 	memset(&stx, 0, sizeof(stx));
 	if (!statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) &&
 	    (stx.stx_mask & STATX_DIOALIGN)) {

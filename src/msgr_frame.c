@@ -109,7 +109,7 @@ int bl_msgr_encode(struct bl_list *out, uint16_t type, uint64_t seq,
 	size_t plen = payload ? bl_list_length(payload) : 0;
 	unsigned char pre[BL_MSGR_PREAMBLE], tr[BL_MSGR_TRAILER];
 
-	if ((flags & ~(0xffffu | BL_MSGR_ENC_COPY)) || payload == out)
+	if (!out || (flags & ~(0xffffu | BL_MSGR_ENC_COPY)) || payload == out)
 		return -EINVAL;
 	if (plen > BL_MSGR_PAYLOAD_LIMIT)
 		return -E2BIG;

@@ -130,6 +130,10 @@ struct bl_raw *bl_uring_regpool_get(struct bl_uring_regpool *p)
 	struct bl_raw *r;
 	unsigned id;
 
+	if (!p) {
+		errno = EINVAL;
+		return NULL;
+	}
 	pthread_mutex_lock(&p->lock);
 	if (!p->nfree) {
 		pthread_mutex_unlock(&p->lock);

@@ -1477,6 +1477,36 @@ START_TEST(test_eintr_during_blocked_read_is_retried)
 }
 END_TEST
 
+/* NULL where a list, a path or an output belongs is -EINVAL, never a crash. */
+START_TEST(test_null_arguments_are_einval)
+{
+	struct bl_list l;
+	size_t done = 99, ma = 7, oa = 7;
+	int p[2];
+
+	ck_assert_int_eq(pipe(p), 0);
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_write_fd(NULL, p[1], &done), -EINVAL);
+	ck_assert_uint_eq(done, 0);
+	done = 99;
+	ck_assert_int_eq(bl_list_pwrite(NULL, p[1], 0, &done), -EINVAL);
+	ck_assert_uint_eq(done, 0);
+	ck_assert_int_eq(bl_list_read_fd(NULL, p[0], 10), -EINVAL);
+	ck_assert_int_eq(bl_list_pread(NULL, p[0], 10, 0), -EINVAL);
+	ck_assert_int_eq(bl_list_read_file(NULL, "/dev/null"), -EINVAL);
+	ck_assert_int_eq(bl_list_read_file(&l, NULL), -EINVAL);
+	ck_assert_int_eq(bl_list_write_file(NULL, "x", 0600), -EINVAL);
+	ck_assert_int_eq(bl_list_write_file(&l, NULL, 0600), -EINVAL);
+	ck_assert_int_eq(bl_fd_dio_align(p[0], NULL, &oa), -EINVAL);
+	ck_assert_int_eq(bl_fd_dio_align(p[0], &ma, NULL), -EINVAL);
+	ck_assert_uint_eq(ma, 7);
+	ck_assert_uint_eq(oa, 7);
+	ck_assert_uint_eq(bl_list_length(&l), 0);
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
 static Suite *io_suite(void)
 {
 	Suite *s = suite_create("io");
@@ -1506,6 +1536,7 @@ static Suite *io_suite(void)
 	tcase_add_test(tc, test_read_from_write_only_fd_is_ebadf_and_list_unchanged);
 	tcase_add_test(tc, test_read_file_of_missing_path_or_directory_fails);
 	tcase_add_test(tc, test_read_allocation_failure_is_enomem_list_unchanged_no_leak);
+	tcase_add_test(tc, test_null_arguments_are_einval);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("unsized");

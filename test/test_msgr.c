@@ -398,6 +398,7 @@ START_TEST(encode_rejects_bad_arguments)
 	bl_list_init(&big);
 	ck_assert_int_eq(bl_list_append(&out, "x", 1), 0);
 	ck_assert_int_eq(bl_msgr_encode(&out, 1, 1, NULL, 1u << 17), -EINVAL);
+	ck_assert_int_eq(bl_msgr_encode(NULL, 1, 1, NULL, 0), -EINVAL);
 	/* a borrowed 2 GiB range that is never touched: checked first */
 	r = bl_raw_create_static(pat, (size_t)BL_MSGR_PAYLOAD_LIMIT + 1);
 	ck_assert_ptr_nonnull(r);

@@ -2394,6 +2394,9 @@ START_TEST(test_registered_raws_know_their_index_and_use_fixed_io)
 		}
 	}
 	ck_assert_ptr_null(bl_uring_regpool_get(rp));
+	errno = 0;
+	ck_assert_ptr_null(bl_uring_regpool_get(NULL));
+	ck_assert_int_eq(errno, EINVAL);
 	bl_raw_put(r[3]);
 	r[3] = bl_uring_regpool_get(rp);
 	ck_assert_ptr_nonnull(r[3]);

@@ -32,7 +32,7 @@ BL_BEGIN_DECLS
  * -EIO (the descriptor takes no more bytes), -EPIPE (the reader of a pipe
  * or socket went away), and the other errors of writev(2) and sendmsg(2)
  * (-EBADF, -EFBIG, -ENOSPC, -EDQUOT, -EINVAL for O_DIRECT misalignment,
- * ...).  @done says how far it got.
+ * ...), -EINVAL for a NULL @l.  @done says how far it got.
  */
 BL_API int bl_list_write_fd(const struct bl_list *l, int fd, size_t *done);
 
@@ -55,7 +55,8 @@ BL_API int bl_list_pwrite(const struct bl_list *l, int fd, off_t off,
  * Return: bytes read (0 at end of file or for @len 0), or -errno: -EAGAIN
  * (nothing read yet), -ENOMEM, and the other errors of read(2) (-EBADF,
  * -EIO, -EISDIR, -EINVAL, ...); on failure @l is unchanged (bytes already
- * consumed from a pipe or socket are then lost, as with read(2) errors).
+ * consumed from a pipe or socket are then lost, as with read(2) errors);
+ * -EINVAL for a NULL @l.
  */
 BL_API ssize_t bl_list_read_fd(struct bl_list *l, int fd, size_t len);
 
@@ -71,7 +72,7 @@ BL_API ssize_t bl_list_pread(struct bl_list *l, int fd, size_t len,
  * bl_list_read_file() - appends the whole file at @path.
  * Return: bytes read, or -errno with @l unchanged: -ENOMEM, or an error
  * of open(2) (-ENOENT, -EACCES, ...), fstat(2) or read(2) (-EISDIR, -EIO,
- * ...).
+ * ...); -EINVAL for a NULL @l or @path.
  */
 BL_API ssize_t bl_list_read_file(struct bl_list *l, const char *path);
 
@@ -80,7 +81,8 @@ BL_API ssize_t bl_list_read_file(struct bl_list *l, const char *path);
  * fsync'd.
  * Return: 0, or -errno: those of bl_list_write_fd() (-EPIPE for a FIFO
  * whose reader went away, without SIGPIPE; -ENOSPC, -EIO, ...), or an
- * error of open(2) (-ENOENT, -EACCES, ...), fsync(2) or close(2).
+ * error of open(2) (-ENOENT, -EACCES, ...), fsync(2) or close(2);
+ * -EINVAL for a NULL @l or @path.
  */
 BL_API int bl_list_write_file(const struct bl_list *l, const char *path,
 			      mode_t mode);
@@ -95,8 +97,9 @@ BL_API int bl_list_write_file(const struct bl_list *l, const char *path,
  * learn whether its filesystem takes it.  @mem_align and @off_align
  * (borrowed) are written only on success.
  * Return: 0, or -errno: -EINVAL when @fd cannot do direct I/O (not a
- * regular file or block device, or its filesystem refuses O_DIRECT),
- * -EBADF and the other errors of statx and fstat.
+ * regular file or block device, or its filesystem refuses O_DIRECT, or
+ * an output pointer is NULL), -EBADF and the other errors of statx and
+ * fstat.
  */
 BL_API int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align);
 

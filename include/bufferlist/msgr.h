@@ -114,8 +114,8 @@ BL_API void bl_msgr_frame_release(struct bl_msgr_frame *f);
  *           bl_list_crc32c(), so a payload sent again costs O(segments).
  * @flags:   the frame's 16 wire flags, or'ed with BL_MSGR_ENC_* options.
  * Return: 0; -E2BIG when the payload is longer than BL_MSGR_PAYLOAD_LIMIT;
- * -EINVAL for unknown option bits or @payload being @out; -ENOMEM.  On
- * failure @out is unchanged, its append buffer included.
+ * -EINVAL for unknown option bits, a NULL @out or @payload being @out;
+ * -ENOMEM.  On failure @out is unchanged, its append buffer included.
  */
 BL_API int bl_msgr_encode(struct bl_list *out, uint16_t type, uint64_t seq,
 			  const struct bl_list *payload, unsigned flags);

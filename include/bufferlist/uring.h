@@ -307,7 +307,7 @@ bl_uring_regpool_create(struct bl_uring *u, unsigned nbufs, size_t buf_size);
  * bl_uring_regpool_get() - a free buffer as a new raw (one reference) of
  * buf_size bytes; it returns to the pool when released.
  * Return: the raw, or NULL with errno set: ENOBUFS (all are in use),
- * ENOMEM.
+ * ENOMEM, EINVAL (@p is NULL).
  */
 BL_API struct bl_raw *bl_uring_regpool_get(struct bl_uring_regpool *p);
 
