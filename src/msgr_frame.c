@@ -217,6 +217,24 @@ int bl__msgr_parse_general(struct bl_list *in, struct bl_msgr_frame *f,
 	return 1;
 }
 
+/*
+ * A frame whose preamble @p and payload of @len bytes lie in one slice:
+ * false when the payload's crc is wrong, else @f's header fields are set.
+ */
+static inline __attribute__((always_inline)) bool
+frame_head(struct bl_msgr_frame *f, const unsigned char *p, uint32_t len,
+	   crc_fn crc)
+{
+	const unsigned char *pl = p + BL_MSGR_PREAMBLE;
+
+	if (crc(BL_MSGR_CRC_SEED, pl, len) != bl__le32_load(pl + len))
+		return false;
+	f->type = bl__le16_load(p + 4);
+	f->flags = bl__le16_load(p + 6);
+	f->seq = bl__le64_load(p + 8);
+	return true;
+}
+
 /* Everything but the crc routine, which the callers below pick. */
 static inline __attribute__((always_inline)) int
 parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
@@ -255,15 +273,10 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 		 * the list is left empty, as bl_msgr_frame_release() empties
 		 * a payload - no splice, no iterator, no atomic.
 		 */
-		const unsigned char *pl = p + BL_MSGR_PREAMBLE;
 		struct bl_ptr one = BL_PTR_INIT;
 
-		if (bl__unlikely(crc(BL_MSGR_CRC_SEED, pl, len) !=
-				 bl__le32_load(pl + len)))
+		if (bl__unlikely(!frame_head(f, p, len, crc)))
 			return bad("bad payload crc", -EBADMSG);
-		f->type = bl__le16_load(p + 4);
-		f->flags = bl__le16_load(p + 6);
-		f->seq = bl__le64_load(p + 8);
 		bl__list_take_one(in, &one);	/* lone: cannot fail */
 		if (bl__likely(len)) {
 			bl__list_set_one(&f->payload, one.raw,
@@ -280,15 +293,10 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 
 	/* fast path: the frame is inside the first slice, which goes on */
 	{
-		const unsigned char *pl = p + BL_MSGR_PREAMBLE;
 		struct bl_list *pay = &f->payload;
 
-		if (bl__unlikely(crc(BL_MSGR_CRC_SEED, pl, len) !=
-				 bl__le32_load(pl + len)))
+		if (bl__unlikely(!frame_head(f, p, len, crc)))
 			return bad("bad payload crc", -EBADMSG);
-		f->type = bl__le16_load(p + 4);
-		f->flags = bl__le16_load(p + 6);
-		f->seq = bl__le64_load(p + 8);
 		if (bl__likely(len))
 			bl__list_set_one(pay, bl__raw_get(s->raw),
 					 s->off + BL_MSGR_PREAMBLE, len);

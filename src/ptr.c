@@ -4,43 +4,32 @@
 #include <bufferlist/ptr.h>
 #include <errno.h>
 
-int bl_ptr_alloc(struct bl_ptr *p, size_t len)
+/* @p covers the first @len bytes of the new raw @r (NULL: out of memory). */
+static int cover_new(struct bl_ptr *p, struct bl_raw *r, size_t len)
 {
-	struct bl_raw *r = bl_raw_create(len);
-
 	if (!r)
 		return -ENOMEM;
 	p->raw = r;
 	p->off = 0;
 	p->len = len;
 	return 0;
+}
+
+int bl_ptr_alloc(struct bl_ptr *p, size_t len)
+{
+	return cover_new(p, bl_raw_create(len), len);
 }
 
 int bl_ptr_alloc_aligned(struct bl_ptr *p, size_t len, size_t align)
 {
-	struct bl_raw *r;
-
 	if (!bl__is_pow2(align))
 		return -EINVAL;
-	r = bl_raw_create_aligned(len, align);
-	if (!r)
-		return -ENOMEM;
-	p->raw = r;
-	p->off = 0;
-	p->len = len;
-	return 0;
+	return cover_new(p, bl_raw_create_aligned(len, align), len);
 }
 
 int bl_ptr_reserve(struct bl_ptr *p, size_t cap)
 {
-	struct bl_raw *r = bl_raw_create_empty(cap);
-
-	if (!r)
-		return -ENOMEM;
-	p->raw = r;
-	p->off = 0;
-	p->len = 0;
-	return 0;
+	return cover_new(p, bl_raw_create_empty(cap), 0);
 }
 
 void bl_ptr_from_raw(struct bl_ptr *p, struct bl_raw *r)

@@ -63,26 +63,41 @@ static int waiter_new(struct bl_uring *u, struct waiter **out)
 	return 0;
 }
 
-/* Runs @u until @w's operation called back.  Return: 0 or -errno of
- * bl_uring_run (then @w is orphaned: its callback frees it). */
-static int waiter_wait(struct bl_uring *u, struct waiter *w)
+/*
+ * Runs @u until the operation that @submitted (0, or its -errno) started
+ * called back, then takes its result (and, into @out when not NULL, its
+ * bytes).  If running the ring fails, @w is orphaned: the operation still
+ * completes later, and its callback frees @w.
+ */
+static ssize_t waiter_finish(struct bl_uring *u, struct waiter *w,
+			     int submitted, struct bl_list *out)
 {
-	while (!w->done) {
-		int ret = bl_uring_run(u, 1, -1);
+	ssize_t res;
+	int ret = submitted;
 
+	while (!ret && !w->done) {
+		ret = bl_uring_run(u, 1, -1);
 		if (ret < 0) {
 			w->orphaned = true;
 			return ret;
 		}
+		ret = 0;
 	}
-	return 0;
+	if (ret) {
+		waiter_free(w);
+		return ret;
+	}
+	res = w->res;
+	if (out && res >= 0 && bl_list_claim_append(out, &w->data))
+		res = -ENOMEM;	/* @out unchanged; the bytes are dropped */
+	waiter_free(w);
+	return res;
 }
 
 ssize_t bl_uring_write_wait(struct bl_uring *u, int fd, off_t off,
 			    const struct bl_list *l)
 {
 	struct waiter *w;
-	ssize_t res;
 	int ret;
 
 	if (!u || !l)
@@ -90,24 +105,14 @@ ssize_t bl_uring_write_wait(struct bl_uring *u, int fd, off_t off,
 	ret = waiter_new(u, &w);
 	if (ret)
 		return ret;
-	ret = bl_uring_write(u, fd, off, l, wait_cb, w);
-	if (!ret)
-		ret = waiter_wait(u, w);
-	if (ret) {
-		if (!w->orphaned)
-			waiter_free(w);
-		return ret;
-	}
-	res = w->res;
-	waiter_free(w);
-	return res;
+	return waiter_finish(u, w, bl_uring_write(u, fd, off, l, wait_cb, w),
+			     NULL);
 }
 
 ssize_t bl_uring_read_wait(struct bl_uring *u, int fd, off_t off, size_t len,
 			   size_t align, struct bl_list *out)
 {
 	struct waiter *w;
-	ssize_t res;
 	int ret;
 
 	if (!u || !out)
@@ -115,17 +120,7 @@ ssize_t bl_uring_read_wait(struct bl_uring *u, int fd, off_t off, size_t len,
 	ret = waiter_new(u, &w);
 	if (ret)
 		return ret;
-	ret = bl_uring_read(u, fd, off, len, align, wait_cb, w);
-	if (!ret)
-		ret = waiter_wait(u, w);
-	if (ret) {
-		if (!w->orphaned)
-			waiter_free(w);
-		return ret;
-	}
-	res = w->res;
-	if (res >= 0 && bl_list_claim_append(out, &w->data))
-		res = -ENOMEM;	/* @out unchanged; the bytes are dropped */
-	waiter_free(w);
-	return res;
+	return waiter_finish(u, w,
+			     bl_uring_read(u, fd, off, len, align, wait_cb, w),
+			     out);
 }
