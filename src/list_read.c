@@ -99,13 +99,37 @@ int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
 	if (off == l->_len || !iovcnt)
 		return 0;
 	locate(l, off, &p);
-	for (c = p.c, i = p.i; c && n < iovcnt; pos_next(&c, &i)) {
+	/* the first segment may start inside; then whole slots, chunk by
+	 * chunk, in a loop with nothing else to decide */
+	c = p.c;
+	i = p.i;
+	{
 		const struct bl_ptr *s = &slots(c)[i];
-		size_t so = n ? 0 : p.inner;
 
-		iov[n].iov_base = s->raw->data + s->off + so;
-		iov[n].iov_len = s->len - so;
-		n++;
+		iov[0].iov_base = s->raw->data + s->off + p.inner;
+		iov[0].iov_len = s->len - p.inner;
+		n = 1;
+		i++;
+	}
+	while (n < iovcnt) {
+		const struct bl_ptr *s, *end;
+		int left = iovcnt - n;
+
+		if (i == c->start + c->count) {
+			c = c->next;
+			if (!c)
+				break;
+			i = c->start;
+		}
+		s = &slots(c)[i];
+		end = &slots(c)[c->start + c->count];
+		if (end - s > left)
+			end = s + left;
+		i += (uint32_t)(end - s);
+		for (; s < end; s++, n++) {
+			iov[n].iov_base = s->raw->data + s->off;
+			iov[n].iov_len = s->len;
+		}
 	}
 	return n;
 }
