@@ -56,6 +56,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <bufferlist.h>
+#include "msgr_frames.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 #define MAXSTREAM (1u << 16)
@@ -67,61 +68,6 @@
 #define QUIET_ROUNDS 16
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static uint32_t ref_crc(uint32_t crc, const uint8_t *p, size_t n)
-{
-	while (n--) {
-		crc ^= *p++;
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
-	}
-	return crc;
-}
-
-static void put(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* Build mode: frames from descriptors, with correct crcs. */
-static size_t build(const uint8_t *d, size_t n, uint8_t *out)
-{
-	size_t pos = 0, o = 0;
-
-	while (n - pos >= 7) {
-		const uint8_t *h = d + pos;
-		size_t len = h[5] < 200 ? h[5] : (size_t)(h[5] - 199) * 97;
-		size_t start = o, have;
-		uint8_t corrupt = h[6];
-
-		pos += 7;
-		have = len < n - pos ? len : n - pos;
-		if (h[5] < 200)
-			len = have;
-		if (o + BL_MSGR_OVERHEAD + len > MAXSTREAM)
-			break;
-		put(out + o, BL_MSGR_MAGIC, 4);
-		memcpy(out + o + 4, h, 4);
-		put(out + o + 8, (uint64_t)h[4] * 0x0101010101ull, 8);
-		put(out + o + 16, len, 4);
-		put(out + o + 20, ref_crc(BL_MSGR_CRC_SEED, out + o, 20), 4);
-		memcpy(out + o + 24, d + pos, have);
-		for (size_t k = have; k < len; k++)
-			out[o + 24 + k] = (uint8_t)(k * 13 + 5);
-		put(out + o + 24 + len,
-		    ref_crc(BL_MSGR_CRC_SEED, out + o + 24, len), 4);
-		o += BL_MSGR_OVERHEAD + len;
-		pos += have;
-		if (corrupt < 24) {
-			size_t at = start + (size_t)corrupt * 7 %
-					    (BL_MSGR_OVERHEAD + len);
-
-			out[at] ^= (uint8_t)(1u << (corrupt & 7));
-		}
-	}
-	return o;
-}
 
 /* A frame of the stream, as bl_msgr_parse() sees it. */
 struct want {
@@ -398,7 +344,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	d = cuts + ncut;
 	n = size - 8 - ncut;
 	if (data[7] & 16) {
-		n = build(d, n, stream);
+		n = build(d, n, stream, MAXSTREAM);
 	} else {
 		if (n > MAXSTREAM)
 			n = MAXSTREAM;
