@@ -431,6 +431,24 @@ static int count_objects(const char *dir)
 	return n;
 }
 
+/* The path of one object in @dir, into @buf. */
+static const char *an_object(const char *dir, char *buf, size_t len)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = -1;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, "benchmark_data", 14)) {
+			n = snprintf(buf, len, "%s/%s", dir, de->d_name);
+			break;
+		}
+	closedir(d);
+	ck_assert_msg(n > 0 && (size_t)n < len, "no object in %s", dir);
+	return buf;
+}
+
 /* rados bench's metadata: object size u64, ops i32, pid i32, op size u64. */
 static void read_meta(const char *path, uint64_t *obj_size, uint32_t *num_ops,
 		      uint64_t *op_size)
@@ -1828,7 +1846,7 @@ static void stop_server(void)
 
 static void tcp_round(const char *tcp, const char *srvdir, const char *direct)
 {
-	char m[PATH_MAX + 64];
+	char m[PATH_MAX + 64], o[PATH_MAX + 64];
 	uint64_t obj, op;
 	uint32_t nops;
 	struct res r;
@@ -1844,6 +1862,12 @@ static void tcp_round(const char *tcp, const char *srvdir, const char *direct)
 		  &obj, &nops, &op);
 	ck_assert_int_eq((int)nops, writes);
 	ck_assert_int_eq(count_objects(srvdir), (writes + 1) / 2);
+	/* with --direct the header fills the server's block, as on a file */
+	if (!strcmp(direct, "--direct")) {
+		an_object(srvdir, o, sizeof(o));
+		ck_assert_uint_eq(stored_after_header(o, 0),
+				  65536 - blk_of(o));
+	}
 
 	RUN(&r, "-t", "4", "1", "seq", "--target", tcp, direct);
 	expect_status(&r, 0);

@@ -22,7 +22,8 @@
  *   request  = tag u64, flags u32 (TCP_DIRECT), then by type:
  *     HELLO     -                     -> room u64, slots u32, mem_align u32,
  *                                        off_align u32, max_payload u64,
- *                                        desc bytes  (or, res < 0: reason bytes)
+ *                                        desc bytes, blk_align u32
+ *                                        (or, res < 0: reason bytes)
  *     WRITE     data_off u32, objno u64, off u64, span u64, name bytes,
  *               zeros up to data_off, then the op's bytes
  *     READ      objno u64, off u64, span u64, len u64, name bytes
@@ -38,10 +39,13 @@
  * The zero-copy path end to end: a WRITE's payload is the request header
  * followed by the op's own segments, shared (the pattern slice and its
  * header raw; bl_msgr_send uses SENDMSG_ZC for large frames).  The client
- * pads the header to the server's O_DIRECT alignment, and the server's
- * connections receive large payloads into 4096-aligned raws (align_data),
- * so the data after the header lands aligned and goes to bl_uring_write()
- * on an O_DIRECT file without being copied again.
+ * pads the request header to the server's O_DIRECT alignment, and the
+ * server's connections receive large payloads into 4096-aligned raws
+ * (align_data), so the data after the header lands aligned and goes to
+ * bl_uring_write() on an O_DIRECT file without being copied again.  With
+ * --direct the op's own header fills the server's file system block
+ * (blk_align in the HELLO reply), so the op's body starts on a block there
+ * as it does on a local file.
  *
  * A server treats its peers as untrusted: names are plain file names, a
  * frame that does not parse or a request that does not decode closes that

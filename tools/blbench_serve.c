@@ -275,6 +275,8 @@ static void srv_hello(struct srv *s, struct bl_msgr_conn *c, uint64_t tag,
 	r |= bl_encode_u32(&l, (uint32_t)t->off_align);
 	r |= bl_encode_u64(&l, TCP_MAX_PAYLOAD);
 	r |= bl_encode_bytes(&l, t->desc, strlen(t->desc));
+	/* last, so that a client that predates it reads on without it */
+	r |= bl_encode_u32(&l, (uint32_t)t->blk_align);
 	if (r == 0)
 		srv_reply(c, tag, 0, &l);
 	bl_list_clear(&l);

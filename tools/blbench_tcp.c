@@ -465,7 +465,7 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 	struct tcp_target *tt;
 	struct bl_list reply, dl;
 	uint64_t room, maxp;
-	uint32_t slots, mem, off;
+	uint32_t slots, mem, off, blk;
 	struct bl_iter it;
 	int fd = -1, gai = 0, r;
 
@@ -535,10 +535,14 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 	r |= bl_decode_u32(&it, &off);
 	r |= bl_decode_u64(&it, &maxp);
 	r |= bl_decode_bytes(&it, &dl);
+	/* a server that predates blk_align sends none: its DIO alignment */
+	blk = off;
+	if (r == 0 && bl_iter_remaining(&it) >= 4)
+		r = bl_decode_u32(&it, &blk);
 	/* the alignments size every op's padding and buffers: bounded */
 	if (r || bl_list_length(&dl) >= sizeof(desc) || !mem || !off ||
 	    (mem & (mem - 1)) || (off & (off - 1)) || off > (1u << 20) ||
-	    mem > (1u << 20)) {
+	    mem > (1u << 20) || (blk & (blk - 1)) || blk > BLB_BLK_ALIGN_MAX) {
 		r = blb_fail(err, len, -EBADMSG, "cannot open target %s: its hello",
 			 tt->addr);
 		goto out;
@@ -549,6 +553,8 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 	tt->t.slots = slots != 0;
 	tt->t.mem_align = mem;
 	tt->t.off_align = off;
+	/* the server's block: the op header fills one, as on a local file */
+	tt->t.blk_align = blk > off ? blk : off;
 	tt->max_payload = maxp;
 	tt->pad = off > 64 ? off : 64;
 	if (mem > tt->pad)
