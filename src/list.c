@@ -134,16 +134,37 @@ void bl__list_drop_segments(struct bl_list *l)
 	bl__list_reset(l);
 }
 
-void bl_list_clear(struct bl_list *l)
+static __attribute__((noinline)) void clear_slow(struct bl_list *l)
 {
-	if (!l)
-		return;
 	bl__list_drop_segments(l);
 	if (l->_abuf)
 		bl__raw_put(l->_abuf);
 	l->_abuf = NULL;
 	/* A cleared list starts small again: it must not pin a large raw. */
 	l->_abuf_next = 0;
+}
+
+/*
+ * A list of at most one inline slice and no append buffer -- a slice
+ * taken out of a bigger list -- is cleared without a stack frame (the
+ * general path's register saves would cost as much as the clear).
+ */
+void bl_list_clear(struct bl_list *l)
+{
+	struct bl_raw *r = NULL;
+
+	if (!l)
+		return;
+	if (bl__unlikely(l->_inl.next || l->_abuf || l->_inl.count > 1)) {
+		clear_slow(l);
+		return;
+	}
+	if (l->_inl.count)
+		r = slots(inl(l))[l->_inl.start].raw;
+	bl__list_reset(l);
+	l->_abuf_next = 0;
+	if (r)
+		bl__raw_put(r);
 }
 
 void bl_list_swap(struct bl_list *a, struct bl_list *b)
@@ -561,14 +582,52 @@ int bl__list_share_range(struct bl_list *dst, const struct bl_list *src,
 	return 0;
 }
 
-int bl_list_substr_of(struct bl_list *dst, const struct bl_list *src,
-		      size_t off, size_t len)
+/*
+ * Makes @l, whose segments are gone (bl__list_reset() state), the one
+ * slice {@raw, @off, @len} in its first inline slot; the reference moves
+ * in.  The append buffer and the pool stay.
+ */
+static inline void set_lone(struct bl_list *l, struct bl_raw *raw, size_t off,
+			    size_t len)
+{
+	struct bl_ptr *s = &slots(inl(l))[0];
+
+	s->raw = raw;
+	s->off = off;
+	s->len = len;
+	l->_inl.count = 1;
+	l->_len = len;
+	l->_nseg = 1;
+}
+
+/* substr_of's general path: dst holds segments, or the range spans several. */
+static __attribute__((noinline)) int
+substr_slow(struct bl_list *dst, const struct bl_list *src, size_t off,
+	    size_t len)
 {
 	struct bl_list tmp;
 	int ret;
 
-	if (!range_ok(src, off, len))
-		return -ERANGE;
+	if (len) {
+		const struct bl_ptr *s;
+		struct pos p;
+
+		locate(src, off, &p);
+		s = &slots(p.c)[p.i];
+		if (len <= s->len - p.inner) {
+			/*
+			 * One slot, one reference, no allocation.  The
+			 * reference is taken before dst lets its segments
+			 * go, which may hold the last one (dst may be src).
+			 */
+			struct bl_raw *raw = bl__raw_get(s->raw);
+
+			off = s->off + p.inner;
+			bl__list_drop_segments(dst);
+			set_lone(dst, raw, off, len);
+			return 0;
+		}
+	}
 	bl_list_init(&tmp);
 	ret = bl__list_share_range(&tmp, src, off, len);
 	if (ret)
@@ -576,6 +635,30 @@ int bl_list_substr_of(struct bl_list *dst, const struct bl_list *src,
 	/* dst's old segments go; its append buffer stays with it */
 	bl__list_drop_segments(dst);
 	bl_list_claim_append(dst, &tmp);	/* dst is empty: cannot fail */
+	return 0;
+}
+
+/*
+ * A range inside one segment into a list without segments -- a slice
+ * taken out to be handed on -- sets one slot and takes one reference, and
+ * calls nothing; anything else goes the general way.
+ */
+int bl_list_substr_of(struct bl_list *dst, const struct bl_list *src,
+		      size_t off, size_t len)
+{
+	const struct bl_ptr *s;
+	struct pos p;
+
+	if (!range_ok(src, off, len))
+		return -ERANGE;
+	if (bl__unlikely(!len || dst->_nseg))
+		return substr_slow(dst, src, off, len);
+	locate(src, off, &p);
+	s = &slots(p.c)[p.i];
+	if (bl__unlikely(len > s->len - p.inner))
+		return substr_slow(dst, src, off, len);
+	bl__list_reset(dst);
+	set_lone(dst, bl__raw_get(s->raw), s->off + p.inner, len);
 	return 0;
 }
 

@@ -1164,6 +1164,200 @@ START_TEST(test_substr_random_matches_model)
 }
 END_TEST
 
+/* Segments of "ABCDEFGHIJ" as ABC DEF GHI J, each over its own raw. */
+static void abc_raws(const struct bl_list *l, struct bl_raw *r[4])
+{
+	for (unsigned i = 0; i < 4; i++)
+		r[i] = seg_of(l, i).raw;
+}
+
+START_TEST(test_substr_inside_one_segment_into_empty_allocates_nothing)
+{
+	struct bl_list src, d;
+	struct bl_raw *r[4];
+	struct tu_alloc_stats st;
+	struct bl_ptr p;
+
+	make_abc(&src);
+	abc_raws(&src, r);
+	bl_list_init(&d);
+	/* every allocation fails: the one-slot path needs none */
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 4, 2), 0);
+	tu_alloc_stats(&st);
+	tu_alloc_uninstall();
+	ck_assert_uint_eq(st.allocs, 0);
+	ck_assert_uint_eq(st.failed, 0);
+	assert_str(&d, "EF");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 1);
+	p = seg_of(&d, 0);
+	ck_assert_ptr_eq(p.raw, r[1]);
+	ck_assert_uint_eq(p.off, 1);
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 2);
+	/* a whole segment, and the last byte of the list */
+	bl_list_clear(&d);
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 6, 3), 0);
+	assert_str(&d, "GHI");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 1);
+	bl_list_clear(&d);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 9, 1), 0);
+	assert_str(&d, "J");
+	ck_assert_uint_eq(bl_raw_nref(r[3]), 2);
+	bl_list_clear(&d);
+	ck_assert_uint_eq(bl_raw_nref(r[3]), 1);
+	assert_str(&src, "ABCDEFGHIJ");
+	bl_list_clear(&src);
+}
+END_TEST
+
+START_TEST(test_substr_inside_one_segment_keeps_dst_append_buffer)
+{
+	struct bl_list src, d;
+
+	make_abc(&src);
+	bl_list_init(&d);
+	/* d: no segment, but an append buffer */
+	ck_assert_int_eq(bl_list_append(&d, "junk", 4), 0);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 3, 0), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 0);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 1, 2), 0);
+	assert_str(&d, "BC");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 1);
+	ck_assert_int_eq(bl_list_append(&d, "xy", 2), 0);
+	assert_str(&d, "BCxy");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 2);
+	bl_list_clear(&d);
+	bl_list_clear(&src);
+}
+END_TEST
+
+START_TEST(test_substr_inside_one_segment_replaces_dst)
+{
+	struct bl_list src, d;
+	struct bl_ptr old = BL_PTR_INIT;
+	struct bl_raw *r[4];
+
+	make_abc(&src);
+	abc_raws(&src, r);
+	bl_list_init(&d);
+	ck_assert_int_eq(bl_ptr_alloc(&old, 3), 0);
+	memcpy(bl_ptr_data(&old), "old", 3);
+	ck_assert_int_eq(bl_list_append_ptr(&d, &old), 0);
+	ck_assert_int_eq(bl_list_append(&d, "er", 2), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 2);
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 7, 2), 0);
+	tu_alloc_uninstall();
+	assert_str(&d, "HI");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 1);
+	ck_assert_uint_eq(bl_raw_nref(old.raw), 1);
+	ck_assert_uint_eq(bl_raw_nref(r[2]), 2);
+	bl_ptr_release(&old);
+	bl_list_clear(&d);
+	ck_assert_uint_eq(bl_raw_nref(r[2]), 1);
+	bl_list_clear(&src);
+}
+END_TEST
+
+START_TEST(test_substr_in_place_inside_one_segment_keeps_its_raw)
+{
+	struct bl_list l;
+	struct bl_raw *r[4];
+	struct bl_stats s0, s1;
+
+	make_abc(&l);
+	abc_raws(&l, r);
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 1);
+	s0 = stats_now();
+	/* the list holds the raw's only reference while it is replaced */
+	ck_assert_int_eq(bl_list_substr_of(&l, &l, 4, 2), 0);
+	s1 = stats_now();
+	assert_str(&l, "EF");
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 1);
+	ck_assert_uint_eq(s1.raws_freed - s0.raws_freed, 3);
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 1);
+	ck_assert_int_eq(bl_list_substr_of(&l, &l, 1, 1), 0);
+	assert_str(&l, "F");
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_substr_across_segments_into_empty_fails_atomically)
+{
+	struct bl_list src, d;
+	struct bl_raw *r[4];
+
+	make_abc(&src);
+	abc_raws(&src, r);
+	bl_list_init(&d);
+	/* two segments fit d's inline slots: no allocation */
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 2, 2), 0);
+	tu_alloc_uninstall();
+	assert_str(&d, "CD");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 2);
+	/* four need a chunk: refused, d and the references as they were */
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 1, 9), -ENOMEM);
+	tu_alloc_uninstall();
+	assert_str(&d, "CD");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 2);
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_uint_eq(bl_raw_nref(r[i]), i < 2 ? 2 : 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 1, 9), 0);
+	assert_str(&d, "BCDEFGHIJ");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 4);
+	bl_list_clear(&d);
+	/* into an empty list, also refused without a trace */
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 0, 10), -ENOMEM);
+	tu_alloc_uninstall();
+	assert_str(&d, "");
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_uint_eq(bl_raw_nref(r[i]), 1);
+	bl_list_clear(&src);
+}
+END_TEST
+
+START_TEST(test_clear_of_one_slice_and_of_inline_pairs)
+{
+	struct bl_list src, d;
+	struct bl_raw *r[4];
+	struct bl_stats s0, s1;
+
+	make_abc(&src);
+	abc_raws(&src, r);
+	bl_list_init(&d);
+	bl_list_clear(&d);	/* empty: nothing to drop */
+	assert_str(&d, "");
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 3, 3), 0);
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 2);
+	bl_list_clear(&d);
+	assert_str(&d, "");
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 1);
+	/* two inline slices */
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 2, 2), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 2);
+	bl_list_clear(&d);
+	ck_assert_uint_eq(bl_raw_nref(r[0]), 1);
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 1);
+	/* a lone slice holding the last reference frees its raw */
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 9, 1), 0);
+	bl_list_clear(&src);
+	ck_assert_uint_eq(bl_raw_nref(r[3]), 1);
+	s0 = stats_now();
+	bl_list_clear(&d);
+	s1 = stats_now();
+	ck_assert_uint_eq(s1.raws_freed - s0.raws_freed, 1);
+	assert_str(&d, "");
+	ck_assert_int_eq(bl_list_append(&d, "again", 5), 0);
+	assert_str(&d, "again");
+	bl_list_clear(&d);
+	bl_list_clear(NULL);
+}
+END_TEST
+
 /* ---- copy_out / copy_in / zero ------------------------------------------ */
 
 START_TEST(test_copy_out_ranges)
@@ -3335,6 +3529,15 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_substr_out_of_range_leaves_dst);
 	tcase_add_test(tc, test_substr_empty_range_at_end);
 	tcase_add_test(tc, test_substr_random_matches_model);
+	tcase_add_test(tc,
+		       test_substr_inside_one_segment_into_empty_allocates_nothing);
+	tcase_add_test(tc,
+		       test_substr_inside_one_segment_keeps_dst_append_buffer);
+	tcase_add_test(tc, test_substr_inside_one_segment_replaces_dst);
+	tcase_add_test(tc, test_substr_in_place_inside_one_segment_keeps_its_raw);
+	tcase_add_test(tc,
+		       test_substr_across_segments_into_empty_fails_atomically);
+	tcase_add_test(tc, test_clear_of_one_slice_and_of_inline_pairs);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("copy");
