@@ -582,24 +582,6 @@ int bl__list_share_range(struct bl_list *dst, const struct bl_list *src,
 	return 0;
 }
 
-/*
- * Makes @l, whose segments are gone (bl__list_reset() state), the one
- * slice {@raw, @off, @len} in its first inline slot; the reference moves
- * in.  The append buffer and the pool stay.
- */
-static inline void set_lone(struct bl_list *l, struct bl_raw *raw, size_t off,
-			    size_t len)
-{
-	struct bl_ptr *s = &slots(inl(l))[0];
-
-	s->raw = raw;
-	s->off = off;
-	s->len = len;
-	l->_inl.count = 1;
-	l->_len = len;
-	l->_nseg = 1;
-}
-
 /* substr_of's general path: dst holds segments, or the range spans several. */
 static __attribute__((noinline)) int
 substr_slow(struct bl_list *dst, const struct bl_list *src, size_t off,
@@ -624,7 +606,7 @@ substr_slow(struct bl_list *dst, const struct bl_list *src, size_t off,
 
 			off = s->off + p.inner;
 			bl__list_drop_segments(dst);
-			set_lone(dst, raw, off, len);
+			bl__list_put_lone(dst, raw, off, len);
 			return 0;
 		}
 	}
@@ -657,8 +639,7 @@ int bl_list_substr_of(struct bl_list *dst, const struct bl_list *src,
 	s = &slots(p.c)[p.i];
 	if (bl__unlikely(len > s->len - p.inner))
 		return substr_slow(dst, src, off, len);
-	bl__list_reset(dst);
-	set_lone(dst, bl__raw_get(s->raw), s->off + p.inner, len);
+	bl__list_put_lone(dst, bl__raw_get(s->raw), s->off + p.inner, len);
 	return 0;
 }
 
