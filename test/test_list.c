@@ -1022,6 +1022,169 @@ START_TEST(test_splice_large_list)
 }
 END_TEST
 
+/*
+ * Splices spanning chunks.  A list of 200 two-byte segments, each over its
+ * own raw, lies in chunks of 8, 16, 32, 64, 64 and 64 slots: segments
+ * 0-7, 8-23, 24-55, 56-119, 120-183, 184-199.
+ */
+#define CH_NSEG 200
+
+static void make_chunked(struct bl_list *l, unsigned char *data)
+{
+	uint64_t rng = 99;
+
+	tu_fill(data, 2 * CH_NSEG, &rng);
+	bl_list_init(l);
+	add_segs(l, data, 2 * CH_NSEG, 2);
+	ck_assert_uint_eq(bl_list_num_buffers(l), CH_NSEG);
+}
+
+/*
+ * Splices [off, off + len) of the chunked list into a list holding
+ * @prefix (may be ""), and checks both lists' bytes, their segment counts
+ * (@lseg, @cseg: claim_by's own segments not counted) and that a list
+ * still appends after the splice (its tail is right).
+ */
+static void chunked_case(size_t off, size_t len, const char *prefix,
+			 unsigned lseg, unsigned cseg)
+{
+	unsigned char data[2 * CH_NSEG], want[2 * CH_NSEG + 8];
+	size_t plen = strlen(prefix);
+	struct bl_list l, c;
+	unsigned cseg0;
+	uint64_t c0;
+
+	make_chunked(&l, data);
+	bl_list_init(&c);
+	if (plen)
+		ck_assert_int_eq(bl_list_append(&c, prefix, plen), 0);
+	cseg0 = bl_list_num_buffers(&c);
+	c0 = copied_now();
+	ck_assert_int_eq(bl_list_splice(&l, off, len, &c), 0);
+	ck_assert_uint_eq(copied_now(), c0);
+	memcpy(want, prefix, plen);
+	memcpy(want + plen, data + off, len);
+	tu_assert_list_eq(&c, want, plen + len);
+	ck_assert_uint_eq(bl_list_num_buffers(&c), cseg0 + cseg);
+	memcpy(want, data, off);
+	memcpy(want + off, data + off + len, 2 * CH_NSEG - off - len);
+	tu_assert_list_eq(&l, want, 2 * CH_NSEG - len);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), lseg);
+	/* both tails are right: appends land at the ends */
+	ck_assert_int_eq(bl_list_append(&l, "!", 1), 0);
+	want[2 * CH_NSEG - len] = '!';
+	tu_assert_list_eq(&l, want, 2 * CH_NSEG - len + 1);
+	ck_assert_int_eq(bl_list_append(&c, "?", 1), 0);
+	ck_assert_uint_eq(bl_list_length(&c), plen + len + 1);
+	ck_assert_int_eq(bl__list_validate(&c), 0);
+	bl_list_clear(&l);
+	bl_list_clear(&c);
+}
+
+START_TEST(test_splice_across_chunks_cutting_both_ends)
+{
+	/* segments 5 (second byte) .. 130 (first byte): chunks 1 .. 5 */
+	chunked_case(11, 2 * 125, "", CH_NSEG - 126 + 2, 126);
+	chunked_case(11, 2 * 125, "xy", CH_NSEG - 126 + 2, 126);
+	/* adjacent chunks, no chunk between: 20 (second) .. 30 (first) */
+	chunked_case(41, 2 * 10, "", CH_NSEG - 11 + 2, 11);
+	chunked_case(41, 2 * 10, "xy", CH_NSEG - 11 + 2, 11);
+}
+END_TEST
+
+START_TEST(test_splice_across_chunks_on_segment_boundaries)
+{
+	/* segments 10 .. 30 whole: chunks 2 and 3 */
+	chunked_case(20, 2 * 21, "xy", CH_NSEG - 21, 21);
+	/* chunk 2 whole and segment 24 (chunk 3): chunk 2 goes */
+	chunked_case(16, 2 * 17, "", CH_NSEG - 17, 17);
+	/* segments 150 .. 199: the last chunk empties and goes */
+	chunked_case(300, 2 * CH_NSEG - 300, "xy", 150, 50);
+	/* the first chunk whole .. segment 100 */
+	chunked_case(0, 2 * 101, "", CH_NSEG - 101, 101);
+	/* everything */
+	chunked_case(0, 2 * CH_NSEG, "xy", 0, CH_NSEG);
+	/* one byte of segment 7 (chunk 1) and one of 8 (chunk 2) */
+	chunked_case(15, 2, "", CH_NSEG + 2 - 2, 2);
+}
+END_TEST
+
+START_TEST(test_splice_across_chunks_from_inline_slot)
+{
+	unsigned char data[2 * CH_NSEG], want[2 * CH_NSEG + 2];
+	struct bl_list l, c;
+	struct bl_ptr p = BL_PTR_INIT;
+
+	for (int keep = 0; keep < 2; keep++) {
+		make_chunked(&l, data);
+		/* a prepended slice sits in the inline slots, before the chunks */
+		ck_assert_int_eq(bl_ptr_alloc(&p, 2), 0);
+		memcpy(bl_ptr_data(&p), "PQ", 2);
+		ck_assert_int_eq(bl_list_prepend_ptr(&l, &p), 0);
+		memcpy(want, "PQ", 2);
+		memcpy(want + 2, data, 2 * CH_NSEG);
+		bl_list_init(&c);
+		/* from the inline slice (whole, or its second byte) to segment 9 */
+		ck_assert_int_eq(bl_list_splice(&l, keep, 2 + 20 - keep, &c), 0);
+		tu_assert_list_eq(&c, want + keep, 22 - keep);
+		ck_assert_uint_eq(bl_list_num_buffers(&c), 11);
+		ck_assert_uint_eq(bl_raw_nref(p.raw), 2 + keep);
+		memmove(want + keep, want + 22, 2 * CH_NSEG - 20);
+		tu_assert_list_eq(&l, want, 2 * CH_NSEG + 2 - 22 + keep);
+		ck_assert_uint_eq(bl_list_num_buffers(&l), CH_NSEG - 10 + keep);
+		ck_assert_int_eq(bl_list_append(&l, "!", 1), 0);
+		ck_assert_int_eq(bl__list_validate(&l), 0);
+		bl_list_clear(&l);
+		bl_list_clear(&c);
+		ck_assert_uint_eq(bl_raw_nref(p.raw), 1);
+		bl_ptr_release(&p);
+	}
+}
+END_TEST
+
+START_TEST(test_splice_across_chunks_fails_atomically)
+{
+	unsigned char data[2 * CH_NSEG];
+	struct bl_list l, c;
+	struct bl_raw *r5, *r130;
+	struct snap sl, sc;
+
+	make_chunked(&l, data);
+	r5 = seg_of(&l, 5).raw;
+	r130 = seg_of(&l, 130).raw;
+	bl_list_init(&c);
+	ck_assert_int_eq(bl_list_append(&c, "xy", 2), 0);
+	snap_take(&sl, &l);
+	snap_take(&sc, &c);
+	/* the first chunk, then the second (there are middle chunks) */
+	for (uint64_t at = 1; at <= 2; at++) {
+		tu_alloc_install(at, 1);
+		ck_assert_int_eq(bl_list_splice(&l, 11, 250, &c), -ENOMEM);
+		tu_alloc_uninstall();
+		snap_check(&sl, &l);
+		snap_check(&sc, &c);
+		ck_assert_uint_eq(bl_raw_nref(r5), 1);
+		ck_assert_uint_eq(bl_raw_nref(r130), 1);
+	}
+	/* adjacent chunks need one */
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_splice(&l, 41, 20, &c), -ENOMEM);
+	tu_alloc_uninstall();
+	snap_check(&sl, &l);
+	snap_check(&sc, &c);
+	/* with memory: both ends cut, each gains one reference */
+	ck_assert_int_eq(bl_list_splice(&l, 11, 250, &c), 0);
+	ck_assert_uint_eq(bl_raw_nref(r5), 2);
+	ck_assert_uint_eq(bl_raw_nref(r130), 2);
+	bl_list_clear(&c);
+	ck_assert_uint_eq(bl_raw_nref(r5), 1);
+	ck_assert_uint_eq(bl_raw_nref(r130), 1);
+	snap_free(&sl);
+	snap_free(&sc);
+	bl_list_clear(&l);
+}
+END_TEST
+
 /* ---- substr_of --------------------------------------------------------- */
 
 START_TEST(test_substr_shares_without_copy)
@@ -3520,6 +3683,10 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_splice_empty_range_changes_nothing);
 	tcase_add_test(tc, test_splice_random_matches_model);
 	tcase_add_test(tc, test_splice_large_list);
+	tcase_add_test(tc, test_splice_across_chunks_cutting_both_ends);
+	tcase_add_test(tc, test_splice_across_chunks_on_segment_boundaries);
+	tcase_add_test(tc, test_splice_across_chunks_from_inline_slot);
+	tcase_add_test(tc, test_splice_across_chunks_fails_atomically);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("substr");
