@@ -2239,6 +2239,61 @@ START_TEST(test_to_iovec_resume_over_3000_segments)
 }
 END_TEST
 
+START_TEST(test_to_iovec_every_count_and_start_across_chunks)
+{
+	/* 60 segments of 1..3 bytes: chunks of 8, 16, 32 and 64 slots */
+	unsigned char data[180];
+	struct iovec iov[64];
+	struct bl_list l;
+	size_t len = 0, segoff[61];
+	uint64_t rng = 77;
+
+	bl_list_init(&l);
+	tu_fill(data, sizeof(data), &rng);
+	for (unsigned i = 0; i < 60; i++) {
+		size_t n = 1 + i % 3;
+
+		segoff[i] = len;
+		add_segs(&l, data + len, n, n);
+		len += n;
+	}
+	segoff[60] = len;
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 60);
+	for (unsigned first = 0; first < 60; first++) {
+		for (int cnt = 1; cnt <= 62; cnt++) {
+			/* from the segment's start, and from its last byte */
+			for (int inside = 0; inside < 2; inside++) {
+				size_t off = inside ? segoff[first + 1] - 1
+						    : segoff[first];
+				int want = 60 - (int)first < cnt ? 60 - (int)first
+								 : cnt;
+				int n;
+
+				for (int k = 0; k < 64; k++) {
+					iov[k].iov_base = NULL;
+					iov[k].iov_len = 12345;
+				}
+				n = bl_list_to_iovec(&l, off, iov, cnt);
+				ck_assert_int_eq(n, want);
+				for (int k = 0; k < n; k++) {
+					size_t so = k ? segoff[first + k] : off;
+
+					ck_assert_uint_eq(iov[k].iov_len,
+							  segoff[first + k + 1] - so);
+					ck_assert(memcmp(iov[k].iov_base,
+							 data + so,
+							 iov[k].iov_len) == 0);
+				}
+				/* nothing written past the entries returned */
+				for (int k = n; k < 64; k++)
+					ck_assert_uint_eq(iov[k].iov_len, 12345);
+			}
+		}
+	}
+	bl_list_clear(&l);
+}
+END_TEST
+
 START_TEST(test_get_ptr_shares_segment)
 {
 	struct bl_list l;
@@ -3764,6 +3819,7 @@ static Suite *list_suite(void)
 	tc = tcase_create("iovec");
 	tcase_add_test(tc, test_to_iovec_one_entry_per_segment);
 	tcase_add_test(tc, test_to_iovec_resume_over_3000_segments);
+	tcase_add_test(tc, test_to_iovec_every_count_and_start_across_chunks);
 	tcase_add_test(tc, test_get_ptr_shares_segment);
 	tcase_add_test(tc, test_list_larger_than_iov_max);
 	suite_add_tcase(s, tc);
