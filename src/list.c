@@ -688,7 +688,10 @@ int bl__list_share_range(struct bl_list *dst, const struct bl_list *src,
 	return 0;
 }
 
-/* substr_of's general path: dst holds segments, or the range spans several. */
+/*
+ * substr_of's general path: build aside, then replace dst's segments (its
+ * append buffer stays), so that a failure leaves dst as it was.
+ */
 static __attribute__((noinline)) int
 substr_slow(struct bl_list *dst, const struct bl_list *src, size_t off,
 	    size_t len)
@@ -696,31 +699,10 @@ substr_slow(struct bl_list *dst, const struct bl_list *src, size_t off,
 	struct bl_list tmp;
 	int ret;
 
-	if (len) {
-		const struct bl_ptr *s;
-		struct pos p;
-
-		locate(src, off, &p);
-		s = &slots(p.c)[p.i];
-		if (len <= s->len - p.inner) {
-			/*
-			 * One slot, one reference, no allocation.  The
-			 * reference is taken before dst lets its segments
-			 * go, which may hold the last one (dst may be src).
-			 */
-			struct bl_raw *raw = bl__raw_get(s->raw);
-
-			off = s->off + p.inner;
-			bl__list_drop_segments(dst);
-			bl__list_put_lone(dst, raw, off, len);
-			return 0;
-		}
-	}
 	bl_list_init(&tmp);
 	ret = bl__list_share_range(&tmp, src, off, len);
 	if (ret)
 		return ret;
-	/* dst's old segments go; its append buffer stays with it */
 	bl__list_drop_segments(dst);
 	bl_list_claim_append(dst, &tmp);	/* dst is empty: cannot fail */
 	return 0;
