@@ -436,12 +436,14 @@ static void insert_after(struct bl_list *l, const struct pos *a,
  * relinked as they are, the slots of the two end chunks copied in two
  * runs into at most two new chunks, and no reference changes hands except
  * a new one for each end segment cut in two (l keeps a piece of it).
- * Both chunks are allocated before anything changes.
+ * Both chunks are allocated before anything changes.  Out of line, so that
+ * the splices that stay in bl_list_splice() (the messenger's cuts at the
+ * front) keep their code as it was.
  * Return: 0, or -ENOMEM with both lists unchanged.
  */
-static int splice_chunks(struct bl_list *l, const struct pos *a,
-			 const struct pos *b, size_t len,
-			 struct bl_list *claim_by)
+static __attribute__((noinline)) int
+splice_chunks(struct bl_list *l, const struct pos *a, const struct pos *b,
+	      size_t len, struct bl_list *claim_by)
 {
 	struct bl__chunk_hdr *ac = a->c, *bc = b->c, *mid = ac->next;
 	struct bl__chunk_hdr *mlast = NULL, *hc, *tc = NULL, *last, *c;
