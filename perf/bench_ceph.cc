@@ -106,21 +106,31 @@ static void seglist_build(struct seglist *s)
 }
 
 /* Time only the splice; the list is rebuilt outside the timed region. */
-static uint64_t w_splice(void *arg, uint64_t n)
+static uint64_t splice_at(struct seglist *s, uint64_t n, unsigned off)
 {
-	struct seglist *s = (struct seglist *)arg;
 	uint64_t sum = 0;
 
 	for (uint64_t i = 0; i < n; i++) {
 		seglist_build(s);
 		s->other.clear();
 		uint64_t t0 = bench_now();
-		s->bl.splice(BENCH_SPLICE_OFF, BENCH_SPLICE_LEN, &s->other);
+		s->bl.splice(off, BENCH_SPLICE_LEN, &s->other);
 		sum += bench_now() - t0;
 		if (s->other.length() != BENCH_SPLICE_LEN)
 			bench_fail("splice", (long)s->other.length());
 	}
 	return bench_less_timer(sum, n);
+}
+
+static uint64_t w_splice(void *arg, uint64_t n)
+{
+	return splice_at((struct seglist *)arg, n, BENCH_SPLICE_OFF);
+}
+
+static uint64_t w_splice_cut(void *arg, uint64_t n)
+{
+	return splice_at((struct seglist *)arg, n,
+			 BENCH_SPLICE_OFF + BENCH_SPLICE_CUT);
 }
 
 /* prepare_iov() wants resize() and operator[]: give it a stack array. */
@@ -168,6 +178,21 @@ static uint64_t w_substr(void *arg, uint64_t n)
 	if (s->other.length() != BENCH_SUBSTR_LEN)
 		bench_fail("substr_of", (long)s->other.length());
 	return t;
+}
+
+/* substr_of into a new list, which is then destroyed. */
+static uint64_t w_substr_small(void *arg, uint64_t n)
+{
+	struct seglist *s = (struct seglist *)arg;
+	uint64_t t0 = bench_now();
+
+	for (uint64_t i = 0; i < n; i++) {
+		bufferlist o;
+
+		o.substr_of(s->bl, BENCH_SMALL_OFF, BENCH_SMALL_LEN);
+		bench_consume(o.length());
+	}
+	return bench_now() - t0;
 }
 
 /* ---- claim_append -------------------------------------------------------- */
@@ -409,18 +434,23 @@ int main(int argc, char **argv)
 	if (bench_want("append_8"))
 		bench_ns("append_8", w_append8, NULL);
 
-	if (bench_want("splice_1M") | bench_want("iovec_1024") |
-	    bench_want("substr_4K")) {
+	if (bench_want("splice_1M") | bench_want("splice_1M_cut") |
+	    bench_want("iovec_1024") | bench_want("substr_4K") |
+	    bench_want("substr_100")) {
 		struct seglist s;
 
 		seglist_init(&s, BENCH_NSEG, BENCH_SEG);
 		if (bench_want("splice_1M"))
 			bench_ns("splice_1M", w_splice, &s);
+		if (bench_want("splice_1M_cut"))
+			bench_ns("splice_1M_cut", w_splice_cut, &s);
 		seglist_build(&s);
 		if (bench_want("iovec_1024"))
 			bench_ns("iovec_1024", w_iovec, &s);
 		if (bench_want("substr_4K"))
 			bench_ns("substr_4K", w_substr, &s);
+		if (bench_want("substr_100"))
+			bench_ns("substr_100", w_substr_small, &s);
 	}
 
 	for (unsigned nseg : claim_nsegs) {

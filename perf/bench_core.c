@@ -21,11 +21,16 @@
  *                 (1024 bl_list_append_ptr of held slices) before each
  *                 operation, outside the timed region, and the timer's own
  *                 cost (~20 ns of ~1-5 us) is subtracted.
+ *  splice_1M_cut  the same at offset 1.5 MiB + 123: both ends cut a
+ *                 segment in two.
  *  iovec_1024     bl_list_to_iovec() of the 1024-segment list into a stack
  *                 array of 1024 iovecs.
  *  substr_4K      bl_list_substr_of() of 4 KiB at offset 2 MiB (the middle,
  *                 segment 512) of the 1024-segment list into a list that
  *                 held the previous result.
+ *  substr_100     bl_list_substr_of() of 100 bytes at offset 5000 (inside
+ *                 segment 1) of the 1024-segment list into a new list,
+ *                 then bl_list_clear() of it: one operation is both.
  *  claim_empty_N  bl_list_claim_append() of a list of N segments into an
  *                 empty list: two lists ping-pong the segments, nothing
  *                 else in the loop.
@@ -181,9 +186,8 @@ static void seglist_free(struct seglist *s)
 		bl_ptr_release(&s->segs[i]);
 }
 
-static uint64_t w_splice(void *arg, uint64_t n)
+static uint64_t splice_at(struct seglist *s, uint64_t n, size_t off)
 {
-	struct seglist *s = arg;
 	uint64_t sum = 0;
 
 	for (uint64_t i = 0; i < n; i++) {
@@ -193,14 +197,23 @@ static uint64_t w_splice(void *arg, uint64_t n)
 		seglist_build(s);
 		bl_list_clear(&s->other);
 		t0 = bench_now();
-		rc = bl_list_splice(&s->bl, BENCH_SPLICE_OFF, BENCH_SPLICE_LEN,
-				    &s->other);
+		rc = bl_list_splice(&s->bl, off, BENCH_SPLICE_LEN, &s->other);
 		sum += bench_now() - t0;
 		must(rc, "bl_list_splice");
 		if (bl_list_length(&s->other) != BENCH_SPLICE_LEN)
 			bench_fail("splice", (long)bl_list_length(&s->other));
 	}
 	return bench_less_timer(sum, n);
+}
+
+static uint64_t w_splice(void *arg, uint64_t n)
+{
+	return splice_at(arg, n, BENCH_SPLICE_OFF);
+}
+
+static uint64_t w_splice_cut(void *arg, uint64_t n)
+{
+	return splice_at(arg, n, BENCH_SPLICE_OFF + BENCH_SPLICE_CUT);
 }
 
 static uint64_t w_iovec(void *arg, uint64_t n)
@@ -234,6 +247,26 @@ static uint64_t w_substr(void *arg, uint64_t n)
 	must(rc, "bl_list_substr_of");
 	if (bl_list_length(&s->other) != BENCH_SUBSTR_LEN)
 		bench_fail("substr_of", (long)bl_list_length(&s->other));
+	return t;
+}
+
+static uint64_t w_substr_small(void *arg, uint64_t n)
+{
+	struct seglist *s = arg;
+	uint64_t t0 = bench_now(), t;
+	int rc = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		struct bl_list l;
+
+		bl_list_init(&l);
+		rc |= bl_list_substr_of(&l, &s->bl, BENCH_SMALL_OFF,
+					BENCH_SMALL_LEN);
+		bench_consume(bl_list_length(&l));
+		bl_list_clear(&l);
+	}
+	t = bench_now() - t0;
+	must(rc, "bl_list_substr_of");
 	return t;
 }
 
@@ -519,16 +552,21 @@ int main(int argc, char **argv)
 	if (bench_want("append_8"))
 		bench_ns("append_8", w_append8, NULL);
 
-	if (bench_want("splice_1M") | bench_want("iovec_1024") |
-	    bench_want("substr_4K")) {
+	if (bench_want("splice_1M") | bench_want("splice_1M_cut") |
+	    bench_want("iovec_1024") | bench_want("substr_4K") |
+	    bench_want("substr_100")) {
 		seglist_init(&s, BENCH_NSEG);
 		if (bench_want("splice_1M"))
 			bench_ns("splice_1M", w_splice, &s);
+		if (bench_want("splice_1M_cut"))
+			bench_ns("splice_1M_cut", w_splice_cut, &s);
 		seglist_build(&s);
 		if (bench_want("iovec_1024"))
 			bench_ns("iovec_1024", w_iovec, &s);
 		if (bench_want("substr_4K"))
 			bench_ns("substr_4K", w_substr, &s);
+		if (bench_want("substr_100"))
+			bench_ns("substr_100", w_substr_small, &s);
 		seglist_free(&s);
 	}
 

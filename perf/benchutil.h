@@ -341,8 +341,11 @@ static inline void bench_fill_line(const char *name, size_t buflen,
 #define BENCH_NSEG 1024u
 #define BENCH_SPLICE_OFF (1536u * 1024)	/* 1.5 MiB */
 #define BENCH_SPLICE_LEN (1024u * 1024)	/* 1 MiB */
+#define BENCH_SPLICE_CUT 123u		/* splice_1M_cut: both ends inside */
 #define BENCH_SUBSTR_OFF (2048u * 1024)	/* the middle: segment 512 */
 #define BENCH_SUBSTR_LEN 4096u
+#define BENCH_SMALL_OFF 5000u		/* substr_100: inside segment 1 */
+#define BENCH_SMALL_LEN 100u
 #define BENCH_CRC_LEN (4u << 20)
 #define BENCH_REBUILD_NSEG 256u		/* 256 x 4 KiB = 1 MiB */
 #define BENCH_FILL_LEN 1048576u

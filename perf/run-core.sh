@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: MIT
 #
 # run-core.sh DIR - run the core benchmarks of libbufferlist side by side
-# with Ceph's bufferlist and libevent's evbuffer, and print a markdown table
-# of medians.
+# with Ceph's bufferlist, libevent's evbuffer and the Rust bytes crate, and
+# print a markdown table of medians.
 #
-#   DIR holds bench_core (required), bench_ceph and bench_evbuffer (used
-#   when present).  `make bench` calls this with the build's perf/.
+#   DIR holds bench_core (required), bench_ceph, bench_evbuffer and
+#   bench_bytes (used when present; the bytes columns appear only then).
+#   `make bench` calls this with the build's perf/ (after building
+#   bench_bytes with perf/build-bytes.sh when cargo can).
 #
 # Every workload runs in a process of its own (`prog -q =WORKLOAD`), so no
 # workload inherits the allocator state another one left (glibc raises its
@@ -49,6 +51,7 @@ esac
 progs="core"
 [ -x "$dir/bench_ceph" ] && progs="$progs ceph"
 [ -x "$dir/bench_evbuffer" ] && progs="$progs evbuffer"
+[ -x "$dir/bench_bytes" ] && progs="$progs bytes"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/blbench.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -153,18 +156,23 @@ FILENAME == ARGV[1] {
 		next
 	}
 	if (!header) {
-		print "| workload | unit | ours median (min-max) | Ceph median | ours/Ceph | evbuffer median | ours/evbuffer |"
-		print "|---|---|---|---|---|---|---|"
+		hasbytes = index(" " progs " ", " bytes ") > 0
+		print "| workload | unit | ours median (min-max) | Ceph median | ours/Ceph | evbuffer median | ours/evbuffer |" (hasbytes ? " bytes median | ours/bytes |" : "")
+		print "|---|---|---|---|---|---|---|" (hasbytes ? "---|---|" : "")
 		header = 1
 	}
 	u = unit[w]
 	ours = (("core", w) in med) ? med["core", w] : ""
 	ceph = (("ceph", w) in med) ? med["ceph", w] : ""
 	ev = (("evbuffer", w) in med) ? med["evbuffer", w] : ""
+	by = (("bytes", w) in med) ? med["bytes", w] : ""
 	o = ours == "" ? "-" : fmt(ours) " (" fmt(lo["core", w]) "-" fmt(hi["core", w]) ")"
-	printf "| %s | %s | %s | %s | %s | %s | %s |\n", w, (u == "ns" ? "ns/op" : u), o,
+	printf "| %s | %s | %s | %s | %s | %s | %s |", w, (u == "ns" ? "ns/op" : u), o,
 		(ceph == "" ? "-" : fmt(ceph)), ratio(ours, ceph, u),
 		(ev == "" ? "-" : fmt(ev)), ratio(ours, ev, u)
+	if (hasbytes)
+		printf " %s | %s |", (by == "" ? "-" : fmt(by)), ratio(ours, by, u)
+	printf "\n"
 }
 END {
 	if (!nb)

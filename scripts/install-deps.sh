@@ -8,8 +8,10 @@ BUILD="gcc g++ make autoconf automake libtool pkgconf check liburing-dev liblz4-
 # tests: the lz4 command (interoperability), hexdump -C (bsdextrautils),
 # valgrind, groff and mandoc (test/check_man.sh renders the manual)
 TEST="lz4 bsdextrautils valgrind groff-base mandoc"
-# benchmarks: the peers we compare against in the same run
-BENCH="libevent-dev librados-dev libradospp-dev fio"
+# benchmarks: the peers we compare against in the same run (the Rust bytes
+# crate is built offline from librust-bytes-dev, with cargo from rustup or
+# Debian's cargo)
+BENCH="libevent-dev librados-dev libradospp-dev fio librust-bytes-dev"
 # hardening: clang's libFuzzer for make fuzz / check-fuzz
 FUZZ="clang libclang-rt-14-dev"
 # Ceph: a throw-away one-node cluster for make check-ceph and the rados target

@@ -110,8 +110,14 @@ static inline const void *peek(struct bl_iter *it, size_t n, void *tmp)
 	return tmp;
 }
 
+/*
+ * Fixed-width decoders: bytes that end before the cursor's segment does
+ * are loaded in place with no stack frame; a value across a seam, or one
+ * that ends the segment, takes the general path.
+ */
 #define DECODE(bits)							\
-int bl_decode_u##bits(struct bl_iter *it, uint##bits##_t *v)		\
+static __attribute__((noinline)) int					\
+decode_u##bits##_slow(struct bl_iter *it, uint##bits##_t *v)		\
 {									\
 	uint##bits##_t tmp;						\
 	const void *p = peek(it, sizeof(tmp), &tmp);			\
@@ -121,6 +127,16 @@ int bl_decode_u##bits(struct bl_iter *it, uint##bits##_t *v)		\
 	*v = bl__le##bits##_load(p);					\
 	bl__iter_step(it, sizeof(tmp));					\
 	return 0;							\
+}									\
+									\
+int bl_decode_u##bits(struct bl_iter *it, uint##bits##_t *v)		\
+{									\
+	if (bl__likely(bl__iter_contig(it) > sizeof(*v))) {		\
+		*v = bl__le##bits##_load(bl__iter_ptr(it));		\
+		bl__iter_skip(it, sizeof(*v));				\
+		return 0;						\
+	}								\
+	return decode_u##bits##_slow(it, v);				\
 }
 
 int bl_decode_u8(struct bl_iter *it, uint8_t *v)

@@ -110,7 +110,8 @@ int bl_iter_copy(struct bl_iter *it, size_t len, void *dst)
 	return 0;
 }
 
-int bl_iter_copy_list(struct bl_iter *it, size_t len, struct bl_list *dst)
+static __attribute__((noinline)) int
+copy_list_slow(struct bl_iter *it, size_t len, struct bl_list *dst)
 {
 	struct bl_iter t = *it;
 	struct bl_list tmp;
@@ -153,6 +154,26 @@ int bl_iter_copy_list(struct bl_iter *it, size_t len, struct bl_list *dst)
 	if (!ret)
 		*it = t;
 	return ret;
+}
+
+/*
+ * A piece that ends before its segment does, into a list without
+ * segments -- a payload taken out of a stream to be handed on -- sets the
+ * list's one slot, takes one reference and calls nothing; anything else
+ * goes the general way.
+ */
+int bl_iter_copy_list(struct bl_iter *it, size_t len, struct bl_list *dst)
+{
+	const struct bl_ptr *s;
+
+	if (bl__unlikely(!it->_chunk || bl__list_nseg(dst) || !len))
+		return copy_list_slow(it, len, dst);
+	s = cur(it);
+	if (bl__unlikely(len >= s->len - it->_seg_off))
+		return copy_list_slow(it, len, dst);
+	bl__list_put_lone(dst, bl__raw_get(s->raw), s->off + it->_seg_off, len);
+	bl__iter_skip(it, len);
+	return 0;
 }
 
 size_t bl_iter_get_ptr_and_advance(struct bl_iter *it, size_t want,

@@ -70,6 +70,13 @@ static inline const char *bl__iter_ptr(const struct bl_iter *it)
 	return s->raw->data + s->off + it->_seg_off;
 }
 
+/* Moves forward @n bytes, n < bl__iter_contig(): the segment stays. */
+static inline void bl__iter_skip(struct bl_iter *it, size_t n)
+{
+	it->_seg_off += n;
+	it->_off += n;
+}
+
 /* Moves forward @n bytes, n <= bl__iter_contig(). */
 static inline void bl__iter_step(struct bl_iter *it, size_t n)
 {

@@ -134,16 +134,37 @@ void bl__list_drop_segments(struct bl_list *l)
 	bl__list_reset(l);
 }
 
-void bl_list_clear(struct bl_list *l)
+static __attribute__((noinline)) void clear_slow(struct bl_list *l)
 {
-	if (!l)
-		return;
 	bl__list_drop_segments(l);
 	if (l->_abuf)
 		bl__raw_put(l->_abuf);
 	l->_abuf = NULL;
 	/* A cleared list starts small again: it must not pin a large raw. */
 	l->_abuf_next = 0;
+}
+
+/*
+ * A list of at most one inline slice and no append buffer -- a slice
+ * taken out of a bigger list -- is cleared without a stack frame (the
+ * general path's register saves would cost as much as the clear).
+ */
+void bl_list_clear(struct bl_list *l)
+{
+	struct bl_raw *r = NULL;
+
+	if (!l)
+		return;
+	if (bl__unlikely(l->_inl.next || l->_abuf || l->_inl.count > 1)) {
+		clear_slow(l);
+		return;
+	}
+	if (l->_inl.count)
+		r = slots(inl(l))[l->_inl.start].raw;
+	bl__list_reset(l);
+	l->_abuf_next = 0;
+	if (r)
+		bl__raw_put(r);
 }
 
 void bl_list_swap(struct bl_list *a, struct bl_list *b)
@@ -409,6 +430,112 @@ static void insert_after(struct bl_list *l, const struct pos *a,
 	l->_nseg++;
 }
 
+/*
+ * The splice of a range whose first slot (@a) and last slot (@b) lie in
+ * different chunks, into @claim_by: the chunks wholly inside the range are
+ * relinked as they are, the slots of the two end chunks copied in two
+ * runs into at most two new chunks, and no reference changes hands except
+ * a new one for each end segment cut in two (l keeps a piece of it).
+ * Both chunks are allocated before anything changes.  Out of line, so that
+ * the splices that stay in bl_list_splice() (the messenger's cuts at the
+ * front) keep their code as it was.
+ * Return: 0, or -ENOMEM with both lists unchanged.
+ */
+static __attribute__((noinline)) int
+splice_chunks(struct bl_list *l, const struct pos *a, const struct pos *b,
+	      size_t len, struct bl_list *claim_by)
+{
+	struct bl__chunk_hdr *ac = a->c, *bc = b->c, *mid = ac->next;
+	struct bl__chunk_hdr *mlast = NULL, *hc, *tc = NULL, *last, *c;
+	struct bl_ptr *sa = &slots(ac)[a->i], *sb = &slots(bc)[b->i];
+	uint32_t nhead = ac->start + ac->count - a->i;
+	uint32_t ntail = b->i - bc->start + 1, cap;
+	size_t nmid = 0, total, left_len = a->inner, end_inner = b->inner + 1;
+	bool keep_l = left_len > 0, keep_r = end_inner < sb->len;
+	struct bl_list tmp;
+
+	for (c = mid; c != bc; c = c->next) {
+		nmid += c->count;
+		mlast = c;
+	}
+	total = nhead + nmid + ntail;
+	if (!nseg_room(claim_by, total))
+		return -ENOMEM;	/* the segment count would wrap */
+	/* the head run, and the tail run too when no chunk lies between */
+	cap = nhead + (mlast ? 0 : ntail);
+	hc = bl__chunk_new(cap > CHUNK_MIN ? cap : CHUNK_MIN);
+	if (!hc)
+		return -ENOMEM;
+	if (mlast) {
+		tc = bl__chunk_new(ntail > CHUNK_MIN ? ntail : CHUNK_MIN);
+		if (!tc) {
+			bl__chunk_free(hc);
+			return -ENOMEM;
+		}
+	}
+
+	/* claim_by's chain: hc, the middle chunks, tc */
+	memcpy(slots(hc), sa, nhead * sizeof(struct bl_ptr));
+	slots(hc)[0].off += left_len;
+	slots(hc)[0].len -= left_len;
+	hc->count = nhead;
+	last = tc ? tc : hc;
+	memcpy(slots(last) + last->count, slots(bc) + bc->start,
+	       ntail * sizeof(struct bl_ptr));
+	last->count += ntail;
+	slots(last)[last->count - 1].len = end_inner;
+	if (mlast) {
+		hc->next = mid;
+		mlast->next = tc;
+	}
+	/* an end cut in two: l keeps a piece, claim_by gets a reference */
+	if (keep_l)
+		bl__raw_get(sa->raw);
+	if (keep_r)
+		bl__raw_get(sb->raw);
+
+	/* l: a's chunk keeps its slots before a (and a's front piece) ... */
+	BL__LIST_TOUCH(l);
+	if (keep_l)
+		sa->len = left_len;
+	ac->count = a->i - ac->start + keep_l;
+	/* ... and b's chunk its slots after b (and b's back piece) */
+	if (keep_r) {
+		sb->off += end_inner;
+		sb->len -= end_inner;
+	}
+	bc->start += ntail - keep_r;
+	bc->count -= ntail - keep_r;
+	ac->next = bc;
+	if (!bc->count) {
+		ac->next = bc->next;
+		if (l->_tail == bc)
+			l->_tail = ac;
+		bl__chunk_free(bc);
+	}
+	if (!ac->count) {
+		if (ac != inl(l)) {
+			a->prev->next = ac->next;
+			if (l->_tail == ac)
+				l->_tail = a->prev;
+			bl__chunk_free(ac);
+		} else {
+			ac->start = 0;
+		}
+	}
+	l->_nseg -= (unsigned)(total - keep_l - keep_r);
+	l->_len -= len;
+
+	/* hand the chain over: a relink that cannot fail (count checked) */
+	bl_list_init(&tmp);
+	tmp._inl.next = hc;
+	tmp._tail = last;
+	tmp._len = len;
+	tmp._nseg = (unsigned)total;
+	bl_list_claim_append(claim_by, &tmp);
+	return 0;
+}
+
 int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 		   struct bl_list *claim_by)
 {
@@ -436,6 +563,8 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 	keep_l = left_len > 0;
 	keep_r = end_inner < sb.len;
 	one = a.c == b.c && a.i == b.i;
+	if (claim_by && a.c != b.c)
+		return splice_chunks(l, &a, &b, len, claim_by);
 
 	/*
 	 * A hole inside one segment turns one slot into two: get the room
@@ -561,21 +690,46 @@ int bl__list_share_range(struct bl_list *dst, const struct bl_list *src,
 	return 0;
 }
 
-int bl_list_substr_of(struct bl_list *dst, const struct bl_list *src,
-		      size_t off, size_t len)
+/*
+ * substr_of's general path: build aside, then replace dst's segments (its
+ * append buffer stays), so that a failure leaves dst as it was.
+ */
+static __attribute__((noinline)) int
+substr_slow(struct bl_list *dst, const struct bl_list *src, size_t off,
+	    size_t len)
 {
 	struct bl_list tmp;
 	int ret;
 
-	if (!range_ok(src, off, len))
-		return -ERANGE;
 	bl_list_init(&tmp);
 	ret = bl__list_share_range(&tmp, src, off, len);
 	if (ret)
 		return ret;
-	/* dst's old segments go; its append buffer stays with it */
 	bl__list_drop_segments(dst);
 	bl_list_claim_append(dst, &tmp);	/* dst is empty: cannot fail */
+	return 0;
+}
+
+/*
+ * A range inside one segment into a list without segments -- a slice
+ * taken out to be handed on -- sets one slot and takes one reference, and
+ * calls nothing; anything else goes the general way.
+ */
+int bl_list_substr_of(struct bl_list *dst, const struct bl_list *src,
+		      size_t off, size_t len)
+{
+	const struct bl_ptr *s;
+	struct pos p;
+
+	if (!range_ok(src, off, len))
+		return -ERANGE;
+	if (bl__unlikely(!len || dst->_nseg))
+		return substr_slow(dst, src, off, len);
+	locate(src, off, &p);
+	s = &slots(p.c)[p.i];
+	if (bl__unlikely(len > s->len - p.inner))
+		return substr_slow(dst, src, off, len);
+	bl__list_put_lone(dst, bl__raw_get(s->raw), s->off + p.inner, len);
 	return 0;
 }
 

@@ -208,6 +208,23 @@ static inline void bl__list_set_one(struct bl_list *l, struct bl_raw *raw,
 }
 
 /*
+ * Makes @l, which has no segment, the one slice {@raw, @off, @len}, len >
+ * 0, in its first inline slot; the reference to @raw moves in.  Unlike
+ * bl__list_set_one() the append buffer and the pool stay.
+ */
+static inline void bl__list_put_lone(struct bl_list *l, struct bl_raw *raw,
+				     size_t off, size_t len)
+{
+	bl__list_reset(l);
+	l->_inl_seg[0].raw = raw;
+	l->_inl_seg[0].off = off;
+	l->_inl_seg[0].len = len;
+	l->_inl.count = 1;
+	l->_len = len;
+	l->_nseg = 1;
+}
+
+/*
  * Drops the first @n bytes of @l, all inside its front segment @s (from
  * bl__list_front(l)), n < s->len: no reference changes hands.
  */

@@ -208,6 +208,107 @@ START_TEST(test_iter_copy_list_shares_slices)
 }
 END_TEST
 
+START_TEST(test_iter_copy_list_inside_segment_into_empty_sets_one_slot)
+{
+	struct bl_list l, dst;
+	struct bl_iter it;
+	struct bl_ptr seg[4], p;
+	struct tu_alloc_stats st;
+
+	make_abc(&l);
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_int_eq(bl_list_get_ptr(&l, i, &seg[i]), 0);
+	bl_list_init(&dst);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 3), 0);
+	/* inside DEF, into an empty list: no allocation at all */
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_iter_copy_list(&it, 2, &dst), 0);
+	tu_alloc_stats(&st);
+	tu_alloc_uninstall();
+	ck_assert_uint_eq(st.allocs + st.failed, 0);
+	tu_assert_list_eq(&dst, "DE", 2);
+	ck_assert_uint_eq(bl_list_num_buffers(&dst), 1);
+	ck_assert_int_eq(bl_list_get_ptr(&dst, 0, &p), 0);
+	ck_assert_ptr_eq(p.raw, seg[1].raw);
+	ck_assert_uint_eq(p.off, 0);
+	bl_ptr_release(&p);
+	ck_assert_uint_eq(bl_raw_nref(seg[1].raw), 3);
+	assert_at(&it, 5, 5);
+	/* the cursor stays in DEF: the next byte is F */
+	{
+		uint8_t b;
+
+		ck_assert_int_eq(bl_decode_u8(&it, &b), 0);
+		ck_assert_uint_eq(b, 'F');
+	}
+	bl_list_clear(&dst);
+	ck_assert_uint_eq(bl_raw_nref(seg[1].raw), 2);
+	/* dst without segments but with an append buffer keeps it */
+	ck_assert_int_eq(bl_list_append(&dst, "xy", 2), 0);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	ck_assert_int_eq(bl_iter_copy_list(&it, 0, &dst), 0);
+	tu_assert_list_eq(&dst, "xy", 2);
+	bl_list_clear(&dst);
+	ck_assert_int_eq(bl_list_append(&dst, "xy", 2), 0);
+	ck_assert_int_eq(bl_list_substr_of(&dst, &l, 0, 0), 0);
+	ck_assert_int_eq(bl_iter_copy_list(&it, 1, &dst), 0);
+	ck_assert_int_eq(bl_list_append(&dst, "z", 1), 0);
+	tu_assert_list_eq(&dst, "Az", 2);
+	ck_assert_uint_eq(bl_list_num_buffers(&dst), 2);
+	assert_at(&it, 1, 9);
+	bl_list_clear(&dst);
+	for (unsigned i = 0; i < 4; i++) {
+		ck_assert_uint_eq(bl_raw_nref(seg[i].raw), 2);
+		bl_ptr_release(&seg[i]);
+	}
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_iter_copy_list_to_segment_end_or_beyond_takes_general_path)
+{
+	struct bl_list l, dst;
+	struct bl_iter it;
+
+	make_abc(&l);
+	bl_list_init(&dst);
+	/* up to the end of DEF exactly: the cursor moves on to GHI */
+	ck_assert_int_eq(bl_iter_init(&it, &l, 4), 0);
+	ck_assert_int_eq(bl_iter_copy_list(&it, 2, &dst), 0);
+	tu_assert_list_eq(&dst, "EF", 2);
+	ck_assert_uint_eq(bl_list_num_buffers(&dst), 1);
+	assert_at(&it, 6, 4);
+	bl_list_clear(&dst);
+	/* across a seam into an empty list: two slices */
+	ck_assert_int_eq(bl_iter_copy_list(&it, 4, &dst), 0);
+	tu_assert_list_eq(&dst, "GHIJ", 4);
+	ck_assert_uint_eq(bl_list_num_buffers(&dst), 2);
+	assert_at(&it, 10, 0);
+	/* at the end: only 0 bytes can be taken */
+	ck_assert_int_eq(bl_iter_copy_list(&it, 1, &dst), -ERANGE);
+	ck_assert_int_eq(bl_iter_copy_list(&it, 0, &dst), 0);
+	tu_assert_list_eq(&dst, "GHIJ", 4);
+	/* inside a segment into a list that has one: appended */
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	ck_assert_int_eq(bl_iter_copy_list(&it, 1, &dst), 0);
+	tu_assert_list_eq(&dst, "GHIJA", 5);
+	ck_assert_uint_eq(bl_list_num_buffers(&dst), 3);
+	assert_at(&it, 1, 9);
+	bl_list_clear(&dst);
+	/* three slices need a chunk: without memory, nothing moves */
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_iter_copy_list(&it, 8, &dst), -ENOMEM);
+	tu_alloc_uninstall();
+	tu_assert_list_eq(&dst, "", 0);
+	assert_at(&it, 1, 9);
+	ck_assert_int_eq(bl_iter_copy_list(&it, 8, &dst), 0);
+	tu_assert_list_eq(&dst, "BCDEFGHI", 8);
+	ck_assert_uint_eq(bl_list_num_buffers(&dst), 3);
+	bl_list_clear(&dst);
+	bl_list_clear(&l);
+}
+END_TEST
+
 START_TEST(test_get_ptr_and_advance_returns_runs)
 {
 	struct bl_list l;
@@ -421,6 +522,52 @@ START_TEST(test_decode_fixed_truncated_leaves_cursor)
 	ck_assert_int_eq(bl_iter_seek(&it, 0), 0);
 	ck_assert_int_eq(bl_decode_u32(&it, &c), 0);
 	ck_assert_uint_eq(c, 0x04030201);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_decode_fixed_inside_at_end_and_across_segments)
+{
+	static const unsigned char b[20] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+		11, 12, 13, 14, 15, 16, 17, 18, 19, 20 };
+	struct bl_list l;
+	struct bl_iter it;
+	uint16_t v16;
+	uint32_t v32;
+	uint64_t v64;
+
+	/* segments of 5, 5, 10 bytes */
+	bl_list_init(&l);
+	add_segs(&l, b, 5, 5);
+	add_segs(&l, b + 5, 5, 5);
+	add_segs(&l, b + 10, 10, 10);
+	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	/* inside the first segment */
+	ck_assert_int_eq(bl_decode_u32(&it, &v32), 0);
+	ck_assert_uint_eq(v32, 0x04030201u);
+	assert_at(&it, 4, 16);
+	/* across the seam */
+	ck_assert_int_eq(bl_decode_u16(&it, &v16), 0);
+	ck_assert_uint_eq(v16, 0x0605);
+	/* up to the end of the second segment exactly */
+	ck_assert_int_eq(bl_decode_u32(&it, &v32), 0);
+	ck_assert_uint_eq(v32, 0x0a090807u);
+	assert_at(&it, 10, 10);
+	/* inside the third, then the value that ends the list */
+	ck_assert_int_eq(bl_decode_u16(&it, &v16), 0);
+	ck_assert_uint_eq(v16, 0x0c0b);
+	ck_assert_int_eq(bl_decode_u64(&it, &v64), 0);
+	ck_assert_uint_eq(v64, 0x14131211100f0e0dull);
+	assert_at(&it, 20, 0);
+	ck_assert_int_eq(bl_decode_u16(&it, &v16), -ERANGE);
+	ck_assert_int_eq(bl_decode_u32(&it, &v32), -ERANGE);
+	ck_assert_int_eq(bl_decode_u64(&it, &v64), -ERANGE);
+	ck_assert_uint_eq(v64, 0x14131211100f0e0dull);
+	/* a u64 inside a segment of 10 */
+	ck_assert_int_eq(bl_iter_seek(&it, 11), 0);
+	ck_assert_int_eq(bl_decode_u64(&it, &v64), 0);
+	ck_assert_uint_eq(v64, 0x131211100f0e0d0cull);
+	assert_at(&it, 19, 1);
 	bl_list_clear(&l);
 }
 END_TEST
@@ -1007,6 +1154,10 @@ static Suite *codec_suite(void)
 	tcase_add_test(tc, test_iter_copy_across_segments);
 	tcase_add_test(tc, test_iter_copy_to_null_is_einval);
 	tcase_add_test(tc, test_iter_copy_list_shares_slices);
+	tcase_add_test(tc,
+		       test_iter_copy_list_inside_segment_into_empty_sets_one_slot);
+	tcase_add_test(tc,
+		       test_iter_copy_list_to_segment_end_or_beyond_takes_general_path);
 	tcase_add_test(tc, test_get_ptr_and_advance_returns_runs);
 	tcase_add_test(tc, test_iter_copied_by_assignment_is_independent);
 	tcase_add_test(tc, test_iter_random_walk_matches_model);
@@ -1017,6 +1168,7 @@ static Suite *codec_suite(void)
 	tcase_add_test(tc, test_decode_fixed_round_trip);
 	tcase_add_test(tc, test_decode_fixed_truncated_leaves_cursor);
 	tcase_add_test(tc, test_fixed_values_straddling_segments);
+	tcase_add_test(tc, test_decode_fixed_inside_at_end_and_across_segments);
 	tcase_add_test(tc, test_encoders_fail_without_memory);
 	suite_add_tcase(s, tc);
 

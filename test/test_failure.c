@@ -548,7 +548,7 @@ static void ok_claim_prepend(struct fctx *x)
 /*
  * splice: a has k segments of 100 bytes.  flag 0: cut inside one segment,
  * no claim_by; 1: the same into c (m segments); 2: from inside one segment
- * to inside another, into c.
+ * to inside another, into c; 3: segments 5 .. k - 6 whole, into c.
  */
 static void setup_splice(struct fctx *x)
 {
@@ -561,6 +561,9 @@ static void splice_range(const struct fctx *x, size_t *off, size_t *len)
 	if (x->flag == 2) {
 		*off = 150;
 		*len = 100 * (size_t)x->k - 200;
+	} else if (x->flag == 3) {
+		*off = 500;
+		*len = 100 * (size_t)x->k - 1000;
 	} else {
 		*off = 100 * (size_t)(x->k / 2) + 10;
 		*len = 50;
@@ -590,18 +593,31 @@ static void ok_splice(struct fctx *x)
 		expect_unchanged(x, &x->c, &x->sc, "c");
 }
 
-/* substr_of: a (m segments) = part of b (k segments); flag 1: a = part of a */
+/*
+ * substr_of: a (m segments) = part of b (k segments); flag 1: a = part of
+ * a; flag 2: a = 30 bytes inside segment 1 of b (one slot, no allocation).
+ */
+static size_t substr_off(const struct fctx *x)
+{
+	return x->flag == 2 ? 60 : 25;
+}
+
+static size_t substr_len(const struct fctx *x)
+{
+	return x->flag == 2 ? 30 : 50 * (size_t)x->k - 60;
+}
+
 static int op_substr(struct fctx *x)
 {
-	if (x->flag)
+	if (x->flag == 1)
 		return bl_list_substr_of(&x->a, &x->a, 10,
 					 100 * (size_t)x->k - 20);
-	return bl_list_substr_of(&x->a, &x->b, 25, 50 * (size_t)x->k - 60);
+	return bl_list_substr_of(&x->a, &x->b, substr_off(x), substr_len(x));
 }
 
 static void setup_substr(struct fctx *x)
 {
-	if (x->flag) {
+	if (x->flag == 1) {
 		add_segs(&x->a, x->k, 100, 1000);
 	} else {
 		add_segs(&x->b, x->k, 50, 50000);
@@ -612,12 +628,12 @@ static void setup_substr(struct fctx *x)
 static void ok_substr(struct fctx *x)
 {
 	FA(x, x->rc == 0, "rc %d", x->rc);
-	if (x->flag) {
+	if (x->flag == 1) {
 		expect3(x, &x->a, "a", x->sa.bytes + 10, x->sa.len - 20, NULL,
 			0, NULL, 0);
 	} else {
-		expect3(x, &x->a, "a", x->sb.bytes + 25, x->sb.len - 60, NULL,
-			0, NULL, 0);
+		expect3(x, &x->a, "a", x->sb.bytes + substr_off(x),
+			substr_len(x), NULL, 0, NULL, 0);
 		expect_unchanged(x, &x->b, &x->sb, "b");
 	}
 }
@@ -1206,12 +1222,16 @@ static const struct fcase cases[] = {
 	C("splice", 2, 2, 1, setup_splice, op_splice, ok_splice, true),
 	C("splice", 70, 70, 1, setup_splice, op_splice, ok_splice, false),
 	C("splice", 10, 2, 2, setup_splice, op_splice, ok_splice, true),
-	C("splice", 70, 10, 2, setup_splice, op_splice, ok_splice, false),
+	C("splice", 70, 10, 2, setup_splice, op_splice, ok_splice, true),
+	C("splice", 70, 2, 3, setup_splice, op_splice, ok_splice, true),
+	C("splice", 30, 0, 3, setup_splice, op_splice, ok_splice, true),
 	C("substr_of", 3, 0, 0, setup_substr, op_substr, ok_substr, true),
 	C("substr_of", 10, 2, 0, setup_substr, op_substr, ok_substr, true),
 	C("substr_of", 130, 70, 0, setup_substr, op_substr, ok_substr, true),
 	C("substr_of", 10, 0, 1, setup_substr, op_substr, ok_substr, true),
 	C("substr_of", 130, 0, 1, setup_substr, op_substr, ok_substr, true),
+	C("substr_of", 10, 0, 2, setup_substr, op_substr, ok_substr, false),
+	C("substr_of", 10, 3, 2, setup_substr, op_substr, ok_substr, false),
 	/* writes onto static raws */
 	C("copy_in", 2, 0, 0, setup_static, op_copy_in, ok_copy_in, true),
 	C("copy_in", 10, 0, 0, setup_static, op_copy_in, ok_copy_in, true),

@@ -1022,6 +1022,169 @@ START_TEST(test_splice_large_list)
 }
 END_TEST
 
+/*
+ * Splices spanning chunks.  A list of 200 two-byte segments, each over its
+ * own raw, lies in chunks of 8, 16, 32, 64, 64 and 64 slots: segments
+ * 0-7, 8-23, 24-55, 56-119, 120-183, 184-199.
+ */
+#define CH_NSEG 200
+
+static void make_chunked(struct bl_list *l, unsigned char *data)
+{
+	uint64_t rng = 99;
+
+	tu_fill(data, 2 * CH_NSEG, &rng);
+	bl_list_init(l);
+	add_segs(l, data, 2 * CH_NSEG, 2);
+	ck_assert_uint_eq(bl_list_num_buffers(l), CH_NSEG);
+}
+
+/*
+ * Splices [off, off + len) of the chunked list into a list holding
+ * @prefix (may be ""), and checks both lists' bytes, their segment counts
+ * (@lseg, @cseg: claim_by's own segments not counted) and that a list
+ * still appends after the splice (its tail is right).
+ */
+static void chunked_case(size_t off, size_t len, const char *prefix,
+			 unsigned lseg, unsigned cseg)
+{
+	unsigned char data[2 * CH_NSEG], want[2 * CH_NSEG + 8];
+	size_t plen = strlen(prefix);
+	struct bl_list l, c;
+	unsigned cseg0;
+	uint64_t c0;
+
+	make_chunked(&l, data);
+	bl_list_init(&c);
+	if (plen)
+		ck_assert_int_eq(bl_list_append(&c, prefix, plen), 0);
+	cseg0 = bl_list_num_buffers(&c);
+	c0 = copied_now();
+	ck_assert_int_eq(bl_list_splice(&l, off, len, &c), 0);
+	ck_assert_uint_eq(copied_now(), c0);
+	memcpy(want, prefix, plen);
+	memcpy(want + plen, data + off, len);
+	tu_assert_list_eq(&c, want, plen + len);
+	ck_assert_uint_eq(bl_list_num_buffers(&c), cseg0 + cseg);
+	memcpy(want, data, off);
+	memcpy(want + off, data + off + len, 2 * CH_NSEG - off - len);
+	tu_assert_list_eq(&l, want, 2 * CH_NSEG - len);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), lseg);
+	/* both tails are right: appends land at the ends */
+	ck_assert_int_eq(bl_list_append(&l, "!", 1), 0);
+	want[2 * CH_NSEG - len] = '!';
+	tu_assert_list_eq(&l, want, 2 * CH_NSEG - len + 1);
+	ck_assert_int_eq(bl_list_append(&c, "?", 1), 0);
+	ck_assert_uint_eq(bl_list_length(&c), plen + len + 1);
+	ck_assert_int_eq(bl__list_validate(&c), 0);
+	bl_list_clear(&l);
+	bl_list_clear(&c);
+}
+
+START_TEST(test_splice_across_chunks_cutting_both_ends)
+{
+	/* segments 5 (second byte) .. 130 (first byte): chunks 1 .. 5 */
+	chunked_case(11, 2 * 125, "", CH_NSEG - 126 + 2, 126);
+	chunked_case(11, 2 * 125, "xy", CH_NSEG - 126 + 2, 126);
+	/* adjacent chunks, no chunk between: 20 (second) .. 30 (first) */
+	chunked_case(41, 2 * 10, "", CH_NSEG - 11 + 2, 11);
+	chunked_case(41, 2 * 10, "xy", CH_NSEG - 11 + 2, 11);
+}
+END_TEST
+
+START_TEST(test_splice_across_chunks_on_segment_boundaries)
+{
+	/* segments 10 .. 30 whole: chunks 2 and 3 */
+	chunked_case(20, 2 * 21, "xy", CH_NSEG - 21, 21);
+	/* chunk 2 whole and segment 24 (chunk 3): chunk 2 goes */
+	chunked_case(16, 2 * 17, "", CH_NSEG - 17, 17);
+	/* segments 150 .. 199: the last chunk empties and goes */
+	chunked_case(300, 2 * CH_NSEG - 300, "xy", 150, 50);
+	/* the first chunk whole .. segment 100 */
+	chunked_case(0, 2 * 101, "", CH_NSEG - 101, 101);
+	/* everything */
+	chunked_case(0, 2 * CH_NSEG, "xy", 0, CH_NSEG);
+	/* one byte of segment 7 (chunk 1) and one of 8 (chunk 2) */
+	chunked_case(15, 2, "", CH_NSEG + 2 - 2, 2);
+}
+END_TEST
+
+START_TEST(test_splice_across_chunks_from_inline_slot)
+{
+	unsigned char data[2 * CH_NSEG], want[2 * CH_NSEG + 2];
+	struct bl_list l, c;
+	struct bl_ptr p = BL_PTR_INIT;
+
+	for (int keep = 0; keep < 2; keep++) {
+		make_chunked(&l, data);
+		/* a prepended slice sits in the inline slots, before the chunks */
+		ck_assert_int_eq(bl_ptr_alloc(&p, 2), 0);
+		memcpy(bl_ptr_data(&p), "PQ", 2);
+		ck_assert_int_eq(bl_list_prepend_ptr(&l, &p), 0);
+		memcpy(want, "PQ", 2);
+		memcpy(want + 2, data, 2 * CH_NSEG);
+		bl_list_init(&c);
+		/* from the inline slice (whole, or its second byte) to segment 9 */
+		ck_assert_int_eq(bl_list_splice(&l, keep, 2 + 20 - keep, &c), 0);
+		tu_assert_list_eq(&c, want + keep, 22 - keep);
+		ck_assert_uint_eq(bl_list_num_buffers(&c), 11);
+		ck_assert_uint_eq(bl_raw_nref(p.raw), 2 + keep);
+		memmove(want + keep, want + 22, 2 * CH_NSEG - 20);
+		tu_assert_list_eq(&l, want, 2 * CH_NSEG + 2 - 22 + keep);
+		ck_assert_uint_eq(bl_list_num_buffers(&l), CH_NSEG - 10 + keep);
+		ck_assert_int_eq(bl_list_append(&l, "!", 1), 0);
+		ck_assert_int_eq(bl__list_validate(&l), 0);
+		bl_list_clear(&l);
+		bl_list_clear(&c);
+		ck_assert_uint_eq(bl_raw_nref(p.raw), 1);
+		bl_ptr_release(&p);
+	}
+}
+END_TEST
+
+START_TEST(test_splice_across_chunks_fails_atomically)
+{
+	unsigned char data[2 * CH_NSEG];
+	struct bl_list l, c;
+	struct bl_raw *r5, *r130;
+	struct snap sl, sc;
+
+	make_chunked(&l, data);
+	r5 = seg_of(&l, 5).raw;
+	r130 = seg_of(&l, 130).raw;
+	bl_list_init(&c);
+	ck_assert_int_eq(bl_list_append(&c, "xy", 2), 0);
+	snap_take(&sl, &l);
+	snap_take(&sc, &c);
+	/* the first chunk, then the second (there are middle chunks) */
+	for (uint64_t at = 1; at <= 2; at++) {
+		tu_alloc_install(at, 1);
+		ck_assert_int_eq(bl_list_splice(&l, 11, 250, &c), -ENOMEM);
+		tu_alloc_uninstall();
+		snap_check(&sl, &l);
+		snap_check(&sc, &c);
+		ck_assert_uint_eq(bl_raw_nref(r5), 1);
+		ck_assert_uint_eq(bl_raw_nref(r130), 1);
+	}
+	/* adjacent chunks need one */
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_splice(&l, 41, 20, &c), -ENOMEM);
+	tu_alloc_uninstall();
+	snap_check(&sl, &l);
+	snap_check(&sc, &c);
+	/* with memory: both ends cut, each gains one reference */
+	ck_assert_int_eq(bl_list_splice(&l, 11, 250, &c), 0);
+	ck_assert_uint_eq(bl_raw_nref(r5), 2);
+	ck_assert_uint_eq(bl_raw_nref(r130), 2);
+	bl_list_clear(&c);
+	ck_assert_uint_eq(bl_raw_nref(r5), 1);
+	ck_assert_uint_eq(bl_raw_nref(r130), 1);
+	snap_free(&sl);
+	snap_free(&sc);
+	bl_list_clear(&l);
+}
+END_TEST
+
 /* ---- substr_of --------------------------------------------------------- */
 
 START_TEST(test_substr_shares_without_copy)
@@ -1161,6 +1324,200 @@ START_TEST(test_substr_random_matches_model)
 		bl_list_clear(&src);
 		bl_list_clear(&d);
 	}
+}
+END_TEST
+
+/* Segments of "ABCDEFGHIJ" as ABC DEF GHI J, each over its own raw. */
+static void abc_raws(const struct bl_list *l, struct bl_raw *r[4])
+{
+	for (unsigned i = 0; i < 4; i++)
+		r[i] = seg_of(l, i).raw;
+}
+
+START_TEST(test_substr_inside_one_segment_into_empty_allocates_nothing)
+{
+	struct bl_list src, d;
+	struct bl_raw *r[4];
+	struct tu_alloc_stats st;
+	struct bl_ptr p;
+
+	make_abc(&src);
+	abc_raws(&src, r);
+	bl_list_init(&d);
+	/* every allocation fails: the one-slot path needs none */
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 4, 2), 0);
+	tu_alloc_stats(&st);
+	tu_alloc_uninstall();
+	ck_assert_uint_eq(st.allocs, 0);
+	ck_assert_uint_eq(st.failed, 0);
+	assert_str(&d, "EF");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 1);
+	p = seg_of(&d, 0);
+	ck_assert_ptr_eq(p.raw, r[1]);
+	ck_assert_uint_eq(p.off, 1);
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 2);
+	/* a whole segment, and the last byte of the list */
+	bl_list_clear(&d);
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 6, 3), 0);
+	assert_str(&d, "GHI");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 1);
+	bl_list_clear(&d);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 9, 1), 0);
+	assert_str(&d, "J");
+	ck_assert_uint_eq(bl_raw_nref(r[3]), 2);
+	bl_list_clear(&d);
+	ck_assert_uint_eq(bl_raw_nref(r[3]), 1);
+	assert_str(&src, "ABCDEFGHIJ");
+	bl_list_clear(&src);
+}
+END_TEST
+
+START_TEST(test_substr_inside_one_segment_keeps_dst_append_buffer)
+{
+	struct bl_list src, d;
+
+	make_abc(&src);
+	bl_list_init(&d);
+	/* d: no segment, but an append buffer */
+	ck_assert_int_eq(bl_list_append(&d, "junk", 4), 0);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 3, 0), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 0);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 1, 2), 0);
+	assert_str(&d, "BC");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 1);
+	ck_assert_int_eq(bl_list_append(&d, "xy", 2), 0);
+	assert_str(&d, "BCxy");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 2);
+	bl_list_clear(&d);
+	bl_list_clear(&src);
+}
+END_TEST
+
+START_TEST(test_substr_inside_one_segment_replaces_dst)
+{
+	struct bl_list src, d;
+	struct bl_ptr old = BL_PTR_INIT;
+	struct bl_raw *r[4];
+
+	make_abc(&src);
+	abc_raws(&src, r);
+	bl_list_init(&d);
+	ck_assert_int_eq(bl_ptr_alloc(&old, 3), 0);
+	memcpy(bl_ptr_data(&old), "old", 3);
+	ck_assert_int_eq(bl_list_append_ptr(&d, &old), 0);
+	ck_assert_int_eq(bl_list_append(&d, "er", 2), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 2);
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 7, 2), 0);
+	tu_alloc_uninstall();
+	assert_str(&d, "HI");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 1);
+	ck_assert_uint_eq(bl_raw_nref(old.raw), 1);
+	ck_assert_uint_eq(bl_raw_nref(r[2]), 2);
+	bl_ptr_release(&old);
+	bl_list_clear(&d);
+	ck_assert_uint_eq(bl_raw_nref(r[2]), 1);
+	bl_list_clear(&src);
+}
+END_TEST
+
+START_TEST(test_substr_in_place_inside_one_segment_keeps_its_raw)
+{
+	struct bl_list l;
+	struct bl_raw *r[4];
+	struct bl_stats s0, s1;
+
+	make_abc(&l);
+	abc_raws(&l, r);
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 1);
+	s0 = stats_now();
+	/* the list holds the raw's only reference while it is replaced */
+	ck_assert_int_eq(bl_list_substr_of(&l, &l, 4, 2), 0);
+	s1 = stats_now();
+	assert_str(&l, "EF");
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 1);
+	ck_assert_uint_eq(s1.raws_freed - s0.raws_freed, 3);
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 1);
+	ck_assert_int_eq(bl_list_substr_of(&l, &l, 1, 1), 0);
+	assert_str(&l, "F");
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_substr_across_segments_into_empty_fails_atomically)
+{
+	struct bl_list src, d;
+	struct bl_raw *r[4];
+
+	make_abc(&src);
+	abc_raws(&src, r);
+	bl_list_init(&d);
+	/* two segments fit d's inline slots: no allocation */
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 2, 2), 0);
+	tu_alloc_uninstall();
+	assert_str(&d, "CD");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 2);
+	/* four need a chunk: refused, d and the references as they were */
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 1, 9), -ENOMEM);
+	tu_alloc_uninstall();
+	assert_str(&d, "CD");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 2);
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_uint_eq(bl_raw_nref(r[i]), i < 2 ? 2 : 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 1, 9), 0);
+	assert_str(&d, "BCDEFGHIJ");
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 4);
+	bl_list_clear(&d);
+	/* into an empty list, also refused without a trace */
+	tu_alloc_install(1, 1);
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 0, 10), -ENOMEM);
+	tu_alloc_uninstall();
+	assert_str(&d, "");
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_uint_eq(bl_raw_nref(r[i]), 1);
+	bl_list_clear(&src);
+}
+END_TEST
+
+START_TEST(test_clear_of_one_slice_and_of_inline_pairs)
+{
+	struct bl_list src, d;
+	struct bl_raw *r[4];
+	struct bl_stats s0, s1;
+
+	make_abc(&src);
+	abc_raws(&src, r);
+	bl_list_init(&d);
+	bl_list_clear(&d);	/* empty: nothing to drop */
+	assert_str(&d, "");
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 3, 3), 0);
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 2);
+	bl_list_clear(&d);
+	assert_str(&d, "");
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 1);
+	/* two inline slices */
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 2, 2), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 2);
+	bl_list_clear(&d);
+	ck_assert_uint_eq(bl_raw_nref(r[0]), 1);
+	ck_assert_uint_eq(bl_raw_nref(r[1]), 1);
+	/* a lone slice holding the last reference frees its raw */
+	ck_assert_int_eq(bl_list_substr_of(&d, &src, 9, 1), 0);
+	bl_list_clear(&src);
+	ck_assert_uint_eq(bl_raw_nref(r[3]), 1);
+	s0 = stats_now();
+	bl_list_clear(&d);
+	s1 = stats_now();
+	ck_assert_uint_eq(s1.raws_freed - s0.raws_freed, 1);
+	assert_str(&d, "");
+	ck_assert_int_eq(bl_list_append(&d, "again", 5), 0);
+	assert_str(&d, "again");
+	bl_list_clear(&d);
+	bl_list_clear(NULL);
 }
 END_TEST
 
@@ -1878,6 +2235,61 @@ START_TEST(test_to_iovec_resume_over_3000_segments)
 	ck_assert_int_eq(calls, 3);
 	ck_assert_uint_eq(off, sizeof(data));
 	ck_assert(memcmp(got, data, sizeof(data)) == 0);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_to_iovec_every_count_and_start_across_chunks)
+{
+	/* 60 segments of 1..3 bytes: chunks of 8, 16, 32 and 64 slots */
+	unsigned char data[180];
+	struct iovec iov[64];
+	struct bl_list l;
+	size_t len = 0, segoff[61];
+	uint64_t rng = 77;
+
+	bl_list_init(&l);
+	tu_fill(data, sizeof(data), &rng);
+	for (unsigned i = 0; i < 60; i++) {
+		size_t n = 1 + i % 3;
+
+		segoff[i] = len;
+		add_segs(&l, data + len, n, n);
+		len += n;
+	}
+	segoff[60] = len;
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 60);
+	for (unsigned first = 0; first < 60; first++) {
+		for (int cnt = 1; cnt <= 62; cnt++) {
+			/* from the segment's start, and from its last byte */
+			for (int inside = 0; inside < 2; inside++) {
+				size_t off = inside ? segoff[first + 1] - 1
+						    : segoff[first];
+				int want = 60 - (int)first < cnt ? 60 - (int)first
+								 : cnt;
+				int n;
+
+				for (int k = 0; k < 64; k++) {
+					iov[k].iov_base = NULL;
+					iov[k].iov_len = 12345;
+				}
+				n = bl_list_to_iovec(&l, off, iov, cnt);
+				ck_assert_int_eq(n, want);
+				for (int k = 0; k < n; k++) {
+					size_t so = k ? segoff[first + k] : off;
+
+					ck_assert_uint_eq(iov[k].iov_len,
+							  segoff[first + k + 1] - so);
+					ck_assert(memcmp(iov[k].iov_base,
+							 data + so,
+							 iov[k].iov_len) == 0);
+				}
+				/* nothing written past the entries returned */
+				for (int k = n; k < 64; k++)
+					ck_assert_uint_eq(iov[k].iov_len, 12345);
+			}
+		}
+	}
 	bl_list_clear(&l);
 }
 END_TEST
@@ -3326,6 +3738,10 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_splice_empty_range_changes_nothing);
 	tcase_add_test(tc, test_splice_random_matches_model);
 	tcase_add_test(tc, test_splice_large_list);
+	tcase_add_test(tc, test_splice_across_chunks_cutting_both_ends);
+	tcase_add_test(tc, test_splice_across_chunks_on_segment_boundaries);
+	tcase_add_test(tc, test_splice_across_chunks_from_inline_slot);
+	tcase_add_test(tc, test_splice_across_chunks_fails_atomically);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("substr");
@@ -3335,6 +3751,15 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_substr_out_of_range_leaves_dst);
 	tcase_add_test(tc, test_substr_empty_range_at_end);
 	tcase_add_test(tc, test_substr_random_matches_model);
+	tcase_add_test(tc,
+		       test_substr_inside_one_segment_into_empty_allocates_nothing);
+	tcase_add_test(tc,
+		       test_substr_inside_one_segment_keeps_dst_append_buffer);
+	tcase_add_test(tc, test_substr_inside_one_segment_replaces_dst);
+	tcase_add_test(tc, test_substr_in_place_inside_one_segment_keeps_its_raw);
+	tcase_add_test(tc,
+		       test_substr_across_segments_into_empty_fails_atomically);
+	tcase_add_test(tc, test_clear_of_one_slice_and_of_inline_pairs);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("copy");
@@ -3394,6 +3819,7 @@ static Suite *list_suite(void)
 	tc = tcase_create("iovec");
 	tcase_add_test(tc, test_to_iovec_one_entry_per_segment);
 	tcase_add_test(tc, test_to_iovec_resume_over_3000_segments);
+	tcase_add_test(tc, test_to_iovec_every_count_and_start_across_chunks);
 	tcase_add_test(tc, test_get_ptr_shares_segment);
 	tcase_add_test(tc, test_list_larger_than_iov_max);
 	suite_add_tcase(s, tc);
