@@ -177,29 +177,87 @@ struct pos {
 	size_t inner;			/* offset inside that segment */
 };
 
-/* The segment holding byte @off (< length), or the end when off == length. */
-static inline void locate(const struct bl_list *l, size_t off, struct pos *p)
+/*
+ * Looks for byte @*off of chunk @c (whose predecessor is @prev): true with
+ * *@p set when the chunk holds it, else false with *@off less the chunk's
+ * bytes.
+ */
+static inline bool scan_chunk(struct bl__chunk_hdr *c,
+			      struct bl__chunk_hdr *prev, size_t *off,
+			      struct pos *p)
 {
-	struct bl__chunk_hdr *c, *prev = NULL;
+	struct bl_ptr *s = slots(c);
 
-	for (c = inl(l); c; prev = c, c = c->next) {
-		struct bl_ptr *s = slots(c);
-
-		for (uint32_t i = c->start; i < c->start + c->count; i++) {
-			if (off < s[i].len) {
-				p->c = c;
-				p->prev = prev;
-				p->i = i;
-				p->inner = off;
-				return;
-			}
-			off -= s[i].len;
+	for (uint32_t i = c->start; i < c->start + c->count; i++) {
+		if (*off < s[i].len) {
+			p->c = c;
+			p->prev = prev;
+			p->i = i;
+			p->inner = *off;
+			return true;
 		}
+		*off -= s[i].len;
 	}
+	return false;
+}
+
+static inline void pos_end(struct pos *p)
+{
 	p->c = NULL;
 	p->prev = NULL;
 	p->i = 0;
 	p->inner = 0;
+}
+
+/*
+ * A list of more segments than this looks offsets past its second chunk
+ * up in its offset index (list_index.c); a shorter one walks, which costs
+ * as little at that length.
+ */
+#define LINDEX_MIN 256
+
+/*
+ * locate() past the second chunk of a list of more than LINDEX_MIN
+ * segments: @c is the third chunk, @prev the second, @off counts from
+ * @c's first byte.  Builds or extends @l's offset index (a cache: @l's
+ * contents do not change); without memory for it, walks.
+ */
+void bl__lindex_locate(const struct bl_list *l, struct bl__chunk_hdr *c,
+		       struct bl__chunk_hdr *prev, size_t off, struct pos *p);
+
+/*
+ * Checks @l's offset index against its chain (0, or a negative number
+ * naming the first mismatch); bl__list_validate() runs it.
+ */
+int bl__lindex_validate(const struct bl_list *l);
+
+/*
+ * The segment holding byte @off (< length), or the end when off == length.
+ * The first two chunks are walked (a short list has no more); past them a
+ * long list goes to its index, so that any offset costs about the same.
+ */
+static inline void locate(const struct bl_list *l, size_t off, struct pos *p)
+{
+	struct bl__chunk_hdr *c = inl(l), *prev;
+
+	if (scan_chunk(c, NULL, &off, p))
+		return;
+	prev = c;
+	c = c->next;
+	if (c) {
+		if (scan_chunk(c, prev, &off, p))
+			return;
+		prev = c;
+		c = c->next;
+		if (c && bl__unlikely(l->_nseg > LINDEX_MIN)) {
+			bl__lindex_locate(l, c, prev, off, p);
+			return;
+		}
+		for (; c; prev = c, c = c->next)
+			if (scan_chunk(c, prev, &off, p))
+				return;
+	}
+	pos_end(p);
 }
 
 static inline bool range_ok(const struct bl_list *l, size_t off, size_t len)

@@ -357,5 +357,7 @@ int bl__list_validate(const struct bl_list *l)
 	if (l->_ext && (l->_ext != last_seg(l) || l->_ext->raw != l->_abuf ||
 			l->_ext->off + l->_ext->len != bl__raw_used(l->_abuf)))
 		return -11;	/* stale append hint */
+	if (bl__lindex_validate(l))
+		return -12;	/* stale offset index */
 	return 0;
 }

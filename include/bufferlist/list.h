@@ -45,6 +45,9 @@ BL_BEGIN_DECLS
 #define BL_LIST_INLINE 2
 #define BL_LIST_ABUF_MAX (64u * 1024)
 
+/* Private: an index of a long list's chunks by offset. */
+struct bl__lindex;
+
 /* Private: a chunk of segments.  Heap chunks have the same header. */
 struct bl__chunk_hdr {
 	struct bl__chunk_hdr *next;
@@ -63,9 +66,10 @@ struct bl_list {
 	struct bl_raw *_abuf;		/* append buffer, one reference, or NULL */
 	struct bl_ptr *_ext;		/* last segment if it ends at _abuf's
 					 * frontier, else NULL (a hint) */
-	struct bl_pool *_pool;		/* where appends allocate; NULL: default */
+	struct bl__lindex *_lidx;	/* offset index of a long list, or NULL */
 	struct bl__chunk_hdr _inl;	/* the inline chunk: header ... */
 	struct bl_ptr _inl_seg[BL_LIST_INLINE];	/* ... and its slots */
+	struct bl_pool *_pool;		/* where appends allocate; NULL: default */
 };
 
 /**
@@ -85,7 +89,7 @@ BL_API void bl_list_init(struct bl_list *l);
  */
 #define BL_LIST_INIT(name) {						\
 	._tail = &(name)._inl, ._len = 0, ._nseg = 0, ._abuf_next = 0,	\
-	._abuf = NULL, ._ext = NULL, ._pool = NULL,			\
+	._abuf = NULL, ._ext = NULL, ._lidx = NULL, ._pool = NULL,	\
 	._inl = { .next = NULL, .start = 0, .count = 0,			\
 		  .cap = BL_LIST_INLINE, ._gen = 0 },			\
 }
