@@ -146,8 +146,9 @@ int bl__lindex_validate(const struct bl_list *l)
 	return 0;
 }
 
-void bl__lindex_locate(const struct bl_list *cl, struct bl__chunk_hdr *c,
-		       struct bl__chunk_hdr *prev, size_t off, struct pos *p)
+struct lfound bl__lindex_find(const struct bl_list *cl,
+			      struct bl__chunk_hdr *c,
+			      struct bl__chunk_hdr *prev, size_t off)
 {
 	/* the index is a cache beside the contents, which stay as they are */
 	struct bl_list *l = (struct bl_list *)cl;
@@ -162,16 +163,8 @@ void bl__lindex_locate(const struct bl_list *cl, struct bl__chunk_hdr *c,
 		if (off < x->end) {
 			uint32_t k = lindex_search(x, off);
 
-			if (k)
-				prev = x->e[k - 1].c;
-			c = x->e[k].c;
-			off -= x->e[k].off;
-			if (scan_chunk(c, prev, &off, p))
-				return;
-			BL_DEBUG_CHECK(0, "list %p: offset index out of step",
-				       (const void *)l);
-			pos_end(p);
-			return;
+			return (struct lfound){ k ? x->e[k - 1].c : prev,
+						off - x->e[k].off };
 		}
 		prev = x->e[x->n - 1].c;
 		c = prev->next;
@@ -193,7 +186,5 @@ void bl__lindex_locate(const struct bl_list *cl, struct bl__chunk_hdr *c,
 		off -= len;
 		base += len;
 	}
-	if (scan_chunk(c, prev, &off, p))
-		return;
-	pos_end(p);
+	return (struct lfound){ prev, off };
 }

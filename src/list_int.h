@@ -160,7 +160,6 @@ static inline void bl__lindex_drop(struct bl_list *l)
 static inline void bl__list_reset(struct bl_list *l)
 {
 	BL__LIST_TOUCH(l);
-	bl__lindex_drop(l);
 	l->_ext = NULL;
 	l->_tail = &l->_inl;
 	l->_inl.next = NULL;
@@ -168,6 +167,8 @@ static inline void bl__list_reset(struct bl_list *l)
 	l->_inl.count = 0;
 	l->_len = 0;
 	l->_nseg = 0;
+	/* last: a caller that returns next needs no stack frame for the call */
+	bl__lindex_drop(l);
 }
 
 /* bl_list_init() inline, for the paths that build many lists. */

@@ -216,14 +216,24 @@ static inline void pos_end(struct pos *p)
  */
 #define LINDEX_MIN 256
 
+/* Where the byte sought is: in @prev->next, @off bytes from its start. */
+struct lfound {
+	struct bl__chunk_hdr *prev;
+	size_t off;
+};
+
 /*
  * locate() past the second chunk of a list of more than LINDEX_MIN
  * segments: @c is the third chunk, @prev the second, @off counts from
- * @c's first byte.  Builds or extends @l's offset index (a cache: @l's
- * contents do not change); without memory for it, walks.
+ * @c's first byte (at most the bytes from there on).  Builds or extends
+ * @l's offset index (a cache: @l's contents do not change); without
+ * memory for it, walks.  Returns the chunk before the one holding the
+ * byte (the tail, and 0, for the end of the list): two words, so they
+ * come back in registers.
  */
-void bl__lindex_locate(const struct bl_list *l, struct bl__chunk_hdr *c,
-		       struct bl__chunk_hdr *prev, size_t off, struct pos *p);
+struct lfound bl__lindex_find(const struct bl_list *l,
+			      struct bl__chunk_hdr *c,
+			      struct bl__chunk_hdr *prev, size_t off);
 
 /*
  * Checks @l's offset index against its chain (0, or a negative number
@@ -235,27 +245,24 @@ int bl__lindex_validate(const struct bl_list *l);
  * The segment holding byte @off (< length), or the end when off == length.
  * The first two chunks are walked (a short list has no more); past them a
  * long list goes to its index, so that any offset costs about the same.
+ * After the first chunk (often empty: a list that outgrew it lives in heap
+ * chunks) the walk pays one test per chunk for that.
  */
 static inline void locate(const struct bl_list *l, size_t off, struct pos *p)
 {
-	struct bl__chunk_hdr *c = inl(l), *prev;
+	struct bl__chunk_hdr *c, *prev = NULL;
 
-	if (scan_chunk(c, NULL, &off, p))
-		return;
-	prev = c;
-	c = c->next;
-	if (c) {
+	for (c = inl(l); c; prev = c, c = c->next) {
 		if (scan_chunk(c, prev, &off, p))
 			return;
-		prev = c;
-		c = c->next;
-		if (c && bl__unlikely(l->_nseg > LINDEX_MIN)) {
-			bl__lindex_locate(l, c, prev, off, p);
-			return;
+		/* past the second chunk of a long list: the index */
+		if (bl__unlikely(prev != NULL && l->_nseg > LINDEX_MIN) &&
+		    c->next) {
+			struct lfound f = bl__lindex_find(l, c->next, c, off);
+
+			c = f.prev;	/* the loop steps to the chunk after */
+			off = f.off;
 		}
-		for (; c; prev = c, c = c->next)
-			if (scan_chunk(c, prev, &off, p))
-				return;
 	}
 	pos_end(p);
 }
