@@ -75,17 +75,17 @@ static inline size_t chunk_len(const struct bl__chunk_hdr *c)
 
 /*
  * Appends chunk @c, which starts at @off and holds @len bytes, to @l's
- * index @x, growing it when full.  Return: the index (it may have moved),
- * or NULL when it could not grow (it is then as it was).
+ * index @x, growing it when full (if @alloc).  Return: the index (it may
+ * have moved), or NULL when it could not grow (it is then as it was).
  */
 static struct bl__lindex *lindex_add(struct bl_list *l, struct bl__lindex *x,
 				     struct bl__chunk_hdr *c, size_t off,
-				     size_t len)
+				     size_t len, bool alloc)
 {
 	if (x->n == x->cap) {
 		struct bl__lindex *y;
 
-		if (x->cap > UINT32_MAX / 2)
+		if (!alloc || x->cap > UINT32_MAX / 2)
 			return NULL;
 		y = lindex_alloc(x->cap * 2);
 		if (!y)
@@ -148,7 +148,8 @@ int bl__lindex_validate(const struct bl_list *l)
 
 struct lfound bl__lindex_find(const struct bl_list *cl,
 			      struct bl__chunk_hdr *c,
-			      struct bl__chunk_hdr *prev, size_t off)
+			      struct bl__chunk_hdr *prev, size_t off,
+			      bool alloc)
 {
 	/* the index is a cache beside the contents, which stay as they are */
 	struct bl_list *l = (struct bl_list *)cl;
@@ -170,7 +171,7 @@ struct lfound bl__lindex_find(const struct bl_list *cl,
 		c = prev->next;
 		base = x->end;
 		off -= base;
-	} else if (!x) {
+	} else if (!x && alloc) {
 		/* about one entry per full chunk, room to grow */
 		x = lindex_alloc(l->_nseg / CHUNK_MAX + 16);
 		l->_lidx = x;	/* NULL without memory: walk */
@@ -180,7 +181,7 @@ struct lfound bl__lindex_find(const struct bl_list *cl,
 		size_t len = chunk_len(c);
 
 		if (x)
-			x = lindex_add(l, x, c, base, len);
+			x = lindex_add(l, x, c, base, len, alloc);
 		if (off < len)
 			break;
 		off -= len;

@@ -227,19 +227,42 @@ struct lfound {
  * segments: @c is the third chunk, @prev the second, @off counts from
  * @c's first byte (at most the bytes from there on).  Builds or extends
  * @l's offset index (a cache: @l's contents do not change); without
- * memory for it, walks.  Returns the chunk before the one holding the
+ * memory for it (or without @alloc, when it is missing or full), walks
+ * the rest.  Returns the chunk before the one holding the
  * byte (the tail, and 0, for the end of the list): two words, so they
  * come back in registers.
  */
 struct lfound bl__lindex_find(const struct bl_list *l,
 			      struct bl__chunk_hdr *c,
-			      struct bl__chunk_hdr *prev, size_t off);
+			      struct bl__chunk_hdr *prev, size_t off,
+			      bool alloc);
 
 /*
  * Checks @l's offset index against its chain (0, or a negative number
  * naming the first mismatch); bl__list_validate() runs it.
  */
 int bl__lindex_validate(const struct bl_list *l);
+
+static inline __attribute__((always_inline)) void
+locate_in(const struct bl_list *l, size_t off, struct pos *p, bool alloc)
+{
+	struct bl__chunk_hdr *c, *prev = NULL;
+
+	for (c = inl(l); c; prev = c, c = c->next) {
+		if (scan_chunk(c, prev, &off, p))
+			return;
+		/* past the second chunk of a long list: the index */
+		if (bl__unlikely(prev != NULL && l->_nseg > LINDEX_MIN) &&
+		    c->next) {
+			struct lfound f = bl__lindex_find(l, c->next, c, off,
+							  alloc);
+
+			c = f.prev;	/* the loop steps to the chunk after */
+			off = f.off;
+		}
+	}
+	pos_end(p);
+}
 
 /*
  * The segment holding byte @off (< length), or the end when off == length.
@@ -250,21 +273,15 @@ int bl__lindex_validate(const struct bl_list *l);
  */
 static inline void locate(const struct bl_list *l, size_t off, struct pos *p)
 {
-	struct bl__chunk_hdr *c, *prev = NULL;
+	locate_in(l, off, p, true);
+}
 
-	for (c = inl(l); c; prev = c, c = c->next) {
-		if (scan_chunk(c, prev, &off, p))
-			return;
-		/* past the second chunk of a long list: the index */
-		if (bl__unlikely(prev != NULL && l->_nseg > LINDEX_MIN) &&
-		    c->next) {
-			struct lfound f = bl__lindex_find(l, c->next, c, off);
-
-			c = f.prev;	/* the loop steps to the chunk after */
-			off = f.off;
-		}
-	}
-	pos_end(p);
+/* locate() for the callers that promise not to allocate: the index is
+ * used and extended as far as it has room, never made or grown. */
+static inline void locate_noalloc(const struct bl_list *l, size_t off,
+				  struct pos *p)
+{
+	locate_in(l, off, p, false);
 }
 
 static inline bool range_ok(const struct bl_list *l, size_t off, size_t len)

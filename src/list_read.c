@@ -98,7 +98,7 @@ int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
 		return -ERANGE;
 	if (off == l->_len || !iovcnt)
 		return 0;
-	locate(l, off, &p);
+	locate_noalloc(l, off, &p);	/* "No allocation" */
 	/* the first segment may start inside; then whole slots, chunk by
 	 * chunk, in a loop with nothing else to decide */
 	c = p.c;
