@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * list_index.c - the offset index of a long list, so that finding the
- * segment that holds a byte costs a binary search and a scan of one chunk
- * instead of a walk from the front.  It lists the chunks from the third up
- * to the one before the tail, each with its first byte's offset counted
- * from the third chunk's start: the first two chunks are left to the walk
+ * segment that holds a byte costs a binary search and a scan of at most
+ * LSTEP segments instead of a walk from the front.  It covers the chunks
+ * from the third up to the one before the tail: one entry every LSTEP
+ * slots of each chunk, with that slot's first byte counted from the third
+ * chunk's start.  The first two chunks are left to the walk
  * in locate() (changes at the very front, such as the messenger trimming
  * its first segment, then leave the index valid), and the tail is left
  * out because appends change it.  Appends only ever add chunks after the
@@ -17,16 +18,20 @@
  */
 #include "list_priv.h"	/* first: config.h sets _GNU_SOURCE */
 
+#define LSTEP 16	/* slots between two entries of one chunk */
+
 struct lentry {
 	struct bl__chunk_hdr *c;
-	size_t off;		/* c's first byte, from the third chunk's */
+	uint32_t i;		/* a slot of c ... */
+	size_t off;		/* ... and its first byte, from the third chunk's */
 };
 
 struct bl__lindex {
 	const struct bl__allocator *al;	/* the one that made this block */
-	uint32_t n;		/* chunks indexed, from the third on */
+	uint32_t n;		/* entries, whole chunks from the third on */
 	uint32_t cap;		/* entries the block holds */
 	size_t end;		/* where the chunk after the last one starts */
+	struct pos hit;		/* the answer bl__lindex_find() lends */
 	struct lentry e[];
 };
 
@@ -62,32 +67,29 @@ void bl__lindex_free(struct bl_list *l)
 	l->_lidx = NULL;
 }
 
-/* Bytes in chunk @c. */
-static inline size_t chunk_len(const struct bl__chunk_hdr *c)
-{
-	const struct bl_ptr *s = slots(c) + c->start;
-	size_t len = 0;
-
-	for (uint32_t i = 0; i < c->count; i++)
-		len += s[i].len;
-	return len;
-}
-
 /*
- * Appends chunk @c, which starts at @off and holds @len bytes, to @l's
- * index @x, growing it when full (if @alloc).  Return: the index (it may
- * have moved), or NULL when it could not grow (it is then as it was).
+ * Adds the entries of chunk @c, which starts at @x->end, to @l's index
+ * @x, growing it when full (if @alloc).  Return: the index (it may have
+ * moved), or NULL when it had no room for them (it is then as it was).
  */
-static struct bl__lindex *lindex_add(struct bl_list *l, struct bl__lindex *x,
-				     struct bl__chunk_hdr *c, size_t off,
-				     size_t len, bool alloc)
+static struct bl__lindex *lindex_add_chunk(struct bl_list *l,
+					   struct bl__lindex *x,
+					   struct bl__chunk_hdr *c, bool alloc)
 {
-	if (x->n == x->cap) {
-		struct bl__lindex *y;
+	const struct bl_ptr *s = slots(c);
+	uint32_t need = (c->count + LSTEP - 1) / LSTEP;
+	size_t off = x->end;
 
-		if (!alloc || x->cap > UINT32_MAX / 2)
-			return NULL;
-		y = lindex_alloc(x->cap * 2);
+	if (need > x->cap - x->n) {
+		struct bl__lindex *y;
+		uint32_t cap = x->cap;
+
+		while (cap - x->n < need) {
+			if (!alloc || cap > UINT32_MAX / 2)
+				return NULL;
+			cap *= 2;
+		}
+		y = lindex_alloc(cap);
 		if (!y)
 			return NULL;
 		memcpy(y->e, x->e, x->n * sizeof(struct lentry));
@@ -96,10 +98,18 @@ static struct bl__lindex *lindex_add(struct bl_list *l, struct bl__lindex *x,
 		lindex_release(x);
 		l->_lidx = x = y;
 	}
-	x->e[x->n].c = c;
-	x->e[x->n].off = off;
-	x->n++;
-	x->end = off + len;
+	for (uint32_t k = 0; k < c->count; k++) {
+		uint32_t i = c->start + k;
+
+		if (k % LSTEP == 0) {
+			x->e[x->n].c = c;
+			x->e[x->n].i = i;
+			x->e[x->n].off = off;
+			x->n++;
+		}
+		off += s[i].len;
+	}
+	x->end = off;
 	return x;
 }
 
@@ -123,6 +133,7 @@ int bl__lindex_validate(const struct bl_list *l)
 {
 	const struct bl__lindex *x = l->_lidx;
 	const struct bl__chunk_hdr *c;
+	uint32_t k = 0;
 	size_t off = 0;
 
 	if (!x)
@@ -131,61 +142,96 @@ int bl__lindex_validate(const struct bl_list *l)
 		return -1;	/* a short list keeps none */
 	if (x->n > x->cap)
 		return -2;
-	if (!x->n)
-		return 0;
+	/* entry pointers are compared, never followed: they may be stale */
 	c = inl(l)->next ? inl(l)->next->next : NULL;
-	for (uint32_t k = 0; k < x->n; k++, c = c->next) {
-		if (!c || c == l->_tail || x->e[k].c != c)
-			return -3;	/* not the chain's chunk */
-		if (x->e[k].off != off)
-			return -4;
-		off += chunk_len(c);
+	while (k < x->n) {
+		if (!c || c == l->_tail)
+			return -3;	/* more entries than sealed chunks */
+		for (uint32_t j = 0; j < c->count; j++) {
+			if (j % LSTEP == 0) {
+				if (k == x->n || x->e[k].c != c ||
+				    x->e[k].i != c->start + j ||
+				    x->e[k].off != off)
+					return -4;
+				k++;
+			}
+			off += slots(c)[c->start + j].len;
+		}
+		c = c->next;
 	}
 	if (x->end != off)
 		return -5;
 	return 0;
 }
 
-struct lfound bl__lindex_find(const struct bl_list *cl,
-			      struct bl__chunk_hdr *c,
-			      struct bl__chunk_hdr *prev, size_t off,
-			      bool alloc)
+/* Where the index has no room: the thread's answer. */
+static __thread struct pos walk_hit;
+
+const struct pos *bl__lindex_find(const struct bl_list *cl,
+				  struct bl__chunk_hdr *c,
+				  struct bl__chunk_hdr *prev, size_t off,
+				  bool alloc)
 {
 	/* the index is a cache beside the contents, which stay as they are */
 	struct bl_list *l = (struct bl_list *)cl;
 	struct bl__lindex *x = l->_lidx;
+	struct bl__chunk_hdr *second = prev;
+	struct pos *hit = &walk_hit;
 	size_t base = 0;
 
 	BL_DEBUG_CHECK(!bl__lindex_validate(l),
 		       "list %p: its offset index does not match its chunks "
 		       "(%d): a change to the list did not drop it",
 		       (const void *)l, bl__lindex_validate(l));
-	if (x && x->n) {
-		if (off < x->end) {
-			uint32_t k = lindex_search(x, off);
-
-			return (struct lfound){ k ? x->e[k - 1].c : prev,
-						off - x->e[k].off };
-		}
-		prev = x->e[x->n - 1].c;
-		c = prev->next;
-		base = x->end;
-		off -= base;
-	} else if (!x && alloc) {
-		/* about one entry per full chunk, room to grow */
-		x = lindex_alloc(l->_nseg / CHUNK_MAX + 16);
+	if (!x && alloc) {
+		/* an entry per LSTEP segments of full chunks, room to grow */
+		x = lindex_alloc(l->_nseg / LSTEP + 16);
 		l->_lidx = x;	/* NULL without memory: walk */
 	}
-	/* extend the index over the sealed chunks up to the one needed */
-	for (; c != l->_tail; prev = c, c = c->next) {
-		size_t len = chunk_len(c);
+	if (x) {
+		hit = &x->hit;
+		if (x->n) {
+			prev = x->e[x->n - 1].c;
+			c = prev->next;
+			base = x->end;
+		}
+		/* extend it over the sealed chunks up to the one needed */
+		while (off >= base && c != l->_tail) {
+			struct bl__lindex *y = lindex_add_chunk(l, x, c, alloc);
 
-		if (x)
-			x = lindex_add(l, x, c, base, len, alloc);
-		if (off < len)
-			break;
-		off -= len;
-		base += len;
+			if (!y)
+				break;	/* no room: walk from c */
+			x = y;
+			hit = &x->hit;
+			base = x->end;
+			prev = c;
+			c = c->next;
+		}
+		if (off < base) {
+			uint32_t k = lindex_search(x, off), j = k;
+			const struct lentry *e = &x->e[k];
+			const struct bl_ptr *s = slots(e->c);
+
+			/* the chunk before e's: the entry before its first */
+			while (j && x->e[j].c == e->c)
+				j--;
+			hit->c = e->c;
+			hit->prev = x->e[j].c == e->c ? second : x->e[j].c;
+			off -= e->off;
+			for (uint32_t i = e->i;; i++) {
+				if (off < s[i].len) {
+					hit->i = i;
+					hit->inner = off;
+					return hit;
+				}
+				off -= s[i].len;
+			}
+		}
 	}
-	return (struct lfound){ prev, off };
+	off -= base;
+	for (; c; prev = c, c = c->next)
+		if (scan_chunk(c, prev, &off, hit))
+			return hit;
+	pos_end(hit);
+	return hit;
 }

@@ -216,26 +216,20 @@ static inline void pos_end(struct pos *p)
  */
 #define LINDEX_MIN 256
 
-/* Where the byte sought is: in @prev->next, @off bytes from its start. */
-struct lfound {
-	struct bl__chunk_hdr *prev;
-	size_t off;
-};
-
 /*
  * locate() past the second chunk of a list of more than LINDEX_MIN
  * segments: @c is the third chunk, @prev the second, @off counts from
  * @c's first byte (at most the bytes from there on).  Builds or extends
  * @l's offset index (a cache: @l's contents do not change); without
- * memory for it (or without @alloc, when it is missing or full), walks
- * the rest.  Returns the chunk before the one holding the
- * byte (the tail, and 0, for the end of the list): two words, so they
- * come back in registers.
+ * memory for it (or without @alloc, when it is missing or full), walks.
+ * Returns the position in memory of the library's (the index's, or the
+ * thread's), to be copied at once: one word, so the caller's own position
+ * stays in registers.
  */
-struct lfound bl__lindex_find(const struct bl_list *l,
-			      struct bl__chunk_hdr *c,
-			      struct bl__chunk_hdr *prev, size_t off,
-			      bool alloc);
+const struct pos *bl__lindex_find(const struct bl_list *l,
+				  struct bl__chunk_hdr *c,
+				  struct bl__chunk_hdr *prev, size_t off,
+				  bool alloc);
 
 /*
  * Checks @l's offset index against its chain (0, or a negative number
@@ -254,11 +248,8 @@ locate_in(const struct bl_list *l, size_t off, struct pos *p, bool alloc)
 		/* past the second chunk of a long list: the index */
 		if (bl__unlikely(prev != NULL && l->_nseg > LINDEX_MIN) &&
 		    c->next) {
-			struct lfound f = bl__lindex_find(l, c->next, c, off,
-							  alloc);
-
-			c = f.prev;	/* the loop steps to the chunk after */
-			off = f.off;
+			*p = *bl__lindex_find(l, c->next, c, off, alloc);
+			return;
 		}
 	}
 	pos_end(p);
