@@ -530,7 +530,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < 3; i++) {
 		static const char *const where[] = { "front", "mid", "end" };
 		unsigned len = lookup_nsegs[i] * BENCH_LOOKUP_SEG;
-		unsigned offs[] = { 10, len / 2 + 10, len - 200 };
+		unsigned offs[] = { 10, len / 2 + 10, len - 182 };
 		struct lookuplist *lk = nullptr;
 
 		for (unsigned w = 0; w < 3; w++) {

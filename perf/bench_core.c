@@ -51,10 +51,11 @@
  *  parse_frames_ptr   the same with bl_iter_get_ptr_and_advance() (zero
  *                 copy, no list; reads the payload's first byte).
  *  lookup_{front,mid,end}_{1e3,1e5,1e6}  bl_list_substr_of() of 100 bytes
- *                 at offset 10, at the middle (+10) or 200 bytes before
- *                 the end of a list of N segments, into a list that held
- *                 the previous result: what finding an offset costs with
- *                 the segment count.  Segments are 64-byte slices of two
+ *                 at offset 10, at the middle (+10) or 182 bytes before
+ *                 the end of a list of N segments (the same two pieces,
+ *                 54 + 46 bytes, each time), into a list that held the
+ *                 previous result: what finding an offset costs with the
+ *                 segment count.  Segments are 64-byte slices of two
  *                 raws, alternating (so they never merge): 64 MiB of data
  *                 at 10^6 segments instead of 4 GiB of 4 KiB segments.
  */
@@ -686,7 +687,7 @@ int main(int argc, char **argv)
 		static const char *const where[] = { "front", "mid", "end" };
 		static struct lookuplist lk;
 		size_t len = (size_t)lookup_nsegs[i] * BENCH_LOOKUP_SEG;
-		size_t offs[] = { 10, len / 2 + 10, len - 200 };
+		size_t offs[] = { 10, len / 2 + 10, len - 182 };
 		bool built = false;
 
 		for (unsigned w = 0; w < 3; w++) {

@@ -170,7 +170,7 @@ static __thread struct pos walk_hit;
 const struct pos *bl__lindex_find(const struct bl_list *cl,
 				  struct bl__chunk_hdr *c,
 				  struct bl__chunk_hdr *prev, size_t off,
-				  bool alloc)
+				  size_t from_end, bool alloc)
 {
 	/* the index is a cache beside the contents, which stay as they are */
 	struct bl_list *l = (struct bl_list *)cl;
@@ -229,9 +229,26 @@ const struct pos *bl__lindex_find(const struct bl_list *cl,
 		}
 	}
 	off -= base;
-	for (; c; prev = c, c = c->next)
+	for (; c != l->_tail; prev = c, c = c->next)
 		if (scan_chunk(c, prev, &off, hit))
 			return hit;
+	/* the tail: from its end when that is nearer (appends look there) */
+	if (from_end && from_end < off) {
+		const struct bl_ptr *s = slots(c);
+
+		for (uint32_t i = c->start + c->count; i-- > c->start;) {
+			if (from_end <= s[i].len) {
+				hit->c = c;
+				hit->prev = prev;
+				hit->i = i;
+				hit->inner = s[i].len - from_end;
+				return hit;
+			}
+			from_end -= s[i].len;
+		}
+	} else if (scan_chunk(c, prev, &off, hit)) {
+		return hit;
+	}
 	pos_end(hit);
 	return hit;
 }

@@ -219,7 +219,9 @@ static inline void pos_end(struct pos *p)
 /*
  * locate() past the second chunk of a list of more than LINDEX_MIN
  * segments: @c is the third chunk, @prev the second, @off counts from
- * @c's first byte (at most the bytes from there on).  Builds or extends
+ * @c's first byte (at most the bytes from there on), @from_end is the
+ * list's length less the offset sought (the tail, which the index leaves
+ * out, is scanned from whichever end is nearer).  Builds or extends
  * @l's offset index (a cache: @l's contents do not change); without
  * memory for it (or without @alloc, when it is missing or full), walks.
  * Returns the position in memory of the library's (the index's, or the
@@ -229,7 +231,7 @@ static inline void pos_end(struct pos *p)
 const struct pos *bl__lindex_find(const struct bl_list *l,
 				  struct bl__chunk_hdr *c,
 				  struct bl__chunk_hdr *prev, size_t off,
-				  bool alloc);
+				  size_t from_end, bool alloc);
 
 /*
  * Checks @l's offset index against its chain (0, or a negative number
@@ -241,6 +243,7 @@ static inline __attribute__((always_inline)) void
 locate_in(const struct bl_list *l, size_t off, struct pos *p, bool alloc)
 {
 	struct bl__chunk_hdr *c, *prev = NULL;
+	size_t from_end = l->_len - off;
 
 	for (c = inl(l); c; prev = c, c = c->next) {
 		if (scan_chunk(c, prev, &off, p))
@@ -248,7 +251,8 @@ locate_in(const struct bl_list *l, size_t off, struct pos *p, bool alloc)
 		/* past the second chunk of a long list: the index */
 		if (bl__unlikely(prev != NULL && l->_nseg > LINDEX_MIN) &&
 		    c->next) {
-			*p = *bl__lindex_find(l, c->next, c, off, alloc);
+			*p = *bl__lindex_find(l, c->next, c, off, from_end,
+					      alloc);
 			return;
 		}
 	}
