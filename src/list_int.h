@@ -125,6 +125,14 @@ static inline const struct bl_ptr *bl__seg_next(struct bl__seg_cursor *cur)
 	return c ? bl__seg_at(cur) : NULL;
 }
 
+/*
+ * Puts @cur on the segment holding byte @off of @l (off < length; past the
+ * last at the length) and *@inner on that byte within it: a long list's
+ * offset index makes this about as cheap deep in the list as at its front.
+ */
+void bl__list_seek(const struct bl_list *l, size_t off,
+		   struct bl__seg_cursor *cur, size_t *inner);
+
 /* Every segment @s of @l, in order, with @cur (a struct bl__seg_cursor). */
 #define BL__LIST_FOREACH_SEG(l, cur, s)					\
 	for ((s) = bl__seg_first((l), &(cur)); (s); (s) = bl__seg_next(&(cur)))

@@ -42,6 +42,19 @@ const struct bl_ptr *bl_list_seg_next(struct bl_list_seg_iter *it)
 	return seg_lend(it, &cur, s);
 }
 
+/* ---- the private cursor, put at an offset ----------------------------- */
+
+void bl__list_seek(const struct bl_list *l, size_t off,
+		   struct bl__seg_cursor *cur, size_t *inner)
+{
+	struct pos p;
+
+	locate(l, off, &p);
+	cur->c = p.c;
+	cur->i = p.i;
+	*inner = p.inner;
+}
+
 /* ---- comparing -------------------------------------------------------- */
 
 int bl_list_compare(const struct bl_list *a, const struct bl_list *b)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_lindex.c - the offset index of long lists: every offset-based
- * operation (copy_out, substr_of, to_iovec, splice, copy_in, zero) on lists
- * of up to 10^5 segments of varied lengths gives what a flat copy of the
- * bytes says, with every kind of change to the list between lookups (a
+ * operation (copy_out, substr_of, to_iovec, splice, copy_in, zero, cursors
+ * put at an offset) on lists of up to 10^5 segments of varied lengths
+ * gives what a flat copy of the bytes says, with every kind of change to
+ * the list between lookups (a
  * stale index would hand back freed chunks or wrong offsets, and
  * bl__list_validate() compares the index with the chain after each), and
  * lookups stay right when the index cannot be allocated.
@@ -170,6 +171,19 @@ static void ml_lookups(const struct ml *m, unsigned k, uint64_t *rng)
 						  m->b + off + got, c));
 				got += c;
 			}
+		}
+		if (j % 4 == 1) {	/* a cursor put there, and moved back */
+			struct bl_iter it;
+
+			ck_assert_int_eq(bl_iter_init(&it, &m->l, off), 0);
+			ck_assert_uint_eq(bl_iter_remaining(&it), m->len - off);
+			ck_assert_int_eq(bl_iter_copy(&it, len, buf), 0);
+			ck_assert(!memcmp(buf, m->b + off, len));
+			off /= 2;
+			len = m->len - off < len ? m->len - off : len;
+			ck_assert_int_eq(bl_iter_seek(&it, off), 0);
+			ck_assert_int_eq(bl_iter_copy(&it, len, buf), 0);
+			ck_assert(!memcmp(buf, m->b + off, len));
 		}
 		if (j % 4 == 0) {
 			struct bl_list d = BL_LIST_INIT(d);
