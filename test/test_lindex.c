@@ -203,8 +203,11 @@ START_TEST(test_lookups_across_100000_segments_match_flat_copy)
 {
 	uint64_t rng = seed + 1;
 	static unsigned char buf[1024];
+	struct bl_list_seg_iter it;
+	const struct bl_ptr *s;
 	struct iovec iov[1];
 	struct ml m;
+	unsigned i;
 	size_t off;
 
 	ml_init(&m);
@@ -215,16 +218,20 @@ START_TEST(test_lookups_across_100000_segments_match_flat_copy)
 	ck_assert_ptr_nonnull(m.l._lidx);
 	/* the start of every 97th segment, and the byte before it */
 	off = 0;
-	for (unsigned i = 0; bl_list_to_iovec(&m.l, off, iov, 1) == 1; i++) {
-		if (i % 97 == 0) {
+	i = 0;
+	for (s = bl_list_seg_first(&m.l, &it); s; s = bl_list_seg_next(&it)) {
+		if (i++ % 97 == 0) {
 			size_t a = off ? off - 1 : 0;
 			size_t n = m.len - a < sizeof(buf) ? m.len - a
 							   : sizeof(buf);
 
 			ck_assert_int_eq(bl_list_copy_out(&m.l, a, n, buf), 0);
 			ck_assert(!memcmp(buf, m.b + a, n));
+			ck_assert_int_eq(bl_list_to_iovec(&m.l, off, iov, 1),
+					 1);
+			ck_assert_ptr_eq(iov[0].iov_base, bl_ptr_data(s));
 		}
-		off += iov[0].iov_len;
+		off += s->len;
 	}
 	ck_assert_uint_eq(off, m.len);
 	ml_check_all(&m);
