@@ -9,13 +9,15 @@
  * chunk fills (chunks grow to 64 segments), and claim_append moves whole
  * chunks, so it is O(1) whatever the segment count.
  *
- * A list belongs to one thread at a time; the raws under it may be shared
- * with lists on other threads.  struct bl_list must not be copied by
- * assignment or memcpy (the first chunk is inline): use bl_list_swap(),
- * bl_list_claim_append() or bl_list_append_list().  Any change to a list
- * invalidates its iterators (an --enable-debug build aborts with a message
- * when one is used after that).  A list holds at most UINT_MAX segments:
- * an operation that would store more fails with -ENOMEM.
+ * A list belongs to one thread at a time, even to be read (a lookup in a
+ * list of many segments builds an index of it inside the list); the raws
+ * under it may be shared with lists on other threads.  struct bl_list
+ * must not be copied by assignment or memcpy (the first chunk is inline):
+ * use bl_list_swap(), bl_list_claim_append() or bl_list_append_list().
+ * Any change to a list invalidates its iterators (an --enable-debug build
+ * aborts with a message when one is used after that).  A list holds at
+ * most UINT_MAX segments: an operation that would store more fails with
+ * -ENOMEM.
  *
  * Small appends of caller bytes go into the list's append buffer: the
  * unused tail of a raw the list allocated for that purpose.  Its refill
