@@ -67,6 +67,17 @@ void bl__lindex_free(struct bl_list *l)
 	l->_lidx = NULL;
 }
 
+/* Bytes in chunk @c. */
+static inline size_t chunk_len(const struct bl__chunk_hdr *c)
+{
+	const struct bl_ptr *s = slots(c) + c->start;
+	size_t len = 0;
+
+	for (uint32_t i = 0; i < c->count; i++)
+		len += s[i].len;
+	return len;
+}
+
 /*
  * Adds the entries of chunk @c, which starts at @x->end, to @l's index
  * @x, growing it when full (if @alloc).  Return: the index (it may have
@@ -187,17 +198,18 @@ lindex_chain_ok(const struct bl_list *l, const struct bl__lindex *x)
 /* Where the index has no room: the thread's answer. */
 static __thread struct pos walk_hit;
 
-const struct pos *bl__lindex_find(const struct bl_list *cl,
-				  struct bl__chunk_hdr *c,
-				  struct bl__chunk_hdr *prev, size_t off,
-				  size_t from_end, bool alloc)
+/* bl__lindex_find(), which is this under the name its callers see cold */
+static const struct pos *lindex_find(const struct bl_list *cl,
+				     struct bl__chunk_hdr *c,
+				     struct bl__chunk_hdr *prev, size_t off,
+				     bool alloc)
 {
 	/* the index is a cache beside the contents, which stay as they are */
 	struct bl_list *l = (struct bl_list *)cl;
 	struct bl__lindex *x = l->_lidx;
 	struct bl__chunk_hdr *second = prev;
 	struct pos *hit = &walk_hit;
-	size_t base = 0;
+	size_t base = 0, off0 = off, from_end;
 
 	BL_DEBUG_CHECK(!x || lindex_chain_ok(l, x),
 		       "list %p: its offset index does not match its chunks: "
@@ -251,7 +263,12 @@ const struct pos *bl__lindex_find(const struct bl_list *cl,
 	for (; c != l->_tail; prev = c, c = c->next)
 		if (scan_chunk(c, prev, &off, hit))
 			return hit;
-	/* the tail: from its end when that is nearer (appends look there) */
+	/*
+	 * The tail: from its end when that is nearer (appends look there).
+	 * How far that is takes the bytes of the first two chunks, which
+	 * the caller walked: a cost paid here rather than by every lookup.
+	 */
+	from_end = l->_len - chunk_len(inl(l)) - chunk_len(second) - off0;
 	if (from_end && from_end < off) {
 		const struct bl_ptr *s = slots(c);
 
@@ -271,3 +288,9 @@ const struct pos *bl__lindex_find(const struct bl_list *cl,
 	pos_end(hit);
 	return hit;
 }
+
+const struct pos *bl__lindex_find(const struct bl_list *l,
+				  struct bl__chunk_hdr *c,
+				  struct bl__chunk_hdr *prev, size_t off,
+				  bool alloc)
+	__attribute__((alias("lindex_find")));

@@ -219,19 +219,19 @@ static inline void pos_end(struct pos *p)
 /*
  * locate() past the second chunk of a list of more than LINDEX_MIN
  * segments: @c is the third chunk, @prev the second, @off counts from
- * @c's first byte (at most the bytes from there on), @from_end is the
- * list's length less the offset sought (the tail, which the index leaves
- * out, is scanned from whichever end is nearer).  Builds or extends
+ * @c's first byte (at most the bytes from there on).  Builds or extends
  * @l's offset index (a cache: @l's contents do not change); without
  * memory for it (or without @alloc, when it is missing or full), walks.
  * Returns the position in memory of the library's (the index's, or the
  * thread's), to be copied at once: one word, so the caller's own position
- * stays in registers.
+ * stays in registers.  Declared cold for its callers, so that the short
+ * lists' walk in locate() is laid out as if it were not there; it is
+ * compiled for speed all the same (list_index.c defines it under another
+ * name, of which this is an alias).
  */
-const struct pos *bl__lindex_find(const struct bl_list *l,
-				  struct bl__chunk_hdr *c,
-				  struct bl__chunk_hdr *prev, size_t off,
-				  size_t from_end, bool alloc);
+__attribute__((cold)) const struct pos *
+bl__lindex_find(const struct bl_list *l, struct bl__chunk_hdr *c,
+		struct bl__chunk_hdr *prev, size_t off, bool alloc);
 
 /*
  * Checks @l's offset index against its chain (0, or a negative number
@@ -243,16 +243,14 @@ static inline __attribute__((always_inline)) void
 locate_in(const struct bl_list *l, size_t off, struct pos *p, bool alloc)
 {
 	struct bl__chunk_hdr *c, *prev = NULL;
-	size_t from_end = l->_len - off;
 
 	for (c = inl(l); c; prev = c, c = c->next) {
 		if (scan_chunk(c, prev, &off, p))
 			return;
 		/* past the second chunk of a long list: the index */
-		if (bl__unlikely(prev != NULL && l->_nseg > LINDEX_MIN) &&
+		if (bl__unlikely(c != inl(l) && l->_nseg > LINDEX_MIN) &&
 		    c->next) {
-			*p = *bl__lindex_find(l, c->next, c, off, from_end,
-					      alloc);
+			*p = *bl__lindex_find(l, c->next, c, off, alloc);
 			return;
 		}
 	}
