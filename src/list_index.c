@@ -5,16 +5,17 @@
  * LSTEP segments instead of a walk from the front.  It covers the chunks
  * from the third up to the one before the tail: one entry every LSTEP
  * slots of each chunk, with that slot's first byte counted from the third
- * chunk's start.  The first two chunks are left to the walk
- * in locate() (changes at the very front, such as the messenger trimming
- * its first segment, then leave the index valid), and the tail is left
- * out because appends change it.  Appends only ever add chunks after the
- * tail, so they never touch the index; lookups extend it over the chunks
- * sealed since, as far as they need to go.  Every other change to the
- * chain or to a segment's length drops it (bl__lindex_drop(): the one
- * reset, splice, claim_prepend, prepend, undoing appends).  It is a
- * cache: a lookup on a const list may build it, and when memory runs out
- * the lookup walks instead, never failing.
+ * chunk's start.  The first two chunks are left to the walk in locate()
+ * (changes at the very front, such as the messenger trimming its first
+ * segment or a prepend into the inline slots, then leave the index
+ * valid), and the tail is left out because appends change it.  Appends
+ * only ever add chunks after the tail, so they never touch the index;
+ * lookups extend it over the chunks sealed since, as far as they need to
+ * go.  Every other change to the chain or to a segment's length drops it
+ * (bl__lindex_drop(): the one reset, splice, claim_prepend, a prepend
+ * that moves the inline slots out, undoing appends).  It is a cache: a
+ * lookup on a const list may build it, and when memory runs out the
+ * lookup walks instead, never failing.
  */
 #include "list_priv.h"	/* first: config.h sets _GNU_SOURCE */
 
