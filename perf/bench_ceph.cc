@@ -407,6 +407,45 @@ static uint64_t w_parse_ptr(void *arg, uint64_t n)
 	return t;
 }
 
+/* ---- lookups in long lists ----------------------------------------------- */
+
+/* Segment i is a 64-byte slice of raw[i % 2]: they never merge. */
+struct lookuplist {
+	bufferptr raw[2];
+	bufferlist bl, other;
+	unsigned off;
+};
+
+static void lookup_build(struct lookuplist *s, unsigned nseg)
+{
+	unsigned half = (nseg + 1) / 2 * BENCH_LOOKUP_SEG;
+
+	for (unsigned k = 0; k < 2; k++) {
+		s->raw[k] = bufferptr(buffer::create(half));
+		bench_fill_pattern(s->raw[k].c_str(), half, (size_t)k * half);
+	}
+	for (unsigned i = 0; i < nseg; i++)
+		s->bl.push_back(bufferptr(s->raw[i & 1],
+					  i / 2 * BENCH_LOOKUP_SEG,
+					  BENCH_LOOKUP_SEG));
+	if (s->bl.get_num_buffers() != nseg)
+		bench_fail("lookup build", (long)s->bl.get_num_buffers());
+}
+
+static uint64_t w_lookup(void *arg, uint64_t n)
+{
+	struct lookuplist *s = (struct lookuplist *)arg;
+	uint64_t t0 = bench_now();
+
+	for (uint64_t i = 0; i < n; i++)
+		s->other.substr_of(s->bl, s->off, BENCH_LOOKUP_LEN);
+	uint64_t t = bench_now() - t0;
+
+	if (s->other.length() != BENCH_LOOKUP_LEN)
+		bench_fail("substr_of", (long)s->other.length());
+	return t;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -514,6 +553,29 @@ int main(int argc, char **argv)
 			bench_ns("parse_frames_list", w_parse_list, &f);
 		if (bench_want("parse_frames_ptr"))
 			bench_ns("parse_frames_ptr", w_parse_ptr, &f);
+	}
+
+	static const unsigned lookup_nsegs[] = { 1000, 100000, 1000000 };
+	static const char *const lookup_names[] = { "1e3", "1e5", "1e6" };
+	for (unsigned i = 0; i < 3; i++) {
+		static const char *const where[] = { "front", "mid", "end" };
+		unsigned len = lookup_nsegs[i] * BENCH_LOOKUP_SEG;
+		unsigned offs[] = { 10, len / 2 + 10, len - 182 };
+		struct lookuplist *lk = nullptr;
+
+		for (unsigned w = 0; w < 3; w++) {
+			snprintf(name, sizeof(name), "lookup_%s_%s", where[w],
+				 lookup_names[i]);
+			if (!bench_want(name))
+				continue;
+			if (!lk) {
+				lk = new lookuplist;
+				lookup_build(lk, lookup_nsegs[i]);
+			}
+			lk->off = offs[w];
+			bench_ns(name, w_lookup, lk);
+		}
+		delete lk;
 	}
 	return 0;
 }

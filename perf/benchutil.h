@@ -351,6 +351,8 @@ static inline void bench_fill_line(const char *name, size_t buflen,
 #define BENCH_FILL_LEN 1048576u
 #define BENCH_FRAMES 100000u
 #define BENCH_APPEND_CLEAR 4096u	/* 8-byte appends between clears */
+#define BENCH_LOOKUP_SEG 64u		/* segment of the lookup lists */
+#define BENCH_LOOKUP_LEN 100u		/* bytes one lookup shares */
 
 /* Byte @i of every payload the programs build, so crcs can be compared. */
 static inline unsigned char bench_byte(size_t i)

@@ -27,17 +27,22 @@ static inline void next_seg(struct bl_iter *it)
 int bl_iter_init(struct bl_iter *it, const struct bl_list *l, size_t off)
 {
 	struct bl__seg_cursor c;
+	size_t inner = 0;
 
 	if (off > bl__list_len(l))
 		return -ERANGE;
-	bl__seg_first(l, &c);
+	if (off)	/* found, not walked to: a long list has an offset index */
+		bl__list_seek(l, off, &c, &inner);
+	else
+		bl__seg_first(l, &c);
 	it->_l = l;
 #ifdef BL_DEBUG
 	it->_lgen = bl__list_gen(l);
 #endif
 	bl__iter_set_cursor(it, &c);
-	it->_off = 0;
-	return bl_iter_advance(it, off);
+	it->_seg_off = inner;
+	it->_off = off;
+	return 0;
 }
 
 size_t bl_iter_offset(const struct bl_iter *it)

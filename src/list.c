@@ -73,6 +73,7 @@ void bl__list_mark_rollback(struct bl_list *l, const struct mark *m,
 	uint32_t keep = m->count;
 
 	BL__LIST_TOUCH(l);
+	bl__lindex_drop(l);	/* it may hold chunks sealed since the mark */
 	l->_ext = NULL;
 	if (c == inl(l) && !c->count && keep) {
 		/* push_seg moved the inline slots into the first heap chunk */
@@ -185,6 +186,8 @@ void bl_list_swap(struct bl_list *a, struct bl_list *b)
 		b->_tail = inl(b);
 	a->_ext = NULL;	/* it may point into the other's inline slots */
 	b->_ext = NULL;
+	/* each offset index moved with its chunks: heap chunks only, counted
+	 * from the third chunk, so still right */
 	BL__LIST_TOUCH(a);
 	BL__LIST_TOUCH(b);
 }
@@ -302,6 +305,7 @@ int bl_list_claim_prepend(struct bl_list *l, struct bl_list *src)
 		e->count = li->count;
 	}
 	BL__LIST_TOUCH(l);	/* (src: in bl__list_reset()) */
+	bl__lindex_drop(l);
 	old_next = li->next;
 	old_tail = l->_tail;
 	/* l's inline slots take src's inline slices... */
@@ -603,6 +607,7 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 
 	/* Phase 2: references, then slots.  Nothing here can fail. */
 	BL__LIST_TOUCH(l);
+	bl__lindex_drop(l);
 	for (c = a.c, i = a.i;; pos_next(&c, &i)) {
 		bool first = c == a.c && i == a.i;
 		bool last = c == b.c && i == b.i;

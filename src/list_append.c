@@ -439,6 +439,7 @@ int bl_list_prepend_ptr(struct bl_list *l, const struct bl_ptr *p)
 		n = bl__chunk_new(CHUNK_MIN);
 		if (!n)
 			return -ENOMEM;
+		bl__lindex_drop(l);	/* the third chunk is another now */
 		memcpy(slots(n), slots(c), c->count * sizeof(struct bl_ptr));
 		n->count = c->count;
 		n->next = c->next;

@@ -125,9 +125,35 @@ static inline const struct bl_ptr *bl__seg_next(struct bl__seg_cursor *cur)
 	return c ? bl__seg_at(cur) : NULL;
 }
 
+/*
+ * Puts @cur on the segment holding byte @off of @l (off < length; past the
+ * last at the length) and *@inner on that byte within it: a long list's
+ * offset index makes this about as cheap deep in the list as at its front.
+ */
+void bl__list_seek(const struct bl_list *l, size_t off,
+		   struct bl__seg_cursor *cur, size_t *inner);
+
 /* Every segment @s of @l, in order, with @cur (a struct bl__seg_cursor). */
 #define BL__LIST_FOREACH_SEG(l, cur, s)					\
 	for ((s) = bl__seg_first((l), &(cur)); (s); (s) = bl__seg_next(&(cur)))
+
+/* ---- the offset index ------------------------------------------------- */
+
+/*
+ * A long list keeps an index of its chunks by offset (list_index.c), built
+ * by the lookups that need it.  Appends leave it valid; any other change
+ * to the chain or to a segment's length drops it, and so must every new
+ * operation that makes such a change (a stale index points at freed
+ * chunks).
+ */
+void bl__lindex_free(struct bl_list *l);
+
+/* Drops @l's offset index, if any: the cheap check inline. */
+static inline void bl__lindex_drop(struct bl_list *l)
+{
+	if (bl__unlikely(l->_lidx != NULL))
+		bl__lindex_free(l);
+}
 
 /* ---- whole-list state ------------------------------------------------- */
 
@@ -135,8 +161,9 @@ static inline const struct bl_ptr *bl__seg_next(struct bl__seg_cursor *cur)
  * Empties @l's chain without touching a reference: the references of its
  * segments were moved elsewhere or dropped, its heap chunks freed or
  * handed over.
- * The append buffer and the pool stay.  The one reset: clearing, the
- * claims, the reshapes and bl__list_take_one() all end here.
+ * The append buffer and the pool stay; the offset index goes.  The one
+ * reset: clearing, the claims, the reshapes and bl__list_take_one() all
+ * end here.
  */
 static inline void bl__list_reset(struct bl_list *l)
 {
@@ -148,6 +175,8 @@ static inline void bl__list_reset(struct bl_list *l)
 	l->_inl.count = 0;
 	l->_len = 0;
 	l->_nseg = 0;
+	/* last: a caller that returns next needs no stack frame for the call */
+	bl__lindex_drop(l);
 }
 
 /* bl_list_init() inline, for the paths that build many lists. */
@@ -158,13 +187,14 @@ static inline void bl__list_init(struct bl_list *l)
 	l->_abuf_next = 0;
 	l->_inl.cap = BL_LIST_INLINE;
 	l->_inl._gen = 0;
+	l->_lidx = NULL;
 	bl__list_reset(l);
 }
 
 /*
  * The segment of a list that is exactly one slice, held in its inline
- * slots, and owns nothing else (no heap chunk, no append buffer); NULL for
- * any other list.  Taking that slice out leaves a list that needs no
+ * slots, and owns nothing else (no heap chunk, no append buffer; only a
+ * long list has an offset index); NULL for any other list.  Taking that slice out leaves a list that needs no
  * bl_list_clear().
  */
 static inline const struct bl_ptr *bl__list_lone(const struct bl_list *l)
@@ -226,7 +256,9 @@ static inline void bl__list_put_lone(struct bl_list *l, struct bl_raw *raw,
 
 /*
  * Drops the first @n bytes of @l, all inside its front segment @s (from
- * bl__list_front(l)), n < s->len: no reference changes hands.
+ * bl__list_front(l)), n < s->len: no reference changes hands.  The offset
+ * index stays: it counts from the third chunk on, and the front segment is
+ * in the first or the second.
  */
 static inline void bl__list_trim_front(struct bl_list *l,
 				       const struct bl_ptr *s, size_t n)
@@ -244,7 +276,8 @@ static inline void bl__list_trim_front(struct bl_list *l,
 
 /*
  * Checks every invariant of @l (lengths add up, counts match, no empty
- * segment, every slice within its raw's frontier).  Returns 0 or a negative
+ * segment, every slice within its raw's frontier, the offset index matches
+ * the chunks).  Returns 0 or a negative
  * number naming the first broken one; tests call it after every mutation.
  */
 int bl__list_validate(const struct bl_list *l);

@@ -177,29 +177,104 @@ struct pos {
 	size_t inner;			/* offset inside that segment */
 };
 
-/* The segment holding byte @off (< length), or the end when off == length. */
-static inline void locate(const struct bl_list *l, size_t off, struct pos *p)
+/*
+ * Looks for byte @*off of chunk @c (whose predecessor is @prev): true with
+ * *@p set when the chunk holds it, else false with *@off less the chunk's
+ * bytes.
+ */
+static inline bool scan_chunk(struct bl__chunk_hdr *c,
+			      struct bl__chunk_hdr *prev, size_t *off,
+			      struct pos *p)
 {
-	struct bl__chunk_hdr *c, *prev = NULL;
+	struct bl_ptr *s = slots(c);
 
-	for (c = inl(l); c; prev = c, c = c->next) {
-		struct bl_ptr *s = slots(c);
-
-		for (uint32_t i = c->start; i < c->start + c->count; i++) {
-			if (off < s[i].len) {
-				p->c = c;
-				p->prev = prev;
-				p->i = i;
-				p->inner = off;
-				return;
-			}
-			off -= s[i].len;
+	for (uint32_t i = c->start; i < c->start + c->count; i++) {
+		if (*off < s[i].len) {
+			p->c = c;
+			p->prev = prev;
+			p->i = i;
+			p->inner = *off;
+			return true;
 		}
+		*off -= s[i].len;
 	}
+	return false;
+}
+
+static inline void pos_end(struct pos *p)
+{
 	p->c = NULL;
 	p->prev = NULL;
 	p->i = 0;
 	p->inner = 0;
+}
+
+/*
+ * A list of more segments than this looks offsets past its second chunk
+ * up in its offset index (list_index.c); a shorter one walks, which costs
+ * as little at that length.
+ */
+#define LINDEX_MIN 256
+
+/*
+ * locate() past the second chunk of a list of more than LINDEX_MIN
+ * segments: @c is the third chunk, @prev the second, @off counts from
+ * @c's first byte (at most the bytes from there on).  Builds or extends
+ * @l's offset index (a cache: @l's contents do not change); without
+ * memory for it (or without @alloc, when it is missing or full), walks.
+ * Returns the position in memory of the library's (the index's, or the
+ * thread's), to be copied at once: one word, so the caller's own position
+ * stays in registers.  Declared cold for its callers, so that the short
+ * lists' walk in locate() is laid out as if it were not there; it is
+ * compiled for speed all the same (list_index.c defines it under another
+ * name, of which this is an alias).
+ */
+__attribute__((cold)) const struct pos *
+bl__lindex_find(const struct bl_list *l, struct bl__chunk_hdr *c,
+		struct bl__chunk_hdr *prev, size_t off, bool alloc);
+
+/*
+ * Checks @l's offset index against its chain (0, or a negative number
+ * naming the first mismatch); bl__list_validate() runs it.
+ */
+int bl__lindex_validate(const struct bl_list *l);
+
+static inline __attribute__((always_inline)) void
+locate_in(const struct bl_list *l, size_t off, struct pos *p, bool alloc)
+{
+	struct bl__chunk_hdr *c, *prev = NULL;
+
+	for (c = inl(l); c; prev = c, c = c->next) {
+		if (scan_chunk(c, prev, &off, p))
+			return;
+		/* past the second chunk of a long list: the index */
+		if (bl__unlikely(c != inl(l) && l->_nseg > LINDEX_MIN) &&
+		    c->next) {
+			*p = *bl__lindex_find(l, c->next, c, off, alloc);
+			return;
+		}
+	}
+	pos_end(p);
+}
+
+/*
+ * The segment holding byte @off (< length), or the end when off == length.
+ * The first two chunks are walked (a short list has no more); past them a
+ * long list goes to its index, so that any offset costs about the same.
+ * After the first chunk (often empty: a list that outgrew it lives in heap
+ * chunks) the walk pays one test per chunk for that.
+ */
+static inline void locate(const struct bl_list *l, size_t off, struct pos *p)
+{
+	locate_in(l, off, p, true);
+}
+
+/* locate() for the callers that promise not to allocate: the index is
+ * used and extended as far as it has room, never made or grown. */
+static inline void locate_noalloc(const struct bl_list *l, size_t off,
+				  struct pos *p)
+{
+	locate_in(l, off, p, false);
 }
 
 static inline bool range_ok(const struct bl_list *l, size_t off, size_t len)

@@ -42,6 +42,19 @@ const struct bl_ptr *bl_list_seg_next(struct bl_list_seg_iter *it)
 	return seg_lend(it, &cur, s);
 }
 
+/* ---- the private cursor, put at an offset ----------------------------- */
+
+void bl__list_seek(const struct bl_list *l, size_t off,
+		   struct bl__seg_cursor *cur, size_t *inner)
+{
+	struct pos p;
+
+	locate(l, off, &p);
+	cur->c = p.c;
+	cur->i = p.i;
+	*inner = p.inner;
+}
+
 /* ---- comparing -------------------------------------------------------- */
 
 int bl_list_compare(const struct bl_list *a, const struct bl_list *b)
@@ -98,7 +111,7 @@ int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
 		return -ERANGE;
 	if (off == l->_len || !iovcnt)
 		return 0;
-	locate(l, off, &p);
+	locate_noalloc(l, off, &p);	/* "No allocation" */
 	/* the first segment may start inside; then whole slots, chunk by
 	 * chunk, in a loop with nothing else to decide */
 	c = p.c;
@@ -357,5 +370,7 @@ int bl__list_validate(const struct bl_list *l)
 	if (l->_ext && (l->_ext != last_seg(l) || l->_ext->raw != l->_abuf ||
 			l->_ext->off + l->_ext->len != bl__raw_used(l->_abuf)))
 		return -11;	/* stale append hint */
+	if (bl__lindex_validate(l))
+		return -12;	/* stale offset index */
 	return 0;
 }

@@ -5,7 +5,7 @@
  * Each misuse runs in a child, which must die of abort() with the
  * library's message naming it: a raw released twice (from a pool cache
  * or freed to malloc), a reference taken on a released raw, a cursor
- * used after its list changed.  A child
+ * used after its list changed, a list's offset index left stale.  A child
  * that uses the library correctly must exit cleanly.  In an ASan build
  * ASan may report the misuse first: that counts as caught too.  Builds
  * without BL_DEBUG exit 77, which the test driver reports as SKIP.
@@ -152,6 +152,42 @@ START_TEST(cursor_used_after_its_list_was_cleared_aborts)
 }
 END_TEST
 
+/*
+ * An offset index left stale: the list's chain is changed behind the
+ * library's back (as a mutation that forgot to drop the index would), so
+ * the index names a chunk the chain no longer holds.
+ */
+static void stale_offset_index(void)
+{
+	struct bl_list l = BL_LIST_INIT(l);
+	struct bl_ptr big = BL_PTR_INIT;
+	struct bl__chunk_hdr *second;
+	char c;
+
+	if (bl_ptr_alloc(&big, 2 * 64 * 1000))
+		_exit(4);
+	for (unsigned i = 0; i < 1000; i++) {
+		struct bl_ptr p = big;	/* borrowed: 64-byte slices, apart */
+
+		p.off = 128 * (size_t)i;
+		p.len = 64;
+		if (bl_list_append_ptr(&l, &p))
+			_exit(4);
+	}
+	if (bl_list_copy_out(&l, bl_list_length(&l) / 2, 1, &c))
+		_exit(4);	/* builds the index */
+	second = l._inl.next;
+	second->next = second->next->next;	/* the third chunk leaves */
+	bl_list_copy_out(&l, bl_list_length(&l) / 2, 1, &c);
+}
+
+START_TEST(stale_offset_index_aborts)
+{
+	assert_caught(tu_run_child(stale_offset_index, err, sizeof(err)),
+		      "offset index");
+}
+END_TEST
+
 static void correct_use(void)
 {
 	struct bl_list l, m;
@@ -215,6 +251,7 @@ static Suite *debug_suite(void)
 	tcase_add_test(tc, reference_taken_after_release_aborts);
 	tcase_add_test(tc, cursor_used_after_its_list_changed_aborts);
 	tcase_add_test(tc, cursor_used_after_its_list_was_cleared_aborts);
+	tcase_add_test(tc, stale_offset_index_aborts);
 	tcase_add_test(tc, correct_use_passes_every_check);
 	suite_add_tcase(s, tc);
 	return s;

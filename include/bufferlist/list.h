@@ -9,13 +9,15 @@
  * chunk fills (chunks grow to 64 segments), and claim_append moves whole
  * chunks, so it is O(1) whatever the segment count.
  *
- * A list belongs to one thread at a time; the raws under it may be shared
- * with lists on other threads.  struct bl_list must not be copied by
- * assignment or memcpy (the first chunk is inline): use bl_list_swap(),
- * bl_list_claim_append() or bl_list_append_list().  Any change to a list
- * invalidates its iterators (an --enable-debug build aborts with a message
- * when one is used after that).  A list holds at most UINT_MAX segments:
- * an operation that would store more fails with -ENOMEM.
+ * A list belongs to one thread at a time, even to be read (a lookup in a
+ * list of many segments builds an index of it inside the list); the raws
+ * under it may be shared with lists on other threads.  struct bl_list
+ * must not be copied by assignment or memcpy (the first chunk is inline):
+ * use bl_list_swap(), bl_list_claim_append() or bl_list_append_list().
+ * Any change to a list invalidates its iterators (an --enable-debug build
+ * aborts with a message when one is used after that).  A list holds at
+ * most UINT_MAX segments: an operation that would store more fails with
+ * -ENOMEM.
  *
  * Small appends of caller bytes go into the list's append buffer: the
  * unused tail of a raw the list allocated for that purpose.  Its refill
@@ -45,6 +47,9 @@ BL_BEGIN_DECLS
 #define BL_LIST_INLINE 2
 #define BL_LIST_ABUF_MAX (64u * 1024)
 
+/* Private: an index of a long list's chunks by offset. */
+struct bl__lindex;
+
 /* Private: a chunk of segments.  Heap chunks have the same header. */
 struct bl__chunk_hdr {
 	struct bl__chunk_hdr *next;
@@ -63,9 +68,10 @@ struct bl_list {
 	struct bl_raw *_abuf;		/* append buffer, one reference, or NULL */
 	struct bl_ptr *_ext;		/* last segment if it ends at _abuf's
 					 * frontier, else NULL (a hint) */
-	struct bl_pool *_pool;		/* where appends allocate; NULL: default */
+	struct bl__lindex *_lidx;	/* offset index of a long list, or NULL */
 	struct bl__chunk_hdr _inl;	/* the inline chunk: header ... */
 	struct bl_ptr _inl_seg[BL_LIST_INLINE];	/* ... and its slots */
+	struct bl_pool *_pool;		/* where appends allocate; NULL: default */
 };
 
 /**
@@ -85,7 +91,7 @@ BL_API void bl_list_init(struct bl_list *l);
  */
 #define BL_LIST_INIT(name) {						\
 	._tail = &(name)._inl, ._len = 0, ._nseg = 0, ._abuf_next = 0,	\
-	._abuf = NULL, ._ext = NULL, ._pool = NULL,			\
+	._abuf = NULL, ._ext = NULL, ._lidx = NULL, ._pool = NULL,	\
 	._inl = { .next = NULL, .start = 0, .count = 0,			\
 		  .cap = BL_LIST_INLINE, ._gen = 0 },			\
 }

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * list_index.c - the offset index of a long list, so that finding the
+ * segment that holds a byte costs a binary search and a scan of at most
+ * LSTEP segments instead of a walk from the front.  It covers the chunks
+ * from the third up to the one before the tail: one entry every LSTEP
+ * slots of each chunk, with that slot's first byte counted from the third
+ * chunk's start.  The first two chunks are left to the walk in locate()
+ * (changes at the very front, such as the messenger trimming its first
+ * segment or a prepend into the inline slots, then leave the index
+ * valid), and the tail is left out because appends change it.  Appends
+ * only ever add chunks after the tail, so they never touch the index;
+ * lookups extend it over the chunks sealed since, as far as they need to
+ * go.  Every other change to the chain or to a segment's length drops it
+ * (bl__lindex_drop(): the one reset, splice, claim_prepend, a prepend
+ * that moves the inline slots out, undoing appends).  It is a cache: a
+ * lookup on a const list may build it, and when memory runs out the
+ * lookup walks instead, never failing.
+ */
+#include "list_priv.h"	/* first: config.h sets _GNU_SOURCE */
+
+#define LSTEP 16	/* slots between two entries of one chunk */
+
+struct lentry {
+	struct bl__chunk_hdr *c;
+	uint32_t i;		/* a slot of c ... */
+	size_t off;		/* ... and its first byte, from the third chunk's */
+};
+
+struct bl__lindex {
+	const struct bl__allocator *al;	/* the one that made this block */
+	uint32_t n;		/* entries, whole chunks from the third on */
+	uint32_t cap;		/* entries the block holds */
+	size_t end;		/* where the chunk after the last one starts */
+	struct pos hit;		/* the answer bl__lindex_find() lends */
+	struct lentry e[];
+};
+
+static inline size_t lindex_bytes(uint32_t cap)
+{
+	return sizeof(struct bl__lindex) + (size_t)cap * sizeof(struct lentry);
+}
+
+/* An empty index of @cap entries, or NULL when memory runs out. */
+static struct bl__lindex *lindex_alloc(uint32_t cap)
+{
+	const struct bl__allocator *al = bl__allocator_current();
+	struct bl__lindex *x = bl__alloc(al, lindex_bytes(cap),
+					 _Alignof(struct bl__lindex));
+
+	if (!x)
+		return NULL;
+	x->al = al;
+	x->n = 0;
+	x->cap = cap;
+	x->end = 0;
+	return x;
+}
+
+static void lindex_release(struct bl__lindex *x)
+{
+	bl__free(x->al, x, lindex_bytes(x->cap), _Alignof(struct bl__lindex));
+}
+
+void bl__lindex_free(struct bl_list *l)
+{
+	lindex_release(l->_lidx);
+	l->_lidx = NULL;
+}
+
+/* Bytes in chunk @c. */
+static inline size_t chunk_len(const struct bl__chunk_hdr *c)
+{
+	const struct bl_ptr *s = slots(c) + c->start;
+	size_t len = 0;
+
+	for (uint32_t i = 0; i < c->count; i++)
+		len += s[i].len;
+	return len;
+}
+
+/*
+ * Adds the entries of chunk @c, which starts at @x->end, to @l's index
+ * @x, growing it when full (if @alloc).  Return: the index (it may have
+ * moved), or NULL when it had no room for them (it is then as it was).
+ */
+static struct bl__lindex *lindex_add_chunk(struct bl_list *l,
+					   struct bl__lindex *x,
+					   struct bl__chunk_hdr *c, bool alloc)
+{
+	const struct bl_ptr *s = slots(c);
+	uint32_t need = (c->count + LSTEP - 1) / LSTEP;
+	size_t off = x->end;
+
+	if (need > x->cap - x->n) {
+		struct bl__lindex *y;
+		uint32_t cap = x->cap;
+
+		while (cap - x->n < need) {
+			if (!alloc || cap > UINT32_MAX / 2)
+				return NULL;
+			cap *= 2;
+		}
+		y = lindex_alloc(cap);
+		if (!y)
+			return NULL;
+		memcpy(y->e, x->e, x->n * sizeof(struct lentry));
+		y->n = x->n;
+		y->end = x->end;
+		lindex_release(x);
+		l->_lidx = x = y;
+	}
+	for (uint32_t k = 0; k < c->count; k++) {
+		uint32_t i = c->start + k;
+
+		if (k % LSTEP == 0) {
+			x->e[x->n].c = c;
+			x->e[x->n].i = i;
+			x->e[x->n].off = off;
+			x->n++;
+		}
+		off += s[i].len;
+	}
+	x->end = off;
+	return x;
+}
+
+/* The last entry of @x (not empty) that starts at or before @off. */
+static inline uint32_t lindex_search(const struct bl__lindex *x, size_t off)
+{
+	uint32_t lo = 0, n = x->n;
+
+	/* e[lo].off <= off throughout; n entries from lo are candidates */
+	while (n > 1) {
+		uint32_t half = n / 2;
+
+		if (x->e[lo + half].off <= off)
+			lo += half;
+		n -= half;
+	}
+	return lo;
+}
+
+int bl__lindex_validate(const struct bl_list *l)
+{
+	const struct bl__lindex *x = l->_lidx;
+	const struct bl__chunk_hdr *c;
+	uint32_t k = 0;
+	size_t off = 0;
+
+	if (!x)
+		return 0;
+	if (l->_nseg <= LINDEX_MIN)
+		return -1;	/* a short list keeps none */
+	if (x->n > x->cap)
+		return -2;
+	/* entry pointers are compared, never followed: they may be stale */
+	c = inl(l)->next ? inl(l)->next->next : NULL;
+	while (k < x->n) {
+		if (!c || c == l->_tail)
+			return -3;	/* more entries than sealed chunks */
+		for (uint32_t j = 0; j < c->count; j++) {
+			if (j % LSTEP == 0) {
+				if (k == x->n || x->e[k].c != c ||
+				    x->e[k].i != c->start + j ||
+				    x->e[k].off != off)
+					return -4;
+				k++;
+			}
+			off += slots(c)[c->start + j].len;
+		}
+		c = c->next;
+	}
+	if (x->end != off)
+		return -5;
+	return 0;
+}
+
+/*
+ * The entries name the chain's chunks in order, none the tail: what a
+ * lookup relies on, checked in O(chunks) (pointers compared, never
+ * followed) before each one in --enable-debug builds.
+ */
+static __attribute__((unused)) bool
+lindex_chain_ok(const struct bl_list *l, const struct bl__lindex *x)
+{
+	const struct bl__chunk_hdr *c = inl(l)->next ? inl(l)->next->next
+						     : NULL;
+
+	for (uint32_t k = 0; k < x->n; c = c->next) {
+		if (!c || c == l->_tail || x->e[k].c != c)
+			return false;
+		while (k < x->n && x->e[k].c == c)
+			k++;
+	}
+	return true;
+}
+
+/* Where the index has no room: the thread's answer. */
+static __thread struct pos walk_hit;
+
+/* bl__lindex_find(), which is this under the name its callers see cold */
+static const struct pos *lindex_find(const struct bl_list *cl,
+				     struct bl__chunk_hdr *c,
+				     struct bl__chunk_hdr *prev, size_t off,
+				     bool alloc)
+{
+	/* the index is a cache beside the contents, which stay as they are */
+	struct bl_list *l = (struct bl_list *)cl;
+	struct bl__lindex *x = l->_lidx;
+	struct bl__chunk_hdr *second = prev;
+	struct pos *hit = &walk_hit;
+	size_t base = 0, off0 = off, from_end;
+
+	BL_DEBUG_CHECK(!x || lindex_chain_ok(l, x),
+		       "list %p: its offset index does not match its chunks: "
+		       "a change to the list did not drop it", (const void *)l);
+	if (!x && alloc) {
+		/* an entry per LSTEP segments of full chunks, room to grow */
+		x = lindex_alloc(l->_nseg / LSTEP + 16);
+		l->_lidx = x;	/* NULL without memory: walk */
+	}
+	if (x) {
+		hit = &x->hit;
+		if (x->n) {
+			prev = x->e[x->n - 1].c;
+			c = prev->next;
+			base = x->end;
+		}
+		/* extend it over the sealed chunks up to the one needed */
+		while (off >= base && c != l->_tail) {
+			struct bl__lindex *y = lindex_add_chunk(l, x, c, alloc);
+
+			if (!y)
+				break;	/* no room: walk from c */
+			x = y;
+			hit = &x->hit;
+			base = x->end;
+			prev = c;
+			c = c->next;
+		}
+		if (off < base) {
+			uint32_t k = lindex_search(x, off), j = k;
+			const struct lentry *e = &x->e[k];
+			const struct bl_ptr *s = slots(e->c);
+
+			/* the chunk before e's: the entry before its first */
+			while (j && x->e[j].c == e->c)
+				j--;
+			hit->c = e->c;
+			hit->prev = x->e[j].c == e->c ? second : x->e[j].c;
+			off -= e->off;
+			for (uint32_t i = e->i;; i++) {
+				if (off < s[i].len) {
+					hit->i = i;
+					hit->inner = off;
+					return hit;
+				}
+				off -= s[i].len;
+			}
+		}
+	}
+	off -= base;
+	for (; c != l->_tail; prev = c, c = c->next)
+		if (scan_chunk(c, prev, &off, hit))
+			return hit;
+	/*
+	 * The tail: from its end when that is nearer (appends look there).
+	 * How far that is takes the bytes of the first two chunks, which
+	 * the caller walked: a cost paid here rather than by every lookup.
+	 */
+	from_end = l->_len - chunk_len(inl(l)) - chunk_len(second) - off0;
+	if (from_end && from_end < off) {
+		const struct bl_ptr *s = slots(c);
+
+		for (uint32_t i = c->start + c->count; i-- > c->start;) {
+			if (from_end <= s[i].len) {
+				hit->c = c;
+				hit->prev = prev;
+				hit->i = i;
+				hit->inner = s[i].len - from_end;
+				return hit;
+			}
+			from_end -= s[i].len;
+		}
+	} else if (scan_chunk(c, prev, &off, hit)) {
+		return hit;
+	}
+	pos_end(hit);
+	return hit;
+}
+
+const struct pos *bl__lindex_find(const struct bl_list *l,
+				  struct bl__chunk_hdr *c,
+				  struct bl__chunk_hdr *prev, size_t off,
+				  bool alloc)
+	__attribute__((alias("lindex_find")));

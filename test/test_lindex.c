@@ -1,0 +1,736 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_lindex.c - the offset index of long lists: every offset-based
+ * operation (copy_out, substr_of, to_iovec, splice, copy_in, zero, cursors
+ * put at an offset) on lists of up to 10^5 segments of varied lengths
+ * gives what a flat copy of the bytes says, with every kind of change to
+ * the list between lookups (a
+ * stale index would hand back freed chunks or wrong offsets, and
+ * bl__list_validate() compares the index with the chain after each), and
+ * lookups stay right when the index cannot be allocated.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include "testutil.h"
+
+#define POOL_LEN (4u << 20)	/* the bytes every slice is cut from */
+#define LINDEX_MIN 256		/* as list_priv.h: longer lists index */
+
+static uint64_t seed;
+static struct bl_ptr pool;	/* one raw of random bytes */
+
+static void pool_setup(void)
+{
+	uint64_t rng;
+
+	seed = tu_seed("test_lindex");
+	rng = seed;
+	ck_assert_int_eq(bl_ptr_alloc(&pool, POOL_LEN), 0);
+	tu_fill(bl_ptr_data(&pool), POOL_LEN, &rng);
+}
+
+static void pool_teardown(void)
+{
+	bl_ptr_release(&pool);
+}
+
+/* ---- a list beside the flat copy of its bytes ------------------------- */
+
+struct ml {
+	struct bl_list l;
+	unsigned char *b;	/* what the list should hold */
+	size_t len, cap;
+};
+
+static void ml_init(struct ml *m)
+{
+	bl_list_init(&m->l);
+	m->b = NULL;
+	m->len = m->cap = 0;
+}
+
+static void ml_free(struct ml *m)
+{
+	bl_list_clear(&m->l);
+	free(m->b);
+	m->b = NULL;
+	m->len = m->cap = 0;
+}
+
+static void ml_room(struct ml *m, size_t len)
+{
+	if (len > m->cap) {
+		m->cap = len * 2 + 64;
+		m->b = realloc(m->b, m->cap);
+		ck_assert_ptr_nonnull(m->b);
+	}
+}
+
+/* Model side: @n bytes of @p inserted at @off. */
+static void model_insert(struct ml *m, size_t off, const void *p, size_t n)
+{
+	ml_room(m, m->len + n);
+	memmove(m->b + off + n, m->b + off, m->len - off);
+	memcpy(m->b + off, p, n);
+	m->len += n;
+}
+
+static void model_remove(struct ml *m, size_t off, size_t n)
+{
+	memmove(m->b + off, m->b + off + n, m->len - off - n);
+	m->len -= n;
+}
+
+/* A slice of the pool of 1..@max bytes at a random place. */
+static struct bl_ptr random_slice(size_t max, uint64_t *rng)
+{
+	size_t len = 1 + tu_rand(rng) % max;
+	size_t off = tu_rand(rng) % (POOL_LEN - len);
+	struct bl_ptr p = BL_PTR_INIT;
+
+	ck_assert_int_eq(bl_ptr_slice(&p, &pool, off, len), 0);
+	return p;
+}
+
+/* Appends @n slices of 1..@max bytes (separate segments, mostly). */
+static void ml_push(struct ml *m, unsigned n, size_t max, uint64_t *rng)
+{
+	while (n--) {
+		struct bl_ptr p = random_slice(max, rng);
+
+		model_insert(m, m->len, bl_ptr_data(&p), p.len);
+		ck_assert_int_eq(bl_list_append_ptr(&m->l, &p), 0);
+		bl_ptr_release(&p);
+	}
+}
+
+/* The model takes the list's bytes (after writes into shared raws). */
+static void ml_resync(struct ml *m)
+{
+	ml_room(m, m->len + 1);
+	ck_assert_int_eq(bl_list_copy_out(&m->l, 0, m->len, m->b), 0);
+}
+
+/* The list and its model agree, index included (bl__list_validate). */
+static void ml_check_all(const struct ml *m)
+{
+	tu_assert_list_eq(&m->l, m->b, m->len);
+}
+
+static size_t rand_off(const struct ml *m, uint64_t *rng)
+{
+	/* the ends and the far end are where a stale index shows first */
+	switch (tu_rand(rng) % 8) {
+	case 0:
+		return 0;
+	case 1:
+		return m->len;
+	case 2:
+		return m->len - (m->len ? tu_rand(rng) % (m->len < 5000
+						? m->len : 5000) + 1 : 0);
+	default:
+		return m->len ? tu_rand(rng) % (m->len + 1) : 0;
+	}
+}
+
+/* Reads @k ranges at random offsets every way there is, against the model. */
+static void ml_lookups(const struct ml *m, unsigned k, uint64_t *rng)
+{
+	static unsigned char buf[4096];
+
+	for (unsigned j = 0; j < k; j++) {
+		size_t off = rand_off(m, rng);
+		size_t len = tu_rand(rng) % 600;
+		struct iovec iov[4];
+		int n;
+
+		if (len > m->len - off)
+			len = m->len - off;
+		ck_assert_int_eq(bl_list_copy_out(&m->l, off, len, buf), 0);
+		ck_assert_msg(!memcmp(buf, m->b + off, len),
+			      "copy_out of %zu at %zu (length %zu)", len, off,
+			      m->len);
+		n = bl_list_to_iovec(&m->l, off, iov, 4);
+		if (off == m->len) {
+			ck_assert_int_eq(n, 0);
+		} else {
+			size_t got = 0;
+
+			ck_assert_int_gt(n, 0);
+			for (int i = 0; i < n && off + got < m->len; i++) {
+				size_t c = iov[i].iov_len;
+
+				if (c > m->len - off - got)
+					c = m->len - off - got;
+				ck_assert(!memcmp(iov[i].iov_base,
+						  m->b + off + got, c));
+				got += c;
+			}
+		}
+		if (j % 4 == 1) {	/* a cursor put there, and moved back */
+			struct bl_iter it;
+
+			ck_assert_int_eq(bl_iter_init(&it, &m->l, off), 0);
+			ck_assert_uint_eq(bl_iter_remaining(&it), m->len - off);
+			ck_assert_int_eq(bl_iter_copy(&it, len, buf), 0);
+			ck_assert(!memcmp(buf, m->b + off, len));
+			off /= 2;
+			len = m->len - off < len ? m->len - off : len;
+			ck_assert_int_eq(bl_iter_seek(&it, off), 0);
+			ck_assert_int_eq(bl_iter_copy(&it, len, buf), 0);
+			ck_assert(!memcmp(buf, m->b + off, len));
+		}
+		if (j % 4 == 0) {
+			struct bl_list d = BL_LIST_INIT(d);
+
+			ck_assert_int_eq(bl_list_substr_of(&d, &m->l, off, len),
+					 0);
+			tu_assert_list_eq(&d, m->b + off, len);
+			bl_list_clear(&d);
+		}
+	}
+	ck_assert_int_eq(bl__list_validate(&m->l), 0);
+}
+
+/* ---- lookups ---------------------------------------------------------- */
+
+START_TEST(test_lookups_across_100000_segments_match_flat_copy)
+{
+	uint64_t rng = seed + 1;
+	static unsigned char buf[1024];
+	struct bl_list_seg_iter it;
+	const struct bl_ptr *s;
+	struct iovec iov[1];
+	struct ml m;
+	unsigned i;
+	size_t off;
+
+	ml_init(&m);
+	ml_push(&m, 100000, 200, &rng);
+	ck_assert_uint_ge(bl_list_num_buffers(&m.l), 99000);
+	ck_assert_ptr_null(m.l._lidx);	/* built by lookups, not appends */
+	ml_lookups(&m, 3000, &rng);
+	ck_assert_ptr_nonnull(m.l._lidx);
+	/* the start of every 97th segment, and the byte before it */
+	off = 0;
+	i = 0;
+	for (s = bl_list_seg_first(&m.l, &it); s; s = bl_list_seg_next(&it)) {
+		if (i++ % 97 == 0) {
+			size_t a = off ? off - 1 : 0;
+			size_t n = m.len - a < sizeof(buf) ? m.len - a
+							   : sizeof(buf);
+
+			ck_assert_int_eq(bl_list_copy_out(&m.l, a, n, buf), 0);
+			ck_assert(!memcmp(buf, m.b + a, n));
+			ck_assert_int_eq(bl_list_to_iovec(&m.l, off, iov, 1),
+					 1);
+			ck_assert_ptr_eq(iov[0].iov_base, bl_ptr_data(s));
+		}
+		off += s->len;
+	}
+	ck_assert_uint_eq(off, m.len);
+	ml_check_all(&m);
+	ml_free(&m);
+	ck_assert_ptr_null(m.l._lidx);
+}
+END_TEST
+
+START_TEST(test_short_list_keeps_no_index)
+{
+	uint64_t rng = seed + 2;
+	struct ml m;
+
+	ml_init(&m);
+	ml_push(&m, LINDEX_MIN, 50, &rng);
+	ml_lookups(&m, 500, &rng);
+	ck_assert_ptr_null(m.l._lidx);
+	/* one more segment: a lookup near the front still walks ... */
+	while (bl_list_num_buffers(&m.l) <= LINDEX_MIN)
+		ml_push(&m, 1, 50, &rng);
+	ck_assert_int_eq(bl_list_copy_out(&m.l, 0, 1, m.b), 0);
+	ck_assert_ptr_null(m.l._lidx);
+	/* ... and one at the end makes the index */
+	ck_assert_int_eq(bl_list_copy_out(&m.l, m.len - 1, 1, m.b + m.len - 1),
+			 0);
+	ck_assert_ptr_nonnull(m.l._lidx);
+	ml_check_all(&m);
+	ml_free(&m);
+}
+END_TEST
+
+START_TEST(test_appends_after_lookups_extend_the_index)
+{
+	uint64_t rng = seed + 3;
+	struct ml m;
+
+	ml_init(&m);
+	for (unsigned round = 0; round < 50; round++) {
+		/* slices, bytes (append buffer) and whole lists, in turn */
+		ml_push(&m, 1 + (unsigned)(tu_rand(&rng) % 700), 100, &rng);
+		{
+			unsigned char b[37];
+
+			tu_fill(b, sizeof(b), &rng);
+			ck_assert_int_eq(bl_list_append(&m.l, b, sizeof(b)), 0);
+			model_insert(&m, m.len, b, sizeof(b));
+		}
+		{
+			struct ml o;
+
+			ml_init(&o);
+			ml_push(&o, (unsigned)(tu_rand(&rng) % 400), 80, &rng);
+			model_insert(&m, m.len, o.b, o.len);
+			ck_assert_int_eq(bl_list_append_list(&m.l, &o.l), 0);
+			ml_push(&o, 3, 80, &rng);
+			model_insert(&m, m.len, o.b, o.len);
+			ck_assert_int_eq(bl_list_claim_append(&m.l, &o.l), 0);
+			ck_assert_int_eq(bl__list_validate(&o.l), 0);
+			ml_free(&o);
+		}
+		ml_lookups(&m, 20, &rng);
+	}
+	ml_check_all(&m);
+	ml_free(&m);
+}
+END_TEST
+
+/* ---- every change between lookups ------------------------------------- */
+
+/* A list of @n slices of up to @max bytes, for claims and swaps. */
+static void ml_build(struct ml *o, unsigned n, size_t max, uint64_t *rng)
+{
+	ml_init(o);
+	ml_push(o, n, max, rng);
+}
+
+static void change_list(struct ml *m, struct ml *other, uint64_t *rng)
+{
+	unsigned op = (unsigned)(tu_rand(rng) % 20);
+
+	size_t off = m->len ? tu_rand(rng) % m->len : 0;
+	size_t len = m->len - off ? 1 + tu_rand(rng) % (m->len - off) : 0;
+	struct ml o;
+
+	if (len > m->len / 8 + 1)
+		len = m->len / 8 + 1;
+	if (len > m->len - off)
+		len = m->len - off;
+	switch (op) {
+	case 0:
+	case 1:
+		ml_push(m, 1 + (unsigned)(tu_rand(rng) % 3000), 120, rng);
+		break;
+	case 2:		/* claim_append of a list long enough to index */
+		ml_build(&o, (unsigned)(tu_rand(rng) % 2000), 90, rng);
+		ml_lookups(&o, 3, rng);
+		model_insert(m, m->len, o.b, o.len);
+		ck_assert_int_eq(bl_list_claim_append(&m->l, &o.l), 0);
+		ck_assert_ptr_null(o.l._lidx);
+		ml_free(&o);
+		break;
+	case 3:
+		ml_build(&o, (unsigned)(tu_rand(rng) % 2000), 90, rng);
+		ml_lookups(&o, 3, rng);
+		model_insert(m, 0, o.b, o.len);
+		ck_assert_int_eq(bl_list_claim_prepend(&m->l, &o.l), 0);
+		ck_assert_ptr_null(o.l._lidx);
+		ml_free(&o);
+		break;
+	case 4: {	/* prepend: sometimes the inline slots overflow */
+		unsigned n = 1 + (unsigned)(tu_rand(rng) % 4);
+
+		while (n--) {
+			struct bl_ptr p = random_slice(60, rng);
+
+			model_insert(m, 0, bl_ptr_data(&p), p.len);
+			ck_assert_int_eq(bl_list_prepend_ptr(&m->l, &p), 0);
+			bl_ptr_release(&p);
+		}
+		break;
+	}
+	case 5:
+	case 6: {	/* splice out, the pieces into a list */
+		struct bl_list by = BL_LIST_INIT(by);
+
+		ck_assert_int_eq(bl_list_splice(&m->l, off, len, &by), 0);
+		tu_assert_list_eq(&by, m->b + off, len);
+		model_remove(m, off, len);
+		bl_list_clear(&by);
+		break;
+	}
+	case 7:		/* trim the front or the back */
+		if (tu_rand(rng) & 1) {
+			ck_assert_int_eq(bl_list_splice(&m->l, 0, len, NULL), 0);
+			model_remove(m, 0, len);
+		} else {
+			ck_assert_int_eq(bl_list_splice(&m->l, m->len - len,
+							len, NULL), 0);
+			model_remove(m, m->len - len, len);
+		}
+		break;
+	case 8: {	/* a hole inside one segment: it becomes two */
+		struct iovec iov[1];
+
+		if (bl_list_to_iovec(&m->l, off, iov, 1) == 1 &&
+		    iov[0].iov_len > 2) {
+			ck_assert_int_eq(bl_list_splice(&m->l, off + 1, 1,
+							NULL), 0);
+			model_remove(m, off + 1, 1);
+		}
+		break;
+	}
+	case 9:
+	case 10: {	/* writes in place */
+		unsigned char *b = calloc(1, len + 1), c;
+
+		ck_assert_ptr_nonnull(b);
+		if (op == 9) {
+			tu_fill(b, len, rng);
+			ck_assert_int_eq(bl_list_copy_in(&m->l, off, len, b),
+					 0);
+		} else {
+			ck_assert_int_eq(bl_list_zero(&m->l, off, len), 0);
+		}
+		free(b);
+		/*
+		 * Slices of the one pool may overlap, even inside the range,
+		 * so only a lone byte is sure to read back as written; the
+		 * rest of both models is taken from the lists.
+		 */
+		if (m->len && off < m->len) {
+			b = &c;
+			tu_fill(b, 1, rng);
+			ck_assert_int_eq(bl_list_copy_in(&m->l, off, 1, b), 0);
+			ck_assert_int_eq(bl_list_copy_out(&m->l, off, 1,
+							  m->b + off), 0);
+			ck_assert_uint_eq(m->b[off], c);
+		}
+		ml_resync(m);
+		ml_resync(other);
+		break;
+	}
+	case 11: {	/* substr of the list into itself */
+		ck_assert_int_eq(bl_list_substr_of(&m->l, &m->l, off,
+						   m->len - off), 0);
+		model_remove(m, 0, off);
+		break;
+	}
+	case 12: {	/* swap with another long list, both indexed */
+		struct ml t;
+
+		ml_lookups(other, 2, rng);
+		bl_list_swap(&m->l, &other->l);
+		t.b = m->b;
+		t.len = m->len;
+		t.cap = m->cap;
+		m->b = other->b;
+		m->len = other->len;
+		m->cap = other->cap;
+		other->b = t.b;
+		other->len = t.len;
+		other->cap = t.cap;
+		ck_assert_int_eq(bl__list_validate(&other->l), 0);
+		break;
+	}
+	case 13: {	/* the messenger's trim of the front segment */
+		const struct bl_ptr *f;
+
+		if (!m->len)
+			break;
+		f = bl__list_front(&m->l);
+		if (f->len > 1) {
+			size_t n = 1 + tu_rand(rng) % (f->len - 1);
+
+			bl__list_trim_front(&m->l, f, n);
+			model_remove(m, 0, n);
+		}
+		break;
+	}
+	case 14: {	/* padding: the last segment moves or gets company */
+		ssize_t pad = bl_list_pad_to(&m->l, 512);
+
+		ck_assert_int_ge(pad, 0);
+		ml_room(m, m->len + (size_t)pad);
+		memset(m->b + m->len, 0, (size_t)pad);
+		m->len += (size_t)pad;
+		break;
+	}
+	case 15:	/* the reshapes: few segments remain, then growth */
+		switch (tu_rand(rng) % 4) {
+		case 0:
+			ck_assert_int_eq(bl_list_rebuild(&m->l), 0);
+			break;
+		case 1:
+			ck_assert_int_ge(bl_list_rebuild_aligned(&m->l, 64), 0);
+			break;
+		case 2:
+			ck_assert_int_ge(bl_list_compact(&m->l, 256), 0);
+			break;
+		default:
+			ck_assert_int_ge(bl_list_rebuild_aligned_size_and_memory(
+					 &m->l, 8, 8, 300), 0);
+			break;
+		}
+		break;
+	case 16:
+		if (tu_rand(rng) % 4 == 0) {
+			bl_list_clear(&m->l);
+			ck_assert_ptr_null(m->l._lidx);
+			m->len = 0;
+		}
+		break;
+	case 17: {	/* append a list to itself */
+		ck_assert_int_eq(bl_list_append_list(&m->l, &m->l), 0);
+		ml_room(m, 2 * m->len);
+		memcpy(m->b + m->len, m->b, m->len);
+		m->len *= 2;
+		break;
+	}
+	default: {	/* bytes into the append buffer */
+		unsigned char b[100];
+		size_t n = 1 + tu_rand(rng) % sizeof(b);
+
+		tu_fill(b, n, rng);
+		ck_assert_int_eq(bl_list_append(&m->l, b, n), 0);
+		model_insert(m, m->len, b, n);
+		break;
+	}
+	}
+}
+
+START_TEST(test_changes_between_lookups_never_leave_a_stale_index)
+{
+	uint64_t rng = seed + 4;
+	unsigned rounds = getenv("BL_TEST_QUICK") ? 150 : 600;
+	struct ml m, other;
+
+	ml_init(&m);
+	ml_build(&other, 5000, 64, &rng);
+	ml_push(&m, 20000, 150, &rng);
+	for (unsigned r = 0; r < rounds; r++) {
+		ml_lookups(&m, 2, &rng);	/* the index is built ... */
+		change_list(&m, &other, &rng);	/* ... then the list changes */
+		ck_assert_int_eq(bl__list_validate(&m.l), 0);
+		ml_lookups(&m, 6, &rng);
+		/* keep it long (and the model's copies cheap) */
+		if (bl_list_num_buffers(&m.l) < 2 * LINDEX_MIN)
+			ml_push(&m, 3000, 150, &rng);
+		if (m.len > (12u << 20)) {
+			size_t cut = m.len - (2u << 20);
+
+			ck_assert_int_eq(bl_list_splice(&m.l, 0, cut, NULL), 0);
+			model_remove(&m, 0, cut);
+		}
+	}
+	ml_check_all(&m);
+	ml_check_all(&other);
+	ml_free(&m);
+	ml_free(&other);
+}
+END_TEST
+
+START_TEST(test_swap_keeps_each_index_with_its_chunks)
+{
+	uint64_t rng = seed + 5;
+	struct ml a, b;
+	struct bl_list e = BL_LIST_INIT(e);
+
+	ml_build(&a, 3000, 100, &rng);
+	ml_build(&b, 5000, 30, &rng);
+	ml_lookups(&a, 50, &rng);
+	ml_lookups(&b, 50, &rng);
+	bl_list_swap(&a.l, &b.l);
+	ck_assert_int_eq(bl__list_validate(&a.l), 0);
+	ck_assert_int_eq(bl__list_validate(&b.l), 0);
+	tu_assert_list_eq(&a.l, b.b, b.len);
+	tu_assert_list_eq(&b.l, a.b, a.len);
+	bl_list_swap(&a.l, &b.l);
+	/* with an empty list: the index goes and comes back */
+	bl_list_swap(&a.l, &e);
+	ck_assert_ptr_null(a.l._lidx);
+	ck_assert_ptr_nonnull(e._lidx);
+	bl_list_swap(&a.l, &e);
+	ml_lookups(&a, 50, &rng);
+	ml_check_all(&a);
+	ml_check_all(&b);
+	ml_free(&a);
+	ml_free(&b);
+}
+END_TEST
+
+START_TEST(test_splices_at_every_depth_match_model)
+{
+	uint64_t rng = seed + 6;
+	struct ml m;
+
+	ml_init(&m);
+	ml_push(&m, 30000, 64, &rng);
+	for (unsigned r = 0; r < 300; r++) {
+		size_t off = rand_off(&m, &rng), len;
+		struct bl_list by = BL_LIST_INIT(by);
+
+		ml_lookups(&m, 1, &rng);
+		if (off == m.len)
+			off = m.len / 2;
+		len = tu_rand(&rng) % 3000;
+		if (len > m.len - off)
+			len = m.len - off;
+		ck_assert_int_eq(bl_list_splice(&m.l, off, len, &by), 0);
+		tu_assert_list_eq(&by, m.b + off, len);
+		model_remove(&m, off, len);
+		bl_list_clear(&by);
+		ck_assert_int_eq(bl__list_validate(&m.l), 0);
+		if (r % 10 == 0)
+			ml_push(&m, 500, 64, &rng);
+	}
+	ml_check_all(&m);
+	ml_free(&m);
+}
+END_TEST
+
+/* ---- without memory --------------------------------------------------- */
+
+/* A long list of small chunks (two-segment lists claimed one by one), so
+ * that its index outgrows its first block. */
+static void ml_build_small_chunks(struct ml *m, unsigned pairs, uint64_t *rng)
+{
+	ml_init(m);
+	while (pairs--) {
+		struct ml o;
+
+		ml_build(&o, 2, 40, rng);
+		model_insert(m, m->len, o.b, o.len);
+		ck_assert_int_eq(bl_list_claim_append(&m->l, &o.l), 0);
+		ml_free(&o);
+	}
+}
+
+START_TEST(test_lookups_without_memory_for_the_index_walk)
+{
+	uint64_t rng = seed + 7;
+	struct tu_alloc_stats st;
+	struct ml m;
+
+	ml_build_small_chunks(&m, 10000, &rng);
+	/* every allocation fails: no index, the same answers */
+	tu_alloc_install(1, 1);
+	for (unsigned k = 0; k < 200; k++) {
+		static unsigned char buf[700];
+		size_t off = rand_off(&m, &rng);
+		size_t len = tu_rand(&rng) % sizeof(buf);
+
+		if (len > m.len - off)
+			len = m.len - off;
+		ck_assert_int_eq(bl_list_copy_out(&m.l, off, len, buf), 0);
+		ck_assert(!memcmp(buf, m.b + off, len));
+	}
+	tu_alloc_stats(&st);
+	ck_assert_uint_gt(st.failed, 0);
+	ck_assert_uint_eq(st.allocs, 0);
+	ck_assert_ptr_null(m.l._lidx);
+	ck_assert_int_eq(bl__list_validate(&m.l), 0);
+
+	/* the first block, then no memory to grow it: a partial index */
+	tu_alloc_fail_at(2, 1);
+	{
+		unsigned char c;
+
+		ck_assert_int_eq(bl_list_copy_out(&m.l, m.len - 1, 1, &c), 0);
+		ck_assert_uint_eq(c, m.b[m.len - 1]);
+	}
+	tu_alloc_stats(&st);
+	ck_assert_uint_eq(st.allocs, 1);
+	ck_assert_uint_gt(st.failed, 0);
+	ck_assert_ptr_nonnull(m.l._lidx);
+	ck_assert_int_eq(bl__list_validate(&m.l), 0);
+	for (unsigned k = 0; k < 200; k++) {
+		static unsigned char buf[700];
+		size_t off = rand_off(&m, &rng);
+		size_t len = tu_rand(&rng) % sizeof(buf);
+
+		if (len > m.len - off)
+			len = m.len - off;
+		ck_assert_int_eq(bl_list_copy_out(&m.l, off, len, buf), 0);
+		ck_assert(!memcmp(buf, m.b + off, len));
+	}
+	/* memory again: the index grows, in the allocator of the moment */
+	tu_alloc_fail_at(0, 0);
+	ml_lookups(&m, 300, &rng);
+	ml_check_all(&m);
+	ml_free(&m);
+	tu_alloc_stats(&st);
+	ck_assert_int_eq(st.live_bytes, 0);	/* every index block freed */
+	tu_alloc_uninstall();
+}
+END_TEST
+
+START_TEST(test_to_iovec_never_allocates_an_index)
+{
+	uint64_t rng = seed + 8;
+	struct tu_alloc_stats st;
+	struct iovec iov[8];
+	struct ml m;
+
+	ml_build_small_chunks(&m, 5000, &rng);
+	tu_alloc_install(0, 0);
+	for (unsigned k = 0; k < 100; k++) {
+		size_t off = rand_off(&m, &rng);
+		int n = bl_list_to_iovec(&m.l, off, iov, 8);
+
+		ck_assert_int_ge(n, off < m.len ? 1 : 0);
+		if (n)
+			ck_assert(!memcmp(iov[0].iov_base, m.b + off,
+					  iov[0].iov_len));
+	}
+	tu_alloc_stats(&st);
+	ck_assert_uint_eq(st.allocs + st.failed, 0);
+	ck_assert_ptr_null(m.l._lidx);
+	/* an index made by another lookup serves it */
+	ml_lookups(&m, 100, &rng);
+	ck_assert_ptr_nonnull(m.l._lidx);
+	ml_free(&m);
+	tu_alloc_stats(&st);
+	ck_assert_int_eq(st.live_bytes, 0);
+	tu_alloc_uninstall();
+}
+END_TEST
+
+static Suite *lindex_suite(void)
+{
+	Suite *s = suite_create("lindex");
+	TCase *tc;
+
+	tc = tcase_create("lookups");
+	tcase_set_timeout(tc, 300);	/* valgrind */
+	tcase_add_unchecked_fixture(tc, pool_setup, pool_teardown);
+	tcase_add_test(tc, test_lookups_across_100000_segments_match_flat_copy);
+	tcase_add_test(tc, test_short_list_keeps_no_index);
+	tcase_add_test(tc, test_appends_after_lookups_extend_the_index);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("changes");
+	tcase_set_timeout(tc, 300);
+	tcase_add_unchecked_fixture(tc, pool_setup, pool_teardown);
+	tcase_add_test(tc, test_changes_between_lookups_never_leave_a_stale_index);
+	tcase_add_test(tc, test_swap_keeps_each_index_with_its_chunks);
+	tcase_add_test(tc, test_splices_at_every_depth_match_model);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("memory");
+	tcase_set_timeout(tc, 300);
+	tcase_add_unchecked_fixture(tc, pool_setup, pool_teardown);
+	tcase_add_test(tc, test_lookups_without_memory_for_the_index_walk);
+	tcase_add_test(tc, test_to_iovec_never_allocates_an_index);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run(lindex_suite());
+}
