@@ -500,6 +500,7 @@ splice_chunks(struct bl_list *l, const struct pos *a, const struct pos *b,
 
 	/* l: a's chunk keeps its slots before a (and a's front piece) ... */
 	BL__LIST_TOUCH(l);
+	bl__lindex_drop(l);	/* it names chunks that go to claim_by */
 	if (keep_l)
 		sa->len = left_len;
 	ac->count = a->i - ac->start + keep_l;
