@@ -162,7 +162,7 @@ void bl_list_clear(struct bl_list *l)
 	}
 	if (l->_inl.count)
 		r = slots(inl(l))[l->_inl.start].raw;
-	bl__list_reset(l);
+	bl__list_reset_unindexed(l);	/* no heap chunk */
 	l->_abuf_next = 0;
 	if (r)
 		bl__raw_put(r);
@@ -721,22 +721,42 @@ substr_slow(struct bl_list *dst, const struct bl_list *src, size_t off,
  * taken out to be handed on -- sets one slot and takes one reference, and
  * calls nothing; anything else goes the general way.
  */
+/* Into an empty @dst, @len > 0: one slot when the range is in one segment. */
+static inline int substr_one(struct bl_list *dst, const struct bl_list *src,
+			     size_t off, size_t len, const struct pos *p)
+{
+	const struct bl_ptr *s = &slots(p->c)[p->i];
+
+	if (bl__unlikely(len > s->len - p->inner))
+		return substr_slow(dst, src, off, len);
+	bl__list_put_lone(dst, bl__raw_get(s->raw), s->off + p->inner, len);
+	return 0;
+}
+
+/* Past the first two chunks: locate() may call into the offset index. */
+static __attribute__((noinline)) int
+substr_far(struct bl_list *dst, const struct bl_list *src, size_t off,
+	   size_t len)
+{
+	struct pos p;
+
+	locate(src, off, &p);
+	return substr_one(dst, src, off, len, &p);
+}
+
 int bl_list_substr_of(struct bl_list *dst, const struct bl_list *src,
 		      size_t off, size_t len)
 {
-	const struct bl_ptr *s;
 	struct pos p;
 
 	if (!range_ok(src, off, len))
 		return -ERANGE;
 	if (bl__unlikely(!len || dst->_nseg))
 		return substr_slow(dst, src, off, len);
-	locate(src, off, &p);
-	s = &slots(p.c)[p.i];
-	if (bl__unlikely(len > s->len - p.inner))
-		return substr_slow(dst, src, off, len);
-	bl__list_put_lone(dst, bl__raw_get(s->raw), s->off + p.inner, len);
-	return 0;
+	/* near the front without a call, so without a stack frame */
+	if (!locate_near(src, off, &p))
+		return substr_far(dst, src, off, len);
+	return substr_one(dst, src, off, len, &p);
 }
 
 int bl_list_copy_out(const struct bl_list *l, size_t off, size_t len,

@@ -157,15 +157,8 @@ static inline void bl__lindex_drop(struct bl_list *l)
 
 /* ---- whole-list state ------------------------------------------------- */
 
-/*
- * Empties @l's chain without touching a reference: the references of its
- * segments were moved elsewhere or dropped, its heap chunks freed or
- * handed over.
- * The append buffer and the pool stay; the offset index goes.  The one
- * reset: clearing, the claims, the reshapes and bl__list_take_one() all
- * end here.
- */
-static inline void bl__list_reset(struct bl_list *l)
+/* bl__list_reset() but the offset index: only its two variants call it. */
+static inline void bl__list_reset_chain(struct bl_list *l)
 {
 	BL__LIST_TOUCH(l);
 	l->_ext = NULL;
@@ -175,6 +168,33 @@ static inline void bl__list_reset(struct bl_list *l)
 	l->_inl.count = 0;
 	l->_len = 0;
 	l->_nseg = 0;
+}
+
+/*
+ * The reset of a list known to have no offset index: one with no segment
+ * or no heap chunk (an index comes with hundreds of segments, and only a
+ * drop takes segments away from an indexed list).  Without the drop's
+ * call, its callers' fast paths need no stack frame.
+ */
+static inline void bl__list_reset_unindexed(struct bl_list *l)
+{
+	BL_DEBUG_CHECK(l->_lidx == NULL, "list %p: an offset index on a list "
+		       "of %u segments and no heap chunk", (void *)l,
+		       l->_nseg);
+	bl__list_reset_chain(l);
+}
+
+/*
+ * Empties @l's chain without touching a reference: the references of its
+ * segments were moved elsewhere or dropped, its heap chunks freed or
+ * handed over.
+ * The append buffer and the pool stay; the offset index goes.  The one
+ * reset: clearing, the claims, the reshapes and bl__list_take_one() all
+ * end here (or in bl__list_reset_unindexed() when @l cannot have one).
+ */
+static inline void bl__list_reset(struct bl_list *l)
+{
+	bl__list_reset_chain(l);
 	/* last: a caller that returns next needs no stack frame for the call */
 	bl__lindex_drop(l);
 }
@@ -193,9 +213,9 @@ static inline void bl__list_init(struct bl_list *l)
 
 /*
  * The segment of a list that is exactly one slice, held in its inline
- * slots, and owns nothing else (no heap chunk, no append buffer; only a
- * long list has an offset index); NULL for any other list.  Taking that slice out leaves a list that needs no
- * bl_list_clear().
+ * slots, and owns nothing else (no heap chunk, no append buffer, hence
+ * no offset index); NULL for any other list.  Taking that slice out
+ * leaves a list that needs no bl_list_clear().
  */
 static inline const struct bl_ptr *bl__list_lone(const struct bl_list *l)
 {
@@ -216,7 +236,7 @@ static inline bool bl__list_take_one(struct bl_list *l, struct bl_ptr *out)
 	if (!s)
 		return false;
 	*out = *s;
-	bl__list_reset(l);
+	bl__list_reset_unindexed(l);
 	return true;
 }
 
@@ -245,7 +265,7 @@ static inline void bl__list_set_one(struct bl_list *l, struct bl_raw *raw,
 static inline void bl__list_put_lone(struct bl_list *l, struct bl_raw *raw,
 				     size_t off, size_t len)
 {
-	bl__list_reset(l);
+	bl__list_reset_unindexed(l);	/* its callers' lists are empty */
 	l->_inl_seg[0].raw = raw;
 	l->_inl_seg[0].off = off;
 	l->_inl_seg[0].len = len;

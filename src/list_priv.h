@@ -201,6 +201,20 @@ static inline bool scan_chunk(struct bl__chunk_hdr *c,
 	return false;
 }
 
+/*
+ * locate() in the first two chunks only, for fast paths that must not
+ * call: true with *@p set when they hold byte @off, else false (then the
+ * caller takes a path that calls locate()).
+ */
+static inline bool locate_near(const struct bl_list *l, size_t off,
+			       struct pos *p)
+{
+	struct bl__chunk_hdr *c = inl(l);
+
+	return scan_chunk(c, NULL, &off, p) ||
+	       (c->next && scan_chunk(c->next, c, &off, p));
+}
+
 static inline void pos_end(struct pos *p)
 {
 	p->c = NULL;
