@@ -277,9 +277,10 @@ static ssize_t inline_recv(struct bl_msgr_conn *c)
 
 /*
  * Reads the socket directly while nothing else receives on it, delivering
- * what comes, until busy_poll_us pass without a byte (or INLINE_ROUNDS
- * reads returned data, or the connection must stop: closing, a direct
- * read took over, backpressure, the peer's end).  What ends it is handled
+ * what comes, until busy_poll_us pass without a byte or the ring has other
+ * completions to handle (or INLINE_ROUNDS reads returned data, or the
+ * connection must stop: closing, a direct read took over, backpressure,
+ * the peer's end).  What ends it is handled
  * as the same result of a ring receive would be.  Between two empty reads
  * the thread yields its processor: on a machine with fewer cores than
  * busy threads, the peer that would answer may be waiting for this very
@@ -305,7 +306,10 @@ static void poll_inline(struct bl_msgr_conn *c)
 				break;
 			idle_from = now_us();
 		} else if (n == -EAGAIN) {
-			if (now_us() - idle_from >= c->o.busy_poll_us)
+			/* other work waits in the ring: no spinning for this
+			 * connection's next bytes meanwhile */
+			if (bl__uring_pending(c->u) ||
+			    now_us() - idle_from >= c->o.busy_poll_us)
 				break;
 			sched_yield();
 		} else {
