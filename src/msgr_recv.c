@@ -18,7 +18,8 @@
  *
  * Busy polling connections (busy_poll_us) use one-shot receives too, and
  * read the socket themselves between them (poll_inline()): a receive is
- * armed in the ring only when the socket stayed empty for busy_poll_us.
+ * armed in the ring only when the socket stayed empty for busy_poll_us
+ * (or other completions wait in the ring).
  * At most one receive - the ring's, a direct read, or our own recv(2) -
  * is ever outstanding on a connection, so bytes arrive in order.
  */

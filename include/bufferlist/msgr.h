@@ -318,15 +318,16 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * the socket itself with non-blocking recv(2) calls (into raws of its
  * own, 16 KiB each, that frames share as they do ring buffers; counted
  * in inline_recvs), delivering what comes, until @busy_poll_us pass
- * with nothing to read or 64 reads returned data; only then is a receive
+ * with nothing to read, the ring has other completions to handle (other
+ * connections' data) or 64 reads returned data; only then is a receive
  * armed in the ring.  Between two empty reads the thread yields its
  * processor (sched_yield), so that a peer waiting for the same core can
  * answer.  Bytes are never taken by two receives at once, so their order
  * is kept; the peer's end, a reset and any other error of these reads
  * close the connection as the same result of a ring receive would.  This spins the calling thread inside
- * bl_uring_run() for up to @busy_poll_us after each burst of frames,
- * holding up the ring's other completions meanwhile: for a thread that
- * serves few connections and has a core to spare.  An idle connection
+ * bl_uring_run() for up to @busy_poll_us after each burst of frames
+ * while nothing else is ready: for request/response traffic on a thread
+ * with a core to spare (streams gain nothing from it).  An idle connection
  * costs nothing more: it waits in the ring as any other.
  */
 struct bl_msgr_conn_opts {
