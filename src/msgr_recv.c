@@ -18,8 +18,8 @@
  *
  * Busy polling connections (busy_poll_us) use one-shot receives too, and
  * read the socket themselves between them (poll_inline()): a receive is
- * armed in the ring only when the socket stayed empty for busy_poll_us
- * (or other completions wait in the ring).
+ * armed in the ring only when the socket is empty and, if an answer is
+ * due, stayed empty for busy_poll_us (or other completions wait).
  * At most one receive - the ring's, a direct read, or our own recv(2) -
  * is ever outstanding on a connection, so bytes arrive in order.
  */
@@ -221,6 +221,18 @@ void bl__msgr_rx_resume(struct bl_msgr_conn *c)
  * and the application's loop get their turn) */
 #define INLINE_ROUNDS 64
 
+/*
+ * Whether an answer is due: the last frame the connection queued was a
+ * reply (sent from on_frame, or answering a request), so the peer, if it
+ * is a request/response peer, is about to send again.  A connection that
+ * only receives, or sends of its own accord (a stream), reads what is
+ * there but does not wait for more.
+ */
+static bool answer_due(const struct bl_msgr_conn *c)
+{
+	return c->tx_bytes && c->reply_end == c->tx_bytes;
+}
+
 static uint64_t now_us(void)
 {
 	struct timespec ts;
@@ -278,10 +290,11 @@ static ssize_t inline_recv(struct bl_msgr_conn *c)
 
 /*
  * Reads the socket directly while nothing else receives on it, delivering
- * what comes, until busy_poll_us pass without a byte or the ring has other
- * completions to handle (or INLINE_ROUNDS reads returned data, or the
- * connection must stop: closing, a direct read took over, backpressure,
- * the peer's end).  What ends it is handled
+ * what comes; with nothing to read it waits (spins) only while an answer
+ * is due, for up to busy_poll_us, and not while the ring has other
+ * completions to handle.  It also stops after INLINE_ROUNDS reads with
+ * data, or when the connection must stop (closing, a direct read took
+ * over, backpressure, the peer's end).  What ends it is handled
  * as the same result of a ring receive would be.  Between two empty reads
  * the thread yields its processor: on a machine with fewer cores than
  * busy threads, the peer that would answer may be waiting for this very
@@ -309,7 +322,7 @@ static void poll_inline(struct bl_msgr_conn *c)
 		} else if (n == -EAGAIN) {
 			/* other work waits in the ring: no spinning for this
 			 * connection's next bytes meanwhile */
-			if (bl__uring_pending(c->u) ||
+			if (!answer_due(c) || bl__uring_pending(c->u) ||
 			    now_us() - idle_from >= c->o.busy_poll_us)
 				break;
 			sched_yield();

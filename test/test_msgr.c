@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -3185,6 +3186,125 @@ START_TEST(a_peer_resetting_the_connection_is_reported_as_on_the_ring)
 END_TEST
 
 /*
+ * A busy polling connection that only receives (it owes no answer) reads
+ * what is there and then waits in the ring, whatever its busy_poll_us:
+ * with UINT_MAX, frames written one at a time between runs each come
+ * back from bl_uring_run() (a spin would time the test out).
+ */
+START_TEST(busy_poll_waits_only_when_an_answer_is_due)
+{
+	const uint64_t n = 20;
+	struct bl_msgr_conn_opts o;
+	struct peer b;
+	struct bl_uring *u = mk_uring();
+	int fa, fb;
+
+	unix_pair(&fa, &fb);
+	peer_init(&b, "b");
+	opts_for(&o, &b);
+	o.busy_poll_us = UINT_MAX;
+	b.c = bl_msgr_conn_new(u, fb, &o);
+	ck_assert_ptr_nonnull(b.c);
+	for (uint64_t s = 1; s <= n; s++) {
+		size_t k;
+		unsigned char *f = frame_bytes((uint16_t)(s * 3), s,
+					       size_of(s), off_of(s), &k);
+
+		write_all(fa, f, k);
+		free(f);
+		run_until(u, &b.rx, s, &b.rx, s);
+	}
+	ck_assert_msg(!b.bad, "%d bad frames, first: %s", b.bad, b.bad_msg);
+	close(fa);
+	run_until_closed(u, &b, NULL);
+	ck_assert_int_eq(b.close_err, 0);
+	ck_assert_uint_eq(b.st.frames_received, n);
+	ck_assert_uint_eq(b.st.frames_sent, 0);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/*
+ * Two busy polling connections on one ring.  When a's frame is delivered,
+ * a answers it and the test writes b's frame; a then polls for the next
+ * request, which never comes, with a busy_poll_us longer than the whole
+ * test may take.  b's receive
+ * completes meanwhile (its task work runs when a's reads return), and a
+ * gives way to it at once: b's frame arrives and the test ends (were a to
+ * spin on, the test would time out).  io_uring only: the blocking back
+ * end looks at b's socket only inside bl_uring_run().
+ */
+struct giveway {
+	struct peer p;		/* first: on_frame's argument */
+	int fd;			/* b's raw peer */
+	unsigned char *b;
+	size_t n;
+};
+
+static void giveway_frame(void *arg, struct bl_msgr_conn *c,
+			  struct bl_msgr_frame *f)
+{
+	struct giveway *g = arg;
+
+	on_frame(&g->p, c, f);
+	/* an answer (nobody reads it): a now waits for the next request */
+	if (bl_msgr_send(c, 5, NULL, NULL, NULL))
+		note_bad(&g->p, "answer %llu refused",
+			 (unsigned long long)f->seq);
+	write_all(g->fd, g->b, g->n);
+}
+
+START_TEST(busy_poll_gives_way_to_other_connections)
+{
+	struct bl_msgr_conn_opts oa, ob;
+	struct giveway ga;
+	struct peer b;
+	unsigned char *fa_bytes;
+	size_t k;
+	struct bl_uring *u;
+	int a0, a1, b0, b1;
+
+	if (blocking)
+		return;
+	u = mk_uring();
+	if (bl_uring_backend(u) != BL_URING_IO_URING) {
+		bl_uring_destroy(u);
+		return;
+	}
+	unix_pair(&a0, &a1);
+	unix_pair(&b0, &b1);
+	memset(&ga, 0, sizeof(ga));
+	peer_init(&ga.p, "a");
+	peer_init(&b, "b");
+	opts_for(&oa, &ga.p);
+	opts_for(&ob, &b);
+	oa.on_frame = giveway_frame;
+	oa.arg = &ga;
+	oa.busy_poll_us = UINT_MAX;
+	ob.busy_poll_us = 1000;
+	ga.fd = b1;
+	ga.b = frame_bytes(3, 1, size_of(1), off_of(1), &ga.n);
+	fa_bytes = frame_bytes(3, 1, size_of(1), off_of(1), &k);
+	ga.p.c = bl_msgr_conn_new(u, a0, &oa);
+	b.c = bl_msgr_conn_new(u, b0, &ob);
+	ck_assert_ptr_nonnull(ga.p.c);
+	ck_assert_ptr_nonnull(b.c);
+	write_all(a1, fa_bytes, k);
+	run_until(u, &ga.p.rx, 1, &b.rx, 1);
+	ck_assert_msg(!ga.p.bad && !b.bad, "bad frames");
+	bl_msgr_conn_close(ga.p.c, 0, NULL);
+	bl_msgr_conn_close(b.c, 0, NULL);
+	run_until_closed(u, &ga.p, &b);
+	ck_assert_uint_eq(ga.p.logs + b.logs, 0);
+	close(a1);
+	close(b1);
+	free(ga.b);
+	free(fa_bytes);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/*
  * Request/response through a server whose connections busy poll, and a
  * client that does not: the option reaches the server's connections (its
  * own reads carry the requests after the first), and replies come back
@@ -3285,6 +3405,8 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 		a_peer_resetting_the_connection_is_reported_as_on_the_ring, 0,
 		2);
 	tcase_add_test(tc, busy_poll_reaches_the_servers_connections);
+	tcase_add_test(tc, busy_poll_gives_way_to_other_connections);
+	tcase_add_test(tc, busy_poll_waits_only_when_an_answer_is_due);
 	suite_add_tcase(s, tc);
 }
 

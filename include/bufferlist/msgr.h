@@ -317,18 +317,18 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * receiving would be re-armed from a completion, the connection reads
  * the socket itself with non-blocking recv(2) calls (into raws of its
  * own, 16 KiB each, that frames share as they do ring buffers; counted
- * in inline_recvs), delivering what comes, until @busy_poll_us pass
- * with nothing to read, the ring has other completions to handle (other
- * connections' data) or 64 reads returned data; only then is a receive
- * armed in the ring.  Between two empty reads the thread yields its
- * processor (sched_yield), so that a peer waiting for the same core can
- * answer.  Bytes are never taken by two receives at once, so their order
- * is kept; the peer's end, a reset and any other error of these reads
- * close the connection as the same result of a ring receive would.  This spins the calling thread inside
- * bl_uring_run() for up to @busy_poll_us after each burst of frames
- * while nothing else is ready: for request/response traffic on a thread
- * with a core to spare (streams gain nothing from it).  An idle connection
- * costs nothing more: it waits in the ring as any other.
+ * in inline_recvs), delivering what comes.  When the socket is empty and
+ * the last frame the connection queued answered the peer (sent from
+ * on_frame, or answering a request), it keeps reading for up to
+ * @busy_poll_us, yielding the processor (sched_yield) between empty
+ * reads so that a peer waiting for the same core can answer; otherwise,
+ * or when the ring has other completions to handle, or after 64 reads
+ * with data, it arms a receive in the ring.  Bytes are never taken by two
+ * receives at once, so their order is kept; the peer's end, a reset and
+ * any other error of these reads close the connection as the same result
+ * of a ring receive would.  A connection that only receives or streams
+ * never spins; an idle one waits in the ring as any other.  The spinning
+ * counts as the thread's CPU time.
  */
 struct bl_msgr_conn_opts {
 	bl_msgr_frame_fn on_frame;
