@@ -66,6 +66,7 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c)
 	if (c->o.on_close)
 		c->o.on_close(c->o.arg, c, c->err, c->reason);
 	bl_list_clear(&c->in);
+	bl_ptr_release(&c->ib);
 	bl_list_clear(&c->outq);
 	bl_ptr_release(&c->d.P);
 	bl_list_clear(&c->d.headl);

@@ -82,6 +82,8 @@ struct bl_msgr_conn {
 	int err;
 	/* receiving */
 	struct bl_list in;
+	bool polling;		/* reading the socket itself (busy_poll_us) */
+	struct bl_ptr ib;	/* the unused rest of the raw it reads into */
 	size_t pc_done;		/* payload bytes of in's first frame */
 	uint32_t pc_crc;	/* whose crc is already known */
 	struct bl__msgr_direct d;

@@ -85,8 +85,12 @@ struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
 	bl_list_init(&c->outq);
 	bl_list_init(&c->d.headl);
 	bl_list_init(&c->d.restl);
-	/* one-shot receives bound what aligning copies (see msgr_recv.c) */
-	c->multishot = !c->o.align_data;
+	/*
+	 * One-shot receives bound what aligning copies, and leave a busy
+	 * polling connection nothing armed when one completes, so that it
+	 * may read the socket itself (see msgr_recv.c).
+	 */
+	c->multishot = !c->o.align_data && !c->o.busy_poll_us;
 	c->br = shared ? shared : c->o.bufring;
 	if (!c->br) {
 		c->br = bl_uring_bufring_create(u, c->o.nbufs, c->o.buf_size,

@@ -15,10 +15,20 @@
  * preamble finds nothing to stop.  Aligning connections (align_data)
  * always use one-shot receives, which bounds what is copied to align a
  * payload to one receive buffer.
+ *
+ * Busy polling connections (busy_poll_us) use one-shot receives too, and
+ * read the socket themselves between them (poll_inline()): a receive is
+ * armed in the ring only when the socket is empty and, if an answer is
+ * due, stayed empty for busy_poll_us (or other completions wait).
+ * At most one receive - the ring's, a direct read, or our own recv(2) -
+ * is ever outstanding on a connection, so bytes arrive in order.
  */
 #include "msgr_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <string.h>
+#include <sched.h>
+#include <time.h>
+#include <sys/socket.h>
 #include <bufferlist/msgr.h>
 #include <bufferlist/crc32c.h>
 #include "endian_int.h"
@@ -197,10 +207,141 @@ void bl__msgr_rx_resume(struct bl_msgr_conn *c)
 	bl__msgr_eof_check(c);
 }
 
+/* -- busy polling (busy_poll_us) -- */
+
+/*
+ * The raws read into: large enough for a burst of small frames, small
+ * enough that a frame held long pins little.  One with less room than
+ * INLINE_MIN left is replaced; one no frame holds any more is read into
+ * from its start again, while it is warm in the cache.
+ */
+#define INLINE_BUF ((size_t)16 << 10)
+#define INLINE_MIN 512
+/* reads that return data before the ring takes over (other connections
+ * and the application's loop get their turn) */
+#define INLINE_ROUNDS 64
+
+/*
+ * Whether an answer is due: the last frame the connection queued was a
+ * reply (sent from on_frame, or answering a request), so the peer, if it
+ * is a request/response peer, is about to send again.  A connection that
+ * only receives, or sends of its own accord (a stream), reads what is
+ * there but does not wait for more.
+ */
+static bool answer_due(const struct bl_msgr_conn *c)
+{
+	return c->tx_bytes && c->reply_end == c->tx_bytes;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/*
+ * One non-blocking recv(2) into c->ib, the bytes appended to c->in as a
+ * shared slice (no copy; a slice continuing the last one extends it).
+ * Return: the bytes read; 0 when the peer shut its side down; -EAGAIN
+ * when there is nothing to read; -ENOBUFS when no raw could be had
+ * (nothing was read); another -errno of recv(2).  Bytes read that cannot
+ * be appended (-ENOMEM) close the connection, as on the ring's path.
+ */
+static ssize_t inline_recv(struct bl_msgr_conn *c)
+{
+	struct bl_ptr *b = &c->ib, s;
+	ssize_t n;
+
+	if (b->raw && b->off && bl_raw_nref(b->raw) == 1) {
+		/* rewritten: a crc cached for its old bytes is stale */
+		bl_raw_invalidate_crc(b->raw);
+		b->len += b->off;
+		b->off = 0;
+	}
+	if (b->len < INLINE_MIN) {
+		struct bl_ptr nb;
+
+		if (bl_ptr_alloc(&nb, INLINE_BUF))
+			return -ENOBUFS;
+		bl_ptr_release(b);
+		*b = nb;
+	}
+	do {
+		n = recv(c->fd, bl_ptr_data(b), b->len, MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	if (n == 0)
+		return 0;
+	c->rx_raw += (uint64_t)n;
+	c->st.inline_recvs++;
+	/* within b: cannot fail */
+	bl_ptr_slice(&s, b, 0, (size_t)n);
+	b->off += (size_t)n;
+	b->len -= (size_t)n;
+	if (bl_list_append_ptr_move(&c->in, &s)) {
+		bl_ptr_release(&s);
+		bl__msgr_conn_end(c, -ENOMEM, true, "out of memory receiving");
+	}
+	return n;
+}
+
+/*
+ * Reads the socket directly while nothing else receives on it, delivering
+ * what comes; with nothing to read it waits (spins) only while an answer
+ * is due, for up to busy_poll_us, and not while the ring has other
+ * completions to handle.  It also stops after INLINE_ROUNDS reads with
+ * data, or when the connection must stop (closing, a direct read took
+ * over, backpressure, the peer's end).  What ends it is handled
+ * as the same result of a ring receive would be.  Between two empty reads
+ * the thread yields its processor: on a machine with fewer cores than
+ * busy threads, the peer that would answer may be waiting for this very
+ * core, and spinning would only delay the answer.  Only from the
+ * connection's own completions (it runs on_frame).
+ */
+static void poll_inline(struct bl_msgr_conn *c)
+{
+	uint64_t idle_from = now_us();
+	unsigned rounds = 0;
+
+	c->polling = true;
+	c->depth++;
+	while (!c->closing && !c->recv_busy && !c->read_busy &&
+	       !c->rd_eof && !c->paused && !bl__msgr_throttled(c)) {
+		ssize_t n = inline_recv(c);
+
+		if (n > 0) {
+			c->in_rx = true;
+			process(c);
+			bl__msgr_rx_end(c);
+			if (++rounds == INLINE_ROUNDS)
+				break;
+			idle_from = now_us();
+		} else if (n == -EAGAIN) {
+			/* other work waits in the ring: no spinning for this
+			 * connection's next bytes meanwhile */
+			if (!answer_due(c) || bl__uring_pending(c->u) ||
+			    now_us() - idle_from >= c->o.busy_poll_us)
+				break;
+			sched_yield();
+		} else {
+			if (n != -ENOBUFS)	/* else: the ring's turn */
+				recv_ended(c, n);
+			break;
+		}
+	}
+	c->depth--;
+	c->polling = false;
+}
+
 static void arm(struct bl_msgr_conn *c)
 {
 	int ret;
 
+	if (c->o.busy_poll_us && !c->polling)
+		poll_inline(c);
 	if (c->closing || c->recv_busy || c->read_busy || c->rd_eof)
 		return;
 	if (bl__msgr_throttled(c)) {

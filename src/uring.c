@@ -461,7 +461,14 @@ int bl_uring_handle_cqe(struct bl_uring *u, struct io_uring_cqe *cqe)
 	bl__uring_drain_bufrings(u);
 	/* the application iterates the CQ ring: no bl_uring_run inside */
 	u->reaping = true;
+	/* its loop handles the CQE at the head, as io_uring_peek_cqe gives */
+	if (!nested) {
+		u->cq_reaping = true;
+		u->reap_at = *u->ring->cq.khead + 1;
+	}
 	bl__uring_handle(u, cqe);
+	if (!nested)
+		u->cq_reaping = false;
 	u->reaping = nested;
 	bl__uring_flush_backlog(u);
 	/*
@@ -478,6 +485,25 @@ int bl_uring_handle_cqe(struct bl_uring *u, struct io_uring_cqe *cqe)
 unsigned bl_uring_inflight(const struct bl_uring *u)
 {
 	return u->inflight;
+}
+
+/*
+ * Completions waiting to be handled: on the done queue (or behind the one
+ * being delivered), or in the CQ ring past the one being handled now
+ * (while reaping) or past its head.  On the blocking back end, operations
+ * still waiting for their descriptor are looked at only by
+ * bl_uring_run(), and do not count.
+ */
+bool bl__uring_pending(const struct bl_uring *u)
+{
+	unsigned head;
+
+	if (u->doneq || u->delivering)
+		return true;
+	if (!u->ring)
+		return false;
+	head = u->cq_reaping ? u->reap_at : *u->ring->cq.khead;
+	return io_uring_smp_load_acquire(u->ring->cq.ktail) != head;
 }
 
 /*

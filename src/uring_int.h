@@ -86,4 +86,13 @@ bool bl__uring_rwf_nosignal(int set);
  */
 int bl__uring_recv_stop(struct bl_uring *u, int fd);
 
+/*
+ * For the messenger's busy polling: whether completions of @u wait to be
+ * handled (other connections' data, finished sends), which a thread
+ * spinning on one socket would hold up.  On a ring whose CQEs the
+ * application hands over (bl_uring_handle_cqe), those behind the one
+ * being handled count too.
+ */
+bool bl__uring_pending(const struct bl_uring *u);
+
 #endif /* BUFFERLIST_URING_INT_H */

@@ -381,10 +381,12 @@ static unsigned reap(struct bl_uring *u)
 	if (head == tail)
 		return 0;
 	u->reaping = true;
+	u->cq_reaping = true;
 	for (i = head; i != tail; i++) {
 		struct io_uring_cqe *c =
 			&cq->cqes[(i & cq->ring_mask) << shift];
 
+		u->reap_at = i + 1;
 		if (bl__uring_cqe_ours(c))
 			bl__uring_handle(u, c);
 		else
@@ -406,6 +408,7 @@ static unsigned reap(struct bl_uring *u)
 		}
 	}
 	io_uring_smp_store_release(cq->khead, tail - keep);
+	u->cq_reaping = false;
 	u->reaping = false;
 	return keep;
 }

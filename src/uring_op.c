@@ -329,6 +329,7 @@ void bl__uring_deliver(struct bl_uring *u)
 		struct uop *op = q;
 
 		q = q->qnext;
+		u->delivering = q;
 		op->queued = 0;
 		if (op->kind != OP_POOLED) {
 			bl__uring_op_finish(u, op);
@@ -350,5 +351,6 @@ void bl__uring_deliver(struct bl_uring *u)
 			}
 		}
 	}
+	u->delivering = NULL;
 	u->reaping = false;
 }

@@ -155,6 +155,10 @@ struct bl_uring {
 	bool attached;
 	bool destroying;
 	bool reaping;		/* callbacks may run: no nested reap */
+	bool cq_reaping;	/* handling CQEs of the CQ ring (not the done
+				 * queue): reap_at is valid */
+	unsigned reap_at;	/* then: the CQ index after the one handled */
+	struct uop *delivering;	/* deliver: the ops after the one called */
 	bool need_submit;	/* attached: resubmissions were prepared */
 	bool has_send_zc, has_sendmsg_zc, has_recv_multishot;
 	bool zc_report;		/* IORING_SEND_ZC_REPORT_USAGE accepted */

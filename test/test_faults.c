@@ -1707,6 +1707,113 @@ out:
 static int a_conn_new(struct actx *a) { return a_conn(a, false); }
 static int a_conn_send(struct actx *a) { return a_conn(a, true); }
 
+/*
+ * A connection that busy polls: frame 1 comes through the ring, and its
+ * delivery makes the peer send the rest and shut its side down, which
+ * the connection's own reads then take (into raws of their own).
+ */
+#define POLL_FRAMES 6
+
+struct mpoll {
+	struct mres m;		/* first: m_close's argument */
+	int peer;
+	unsigned char *rest;
+	size_t restn;
+	int fault;		/* an errno for the next recv(2), or 0 */
+};
+
+static void mp_frame(void *arg, struct bl_msgr_conn *c,
+		     struct bl_msgr_frame *f)
+{
+	struct mpoll *p = arg;
+
+	m_frame(&p->m, c, f);
+	if (p->peer < 0)
+		return;
+	ck_assert(write(p->peer, p->rest, p->restn) == (ssize_t)p->restn);
+	shutdown(p->peer, SHUT_WR);
+	p->peer = -1;
+	if (p->fault) {
+		fs_reset();
+		fs_plan(FS_RECV, 1, 1, FS_FAIL, p->fault, 0);
+		fs_arm(true);
+	}
+}
+
+/* POLL_FRAMES frames of 100 bytes into a new buffer; *@first: frame 1's
+ * length, *@n: all of them. */
+static unsigned char *poll_stream(size_t *first, size_t *n)
+{
+	struct bl_list out, pl;
+	unsigned char *b;
+
+	bl_list_init(&out);
+	bl_list_init(&pl);
+	ck_assert_int_eq(bl_list_append(&pl, DATA, 100), 0);
+	for (uint64_t s = 1; s <= POLL_FRAMES; s++) {
+		ck_assert_int_eq(bl_msgr_encode(&out, 1, s, &pl, 0), 0);
+		if (s == 1)
+			*first = bl_list_length(&out);
+	}
+	*n = bl_list_length(&out);
+	b = tu_flatten(&out);
+	bl_list_clear(&out);
+	bl_list_clear(&pl);
+	return b;
+}
+
+/* A busy polling connection over @sv[0], @sv[1] its raw peer. */
+static struct bl_msgr_conn *poll_conn(struct bl_uring *u, int sv[2],
+				      struct mpoll *p, unsigned char **buf)
+{
+	struct bl_msgr_conn_opts o = { 0 };
+	size_t first, n;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	*buf = poll_stream(&first, &n);
+	ck_assert(write(sv[1], *buf, first) == (ssize_t)first);
+	p->peer = sv[1];
+	p->rest = *buf + first;
+	p->restn = n - first;
+	o.on_frame = mp_frame;
+	o.on_close = m_close;
+	o.arg = p;
+	o.nbufs = 8;
+	o.buf_size = 4096;
+	o.log = m_log;
+	o.busy_poll_us = 100000;
+	return bl_msgr_conn_new(u, sv[0], &o);
+}
+
+/* The reads of a busy polling connection, with allocations failing. */
+static int a_conn_poll(struct actx *a)
+{
+	struct bl_uring *u = aring(a);
+	struct bl_msgr_conn *c;
+	struct mpoll p = { 0 };
+	unsigned char *buf;
+	int sv[2], rc = 0;
+
+	c = poll_conn(u, sv, &p, &buf);
+	ck_assert_ptr_nonnull(c);
+	afail(a);
+	for (int i = 0; i < 100 && !p.m.closed; i++)
+		bl_uring_run(u, 1, 100);
+	aok();
+	/* every frame, then the peer's end; or out of memory */
+	ck_assert_int_eq(p.m.closed, 1);
+	if (p.m.close_err) {
+		ck_assert_int_eq(p.m.close_err, -ENOMEM);
+		rc = -ENOMEM;
+	} else {
+		ck_assert_int_eq(p.m.frames, POLL_FRAMES);
+	}
+	close(sv[1]);
+	free(buf);
+	bl_uring_destroy(u);
+	return rc;
+}
+
 static int a_server(struct actx *a)
 {
 	struct bl_msgr_conn_opts o = { 0 };
@@ -1751,6 +1858,7 @@ static const struct acase acases[] = {
 	{ "alloc msgr_conn_new", a_conn_new, 3 },
 	{ "alloc msgr_send+run", a_conn_send, 3 },
 	{ "alloc msgr_server_new", a_server, 3 },
+	{ "alloc msgr busy-poll reads", a_conn_poll, 3 },
 };
 
 /* What runs here: every case on each back end it has (main fills it). */
@@ -1844,6 +1952,66 @@ START_TEST(uring_wait_fault)
 }
 END_TEST
 
+/* ---- msgr: a busy polling connection's own recv(2) fails -------------- */
+
+/*
+ * Right after frame 1, the connection's next recv(2) (its own read on the
+ * io_uring back end; on the blocking back end whichever comes first) fails
+ * once: EINTR and EAGAIN are retried and every frame arrives before the
+ * peer's end; ECONNRESET and EIO close the connection with that error,
+ * logged, as a failed receive of the ring does.  Nothing leaks.
+ */
+START_TEST(msgr_busy_poll_recv_fault)
+{
+	static const int kinds[] = { K_EINTR, K_EAGAIN, K_ECONNRESET, K_EIO };
+	unsigned long pts = 0;
+
+	tu_alloc_install(0, 0);
+	for (int b = 1; b >= 0; b--) {
+		if (!b && !have_uring)
+			continue;
+		for (unsigned k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+			struct bl_uring_params pr = { .force_blocking = b };
+			unsigned fds0 = nfds();
+			int64_t live0 = live_bytes();
+			struct bl_uring *u = bl_uring_create(&pr);
+			int err = kind_err[kinds[k]];
+			struct mpoll p = { 0 };
+			struct bl_msgr_conn *c;
+			unsigned char *buf;
+			int sv[2];
+
+			ck_assert_ptr_nonnull(u);
+			p.fault = err;
+			c = poll_conn(u, sv, &p, &buf);
+			ck_assert_ptr_nonnull(c);
+			for (int i = 0; i < 100 && !p.m.closed; i++)
+				bl_uring_run(u, 1, 100);
+			fs_arm(false);
+			ck_assert_uint_eq(fs_hits(FS_RECV), 1);
+			ck_assert_int_eq(p.m.closed, 1);
+			if (err == EINTR || err == EAGAIN) {
+				ck_assert_int_eq(p.m.close_err, 0);
+				ck_assert_int_eq(p.m.frames, POLL_FRAMES);
+			} else {
+				ck_assert_int_eq(p.m.close_err, -err);
+				ck_assert_int_eq(p.m.frames, 1);
+			}
+			fs_reset();
+			close(sv[1]);
+			free(buf);
+			bl_uring_destroy(u);
+			ck_assert_int_eq(live_bytes(), live0);
+			ck_assert_uint_eq(nfds(), fds0);
+			point(kinds[k]);
+			pts++;
+		}
+	}
+	report("msgr busy-poll recv", pts);
+	tu_alloc_uninstall();
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
 	Suite *s = suite_create("faults");
@@ -1874,6 +2042,7 @@ static Suite *faults_suite(void)
 	}
 	tcase_add_test(tc, dio_align_fault);
 	tcase_add_test(tc, uring_wait_fault);
+	tcase_add_test(tc, msgr_busy_poll_recv_fault);
 	tcase_add_loop_test(ta, alloc_fault, 0, napairs);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, ta);

@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -2922,6 +2923,438 @@ START_TEST(conn_and_server_new_set_errno)
 }
 END_TEST
 
+/* ---- busy polling (busy_poll_us) ------------------------------------------ */
+
+static unsigned ring_frames, own_frames;
+
+/* on_frame, and whether the payload lies in ring buffers or in raws of the
+ * connection's own (its reads, direct reads). */
+static void poll_frame(void *arg, struct bl_msgr_conn *c,
+		       struct bl_msgr_frame *f)
+{
+	struct bl_list cl;
+	ssize_t n;
+
+	bl_list_init(&cl);
+	ck_assert_int_eq(bl_list_append_list(&cl, &f->payload), 0);
+	n = bl_list_detach_pooled(&cl);
+	ck_assert_int_ge(n, 0);
+	if (n > 0)
+		ring_frames++;
+	else if (bl_list_length(&cl))
+		own_frames++;
+	bl_list_clear(&cl);
+	on_frame(arg, c, f);
+}
+
+/*
+ * Both ends busy poll and send each other bursts of mostly small frames
+ * with some of 4 to 74 KiB and a few of 1 MiB (read directly).  A small
+ * ring makes receives through it take a few KiB at a time, so the
+ * connections' own reads, the ring's one-shot receives and direct reads
+ * take turns on the same stream: every frame arrives once, in order,
+ * with its bytes, and both kinds of buffer carried frames.  _i 0: a
+ * socketpair, 1: TCP.
+ */
+START_TEST(busy_poll_mixes_own_reads_with_the_ring_in_order)
+{
+	const uint64_t n = getenv("BL_TEST_QUICK") ? 1000 : 5000;
+	struct bl_msgr_conn_opts oa, ob;
+	struct peer a, b;
+	struct bl_uring *u = mk_uring();
+	int64_t end;
+	int fa, fb;
+
+	if (_i)
+		tcp_pair(&fa, &fb);
+	else
+		unix_pair(&fa, &fb);
+	peer_init(&a, "a");
+	peer_init(&b, "b");
+	opts_for(&oa, &a);
+	opts_for(&ob, &b);
+	oa.on_frame = ob.on_frame = poll_frame;
+	oa.busy_poll_us = ob.busy_poll_us = 200;
+	oa.nbufs = ob.nbufs = 16;
+	oa.buf_size = ob.buf_size = 4096;
+	ring_frames = own_frames = 0;
+	a.c = bl_msgr_conn_new(u, fa, &oa);
+	b.c = bl_msgr_conn_new(u, fb, &ob);
+	ck_assert_ptr_nonnull(a.c);
+	ck_assert_ptr_nonnull(b.c);
+	for (uint64_t s = 1; s <= n; s += 100) {
+		uint64_t k = n - s + 1 < 100 ? n - s + 1 : 100;
+
+		send_frames(&a, s, k, true);
+		send_frames(&b, s, k, false);
+		bl_uring_run(u, 0, 0);
+	}
+	run_until(u, &a.rx, n, &b.rx, n);
+	ck_assert_msg(!a.bad, "a: %d bad frames, first: %s", a.bad, a.bad_msg);
+	ck_assert_msg(!b.bad, "b: %d bad frames, first: %s", b.bad, b.bad_msg);
+	ck_assert(a.expect == n && b.expect == n);
+	end = now_ms() + wait_ms;
+	while (a.sent_ok < n && now_ms() < end)
+		bl_uring_run(u, 1, 100);
+	ck_assert_uint_eq(a.sent_ok, n);
+	bl_msgr_conn_close(a.c, 0, "done");
+	run_until_closed(u, &a, &b);
+	ck_assert_int_eq(a.close_err, 0);
+	ck_assert_int_eq(b.close_err, 0);
+	ck_assert_str_eq(b.reason, "peer closed");
+	ck_assert(a.st.frames_received == n && b.st.frames_received == n);
+	ck_assert(a.st.bytes_sent == b.st.bytes_received);
+	ck_assert(b.st.bytes_sent == a.st.bytes_received);
+	ck_assert_uint_gt(a.st.inline_recvs, 0);
+	ck_assert_uint_gt(b.st.inline_recvs, 0);
+	ck_assert_uint_gt(a.st.direct_frames + b.st.direct_frames, 0);
+	ck_assert_uint_gt(ring_frames, 0);
+	ck_assert_uint_gt(own_frames, 0);
+	ck_assert_uint_eq(a.logs + b.logs, 0);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/* A raw peer whose on_frame hook writes more and then ends the stream. */
+struct ender {
+	struct peer p;		/* first: on_frame's argument */
+	int fd;			/* the raw peer's end */
+	const unsigned char *rest;
+	size_t restn;
+	bool reset;		/* end with a reset (SO_LINGER 0), not a FIN */
+	uint64_t rx_at_close;
+};
+
+/* Frame @seq's payload size here: size_of()'s, kept small so that the
+ * whole stream fits the socket's buffer. */
+static size_t small_of(uint64_t seq)
+{
+	return size_of(seq) % 600;
+}
+
+static void ender_frame(void *arg, struct bl_msgr_conn *c,
+			struct bl_msgr_frame *f)
+{
+	struct ender *e = arg;
+
+	if (f->seq != e->p.expect + 1 || f->type != (uint16_t)(f->seq * 3) ||
+	    bl_list_length(&f->payload) != small_of(f->seq) ||
+	    !matches(&f->payload, off_of(f->seq)))
+		note_bad(&e->p, "wrong frame at seq %llu",
+			 (unsigned long long)f->seq);
+	on_frame(&e->p, c, f);
+	if (e->fd < 0)
+		return;
+	/* from inside the delivery: the receiver reads on right after it */
+	if (e->restn)
+		write_all(e->fd, e->rest, e->restn);
+	if (e->reset) {
+		struct linger lg = { 1, 0 };
+
+		ck_assert_int_eq(setsockopt(e->fd, SOL_SOCKET, SO_LINGER, &lg,
+					    sizeof(lg)), 0);
+	}
+	close(e->fd);
+	e->fd = -1;
+}
+
+static void ender_close(void *arg, struct bl_msgr_conn *c, int err,
+			const char *reason)
+{
+	struct ender *e = arg;
+
+	e->rx_at_close = e->p.rx;
+	on_close(&e->p, c, err, reason);
+}
+
+/*
+ * The peer sends frame 1, and when it is delivered sends the other 49
+ * (small ones) and closes at once; _i & 2: the last frame is cut short
+ * before the close.  With busy polling (_i & 1) the connection's own
+ * reads take the rest and the end; without, the ring does.  Either way
+ * every whole frame is delivered first, then the end is reported the
+ * same way: a clean close (0, "peer closed"), or -EPIPE for the cut
+ * frame, logged.
+ */
+START_TEST(a_peer_closing_right_after_sending_is_read_to_the_end)
+{
+	const uint64_t n = 50;
+	bool poll = _i & 1, cut = _i & 2;
+	struct bl_msgr_conn_opts o;
+	unsigned char *all;
+	size_t len = 0, first = 0;
+	struct ender e;
+	struct bl_uring *u = mk_uring();
+	int fa, fb;
+
+	if (_i & 4)
+		tcp_pair(&fa, &fb);
+	else
+		unix_pair(&fa, &fb);
+	all = malloc(n * (600 + BL_MSGR_OVERHEAD));
+	for (uint64_t s = 1; s <= n; s++) {
+		size_t k;
+		unsigned char *b = frame_bytes((uint16_t)(s * 3), s,
+					       small_of(s), off_of(s), &k);
+
+		memcpy(all + len, b, k);
+		len += k;
+		if (s == 1)
+			first = len;
+		free(b);
+	}
+	memset(&e, 0, sizeof(e));
+	peer_init(&e.p, "b");
+	e.p.check_seq = false;	/* ender_frame checks */
+	opts_for(&o, &e.p);
+	o.on_frame = ender_frame;
+	o.on_close = ender_close;
+	o.arg = &e;
+	o.busy_poll_us = poll ? 100000 : 0;
+	e.fd = fa;
+	e.rest = all + first;
+	e.restn = len - first - (cut ? 10 : 0);
+	write_all(fa, all, first);
+	e.p.c = bl_msgr_conn_new(u, fb, &o);
+	ck_assert_ptr_nonnull(e.p.c);
+	run_until_closed(u, &e.p, NULL);
+	ck_assert_msg(!e.p.bad, "%d bad frames, first: %s", e.p.bad,
+		      e.p.bad_msg);
+	ck_assert_uint_eq(e.p.rx, cut ? n - 1 : n);
+	ck_assert_uint_eq(e.rx_at_close, e.p.rx);
+	ck_assert_uint_eq(e.p.st.frames_received, e.p.rx);
+	if (cut) {
+		ck_assert_int_eq(e.p.close_err, -EPIPE);
+		ck_assert_uint_eq(e.p.logs, 1);
+		ck_assert_msg(strstr(e.p.log, "peer closed in the middle of a "
+				     "frame"), "log: %s", e.p.log);
+	} else {
+		ck_assert_int_eq(e.p.close_err, 0);
+		ck_assert_str_eq(e.p.reason, "peer closed");
+		ck_assert_uint_eq(e.p.logs, 0);
+	}
+	if (poll)
+		ck_assert_uint_gt(e.p.st.inline_recvs, 0);
+	else
+		ck_assert_uint_eq(e.p.st.inline_recvs, 0);
+	free(all);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/*
+ * The peer resets the connection (TCP, SO_LINGER 0) as soon as its frame
+ * is delivered.  With busy polling (_i 1) the connection's own read meets
+ * the reset; without (_i 0), the ring's receive: the same close either
+ * way, -ECONNRESET with the reason logged, after the frame.
+ */
+START_TEST(a_peer_resetting_the_connection_is_reported_as_on_the_ring)
+{
+	struct bl_msgr_conn_opts o;
+	unsigned char *b;
+	size_t k;
+	struct ender e;
+	struct bl_uring *u = mk_uring();
+	int fa, fb;
+
+	tcp_pair(&fa, &fb);
+	b = frame_bytes(3, 1, small_of(1), off_of(1), &k);
+	memset(&e, 0, sizeof(e));
+	peer_init(&e.p, "b");
+	e.p.check_seq = false;	/* ender_frame checks */
+	opts_for(&o, &e.p);
+	o.on_frame = ender_frame;
+	o.on_close = ender_close;
+	o.arg = &e;
+	o.busy_poll_us = _i ? 100000 : 0;
+	e.fd = fa;
+	e.reset = true;
+	write_all(fa, b, k);
+	e.p.c = bl_msgr_conn_new(u, fb, &o);
+	ck_assert_ptr_nonnull(e.p.c);
+	run_until_closed(u, &e.p, NULL);
+	ck_assert_uint_eq(e.p.rx, 1);
+	ck_assert_uint_eq(e.rx_at_close, 1);
+	ck_assert_int_eq(e.p.close_err, -ECONNRESET);
+	ck_assert_uint_eq(e.p.logs, 1);
+	ck_assert_msg(strstr(e.p.log, "receive failed: ") &&
+		      strstr(e.p.log, strerror(ECONNRESET)), "log: %s",
+		      e.p.log);
+	free(b);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/*
+ * A busy polling connection that only receives (it owes no answer) reads
+ * what is there and then waits in the ring, whatever its busy_poll_us:
+ * with UINT_MAX, frames written one at a time between runs each come
+ * back from bl_uring_run() (a spin would time the test out).
+ */
+START_TEST(busy_poll_waits_only_when_an_answer_is_due)
+{
+	const uint64_t n = 20;
+	struct bl_msgr_conn_opts o;
+	struct peer b;
+	struct bl_uring *u = mk_uring();
+	int fa, fb;
+
+	unix_pair(&fa, &fb);
+	peer_init(&b, "b");
+	opts_for(&o, &b);
+	o.busy_poll_us = UINT_MAX;
+	b.c = bl_msgr_conn_new(u, fb, &o);
+	ck_assert_ptr_nonnull(b.c);
+	for (uint64_t s = 1; s <= n; s++) {
+		size_t k;
+		unsigned char *f = frame_bytes((uint16_t)(s * 3), s,
+					       size_of(s), off_of(s), &k);
+
+		write_all(fa, f, k);
+		free(f);
+		run_until(u, &b.rx, s, &b.rx, s);
+	}
+	ck_assert_msg(!b.bad, "%d bad frames, first: %s", b.bad, b.bad_msg);
+	close(fa);
+	run_until_closed(u, &b, NULL);
+	ck_assert_int_eq(b.close_err, 0);
+	ck_assert_uint_eq(b.st.frames_received, n);
+	ck_assert_uint_eq(b.st.frames_sent, 0);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/*
+ * Two busy polling connections on one ring.  When a's frame is delivered,
+ * a answers it and the test writes b's frame; a then polls for the next
+ * request, which never comes, with a busy_poll_us longer than the whole
+ * test may take.  b's receive
+ * completes meanwhile (its task work runs when a's reads return), and a
+ * gives way to it at once: b's frame arrives and the test ends (were a to
+ * spin on, the test would time out).  io_uring only: the blocking back
+ * end looks at b's socket only inside bl_uring_run().
+ */
+struct giveway {
+	struct peer p;		/* first: on_frame's argument */
+	int fd;			/* b's raw peer */
+	unsigned char *b;
+	size_t n;
+};
+
+static void giveway_frame(void *arg, struct bl_msgr_conn *c,
+			  struct bl_msgr_frame *f)
+{
+	struct giveway *g = arg;
+
+	on_frame(&g->p, c, f);
+	/* an answer (nobody reads it): a now waits for the next request */
+	if (bl_msgr_send(c, 5, NULL, NULL, NULL))
+		note_bad(&g->p, "answer %llu refused",
+			 (unsigned long long)f->seq);
+	write_all(g->fd, g->b, g->n);
+}
+
+START_TEST(busy_poll_gives_way_to_other_connections)
+{
+	struct bl_msgr_conn_opts oa, ob;
+	struct giveway ga;
+	struct peer b;
+	unsigned char *fa_bytes;
+	size_t k;
+	struct bl_uring *u;
+	int a0, a1, b0, b1;
+
+	if (blocking)
+		return;
+	u = mk_uring();
+	if (bl_uring_backend(u) != BL_URING_IO_URING) {
+		bl_uring_destroy(u);
+		return;
+	}
+	unix_pair(&a0, &a1);
+	unix_pair(&b0, &b1);
+	memset(&ga, 0, sizeof(ga));
+	peer_init(&ga.p, "a");
+	peer_init(&b, "b");
+	opts_for(&oa, &ga.p);
+	opts_for(&ob, &b);
+	oa.on_frame = giveway_frame;
+	oa.arg = &ga;
+	oa.busy_poll_us = UINT_MAX;
+	ob.busy_poll_us = 1000;
+	ga.fd = b1;
+	ga.b = frame_bytes(3, 1, size_of(1), off_of(1), &ga.n);
+	fa_bytes = frame_bytes(3, 1, size_of(1), off_of(1), &k);
+	ga.p.c = bl_msgr_conn_new(u, a0, &oa);
+	b.c = bl_msgr_conn_new(u, b0, &ob);
+	ck_assert_ptr_nonnull(ga.p.c);
+	ck_assert_ptr_nonnull(b.c);
+	write_all(a1, fa_bytes, k);
+	run_until(u, &ga.p.rx, 1, &b.rx, 1);
+	ck_assert_msg(!ga.p.bad && !b.bad, "bad frames");
+	bl_msgr_conn_close(ga.p.c, 0, NULL);
+	bl_msgr_conn_close(b.c, 0, NULL);
+	run_until_closed(u, &ga.p, &b);
+	ck_assert_uint_eq(ga.p.logs + b.logs, 0);
+	close(a1);
+	close(b1);
+	free(ga.b);
+	free(fa_bytes);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/*
+ * Request/response through a server whose connections busy poll, and a
+ * client that does not: the option reaches the server's connections (its
+ * own reads carry the requests after the first), and replies come back
+ * in order.
+ */
+START_TEST(busy_poll_reaches_the_servers_connections)
+{
+	const uint64_t n = 300;
+	struct bl_msgr_conn_opts o, oa;
+	struct sockaddr_in sa;
+	struct bl_msgr_server *srv;
+	struct peer a, sp;
+	struct bl_uring *u = mk_uring();
+	int lfd = listener(&sa);
+	int64_t end;
+
+	peer_init(&a, "a");
+	peer_init(&sp, "srv");
+	opts_for(&oa, &a);
+	opts_for(&o, &sp);
+	o.on_frame = echo_frame;
+	o.busy_poll_us = 1000;
+	srv = bl_msgr_server_new(u, lfd, &o);
+	ck_assert_ptr_nonnull(srv);
+	a.c = bl_msgr_conn_new(u, dial(&sa), &oa);
+	ck_assert_ptr_nonnull(a.c);
+	for (uint64_t s = 1; s <= n; s++) {
+		send_frames(&a, s, 1, false);
+		end = now_ms() + wait_ms;
+		while (a.rx < s && now_ms() < end)
+			ck_assert_int_ge(bl_msgr_server_poll(srv, 100), 0);
+		ck_assert_uint_eq(a.rx, s);
+	}
+	ck_assert_msg(!a.bad, "a: %d bad frames, first: %s", a.bad, a.bad_msg);
+	ck_assert_uint_eq(sp.rx, n);
+	ck_assert_uint_eq(sp.sent_ok, n);
+	bl_msgr_conn_close(a.c, 0, NULL);
+	end = now_ms() + wait_ms;
+	while ((!a.closed || !sp.closed) && now_ms() < end)
+		ck_assert_int_ge(bl_msgr_server_poll(srv, 100), 0);
+	ck_assert_int_eq(sp.close_err, 0);
+	ck_assert_uint_eq(sp.st.frames_received, n);
+	ck_assert_uint_gt(sp.st.inline_recvs, 0);
+	ck_assert_uint_eq(a.st.inline_recvs, 0);
+	bl_msgr_server_destroy(srv);
+	close(lfd);
+	bl_uring_destroy(u);
+}
+END_TEST
+
 static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 {
 	TCase *tc = tcase_create(name);
@@ -2964,6 +3397,16 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 	tcase_add_test(tc, out_of_descriptors_the_server_backs_off);
 	tcase_add_loop_test(tc, timeouts_close_stalled_and_idle_connections, 0,
 			    2);
+	tcase_add_loop_test(tc, busy_poll_mixes_own_reads_with_the_ring_in_order,
+			    0, 2);
+	tcase_add_loop_test(tc,
+		a_peer_closing_right_after_sending_is_read_to_the_end, 0, 8);
+	tcase_add_loop_test(tc,
+		a_peer_resetting_the_connection_is_reported_as_on_the_ring, 0,
+		2);
+	tcase_add_test(tc, busy_poll_reaches_the_servers_connections);
+	tcase_add_test(tc, busy_poll_gives_way_to_other_connections);
+	tcase_add_test(tc, busy_poll_waits_only_when_an_answer_is_due);
 	suite_add_tcase(s, tc);
 }
 

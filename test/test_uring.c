@@ -550,6 +550,90 @@ END_TEST
  * submit call, or one io_uring finished whose completion waits in the
  * queue, still counts, as does a write waiting its turn on the fd.
  */
+/* -- bl__uring_pending (the messenger's busy polling asks it) -- */
+
+static struct bl_uring *pend_u;
+static int pend_n;
+static bool pend_seen[2];
+
+static void pend_cb(void *arg, ssize_t res, struct bl_list *data)
+{
+	(void)arg;
+	(void)data;
+	ck_assert_int_gt(res, 0);
+	pend_seen[pend_n++] = bl__uring_pending(pend_u);
+}
+
+static void pend_rcb(void *arg, ssize_t res, struct bl_list *data, bool more)
+{
+	ck_assert(!more);
+	pend_cb(arg, res, data);
+}
+
+/*
+ * Completions ready but not yet handled are pending: before bl_uring_run,
+ * and inside the callback of the first of two (a done queue's operation,
+ * _i 0, and a pooled receive called back while the CQ ring is reaped,
+ * _i 1); in the last callback, and after it, nothing is.
+ */
+START_TEST(test_pending_sees_completions_not_yet_handled)
+{
+	struct bl_uring *u = new_ring(0);
+	struct bl_uring_bufring *br = NULL;
+	char path[PATH_MAX];
+	int fd = -1, sv[2][2];
+	struct bl_list l;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
+	ck_assert(!bl__uring_pending(u));
+	if (_i == 0) {
+		fd = tmp_open(path, sizeof(path));
+		/* at two offsets: neither waits for the other */
+		ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, pend_cb, NULL),
+				 0);
+		ck_assert_int_eq(bl_uring_write(u, fd, 3, &l, pend_cb, NULL),
+				 0);
+	} else {
+		br = bl_uring_bufring_create(u, 4, 4096, 9);
+		ck_assert_ptr_nonnull(br);
+		for (int k = 0; k < 2; k++) {
+			ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0,
+						    sv[k]), 0);
+			ck_assert_int_eq(write(sv[k][1], "abc", 3), 3);
+			ck_assert_int_eq(bl_uring_recv_pooled(u, sv[k][0], br,
+							      false, pend_rcb,
+							      NULL), 0);
+		}
+	}
+	if (!blocking) {
+		struct io_uring_cqe *cqe;
+
+		ck_assert_int_ge(bl_uring_submit(u), 0);
+		ck_assert_int_eq(io_uring_wait_cqe_nr(bl_uring_ring(u), &cqe,
+						      2), 0);
+		ck_assert(bl__uring_pending(u));
+	}
+	pend_u = u;
+	pend_n = 0;
+	run_until(u, &pend_n, 2);
+	ck_assert(pend_seen[0]);
+	ck_assert(!pend_seen[1]);
+	ck_assert(!bl__uring_pending(u));
+	bl_list_clear(&l);
+	if (br) {
+		for (int k = 0; k < 2; k++) {
+			close(sv[k][0]);
+			close(sv[k][1]);
+		}
+		bl_uring_bufring_destroy(br);
+	} else {
+		close(fd);
+	}
+	bl_uring_destroy(u);
+}
+END_TEST
+
 START_TEST(test_inflight_counts_ops_until_their_callback_ran)
 {
 	struct bl_uring *u = new_ring(0);
@@ -3240,6 +3324,8 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_null_callback_is_fire_and_forget_on_every_submission);
 		tcase_add_test(tc, test_null_ring_or_list_is_einval_at_submission);
 		tcase_add_test(tc, test_inflight_counts_ops_until_their_callback_ran);
+		tcase_add_loop_test(tc,
+			test_pending_sees_completions_not_yet_handled, 0, 2);
 		tcase_add_test(tc, test_o_direct_round_trip_copies_only_misaligned_runs);
 		tcase_add_test(tc, test_write_wait_and_read_wait_round_trip);
 		tcase_add_test(tc, test_wait_returns_the_operations_error);

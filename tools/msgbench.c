@@ -5,7 +5,8 @@
  *
  *   msgbench [--size SIZE] [--conns N] [--seconds S] [--mode pingpong|stream]
  *            [--parse] [--impl ours|base|both] [--zc] [--align] [--blocking]
- *            [--direct-min SIZE] [--no-regpool] [--lz4] [--frames N] [-q]
+ *            [--direct-min SIZE] [--no-regpool] [--busy-poll US] [--lz4]
+ *            [--frames N] [-q]
  *
  * SIZE as blbench takes it (blb_parse_size of tools/blbench_util.c, linked
  * in): K, M, G.  Every option is checked; a bad one is a reason and the
@@ -24,6 +25,9 @@
  *   --direct-min  payloads this big are read straight into a raw of their
  *                 own (0: never: one multishot receive through the ring)
  *   --no-regpool  no registered buffers for those reads
+ *   --busy-poll   both sides' connections read their sockets directly for
+ *                 up to US microseconds after each receive (busy_poll_us;
+ *                 default 0: off)
  *   --lz4         every payload compressed by its sender and decompressed
  *                 by its receiver (below)
  *
@@ -246,7 +250,8 @@ static void print_lz4_ratio(size_t size)
 static const char usage_text[] =
 	"usage: msgbench [--size SIZE] [--conns N] [--seconds S] [--mode stream|pingpong]\n"
 	"                [--parse] [--impl ours|base|both] [--zc] [--align] [--blocking]\n"
-	"                [--direct-min SIZE] [--no-regpool] [--lz4] [--frames N] [-q]\n"
+	"                [--direct-min SIZE] [--no-regpool] [--busy-poll US] [--lz4]\n"
+	"                [--frames N] [-q]\n"
 	"\n"
 	"Without --size, --conns, --mode or --parse: the whole matrix (parse; stream\n"
 	"64 B and 1 MiB over 1 and 4 connections; pingpong 64 B and 1 MiB).\n"
@@ -264,6 +269,9 @@ static const char usage_text[] =
 	"  -d, --direct-min SIZE  ours: payloads this big are read into a raw of\n"
 	"                         their own (0: never; default: the library's)\n"
 	"  -R, --no-regpool       ours: no registered buffers for those reads\n"
+	"  -P, --busy-poll US     ours: connections poll their sockets for up to\n"
+	"                         US microseconds after a receive, 0 to 1000000\n"
+	"                         (0: off)\n"
 	"  -L, --lz4              payloads lz4-compressed on the wire\n"
 	"  -f, --frames N         frames for the parse benchmark, 1 to 10000000\n"
 	"                         (100000)\n"
@@ -327,6 +335,7 @@ static int parse_opts(struct mb_cfg *cfg, bool *parse, bool *net,
 		{ "blocking", no_argument, NULL, 'b' },
 		{ "direct-min", required_argument, NULL, 'd' },
 		{ "no-regpool", no_argument, NULL, 'R' },
+		{ "busy-poll", required_argument, NULL, 'P' },
 		{ "lz4", no_argument, NULL, 'L' },
 		{ "frames", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -343,7 +352,7 @@ static int parse_opts(struct mb_cfg *cfg, bool *parse, bool *net,
 	/* getopt's messages name argv[0]: libtool's .libs path, uninstalled */
 	if (argc > 0)
 		argv[0] = (char *)"msgbench";
-	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabd:RLf:qh", lo,
+	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabd:RP:Lf:qh", lo,
 				NULL)) != -1) {
 		switch (o) {
 		case 's':
@@ -402,6 +411,12 @@ static int parse_opts(struct mb_cfg *cfg, bool *parse, bool *net,
 			break;
 		case 'R':
 			cfg->no_regpool = true;
+			break;
+		case 'P':
+			if (parse_count(optarg, 0, 1000000, &n))
+				return usage_error("--busy-poll wants microseconds from 0 to 1000000, not '%s'",
+						   optarg);
+			cfg->busy_poll_us = (unsigned)n;
 			break;
 		case 'L':
 			cfg->lz4 = true;

@@ -34,6 +34,7 @@ struct mb_cfg {
 	bool blocking;		/* ours on the blocking back end */
 	size_t direct_min;	/* 0: the library's default */
 	bool no_regpool;	/* no registered buffers for large reads */
+	unsigned busy_poll_us;	/* ours: the connections' busy_poll_us */
 	bool lz4;		/* payloads compressed on the wire */
 	bool quiet;
 	int impl;		/* 1 ours, 2 base, 3 both */

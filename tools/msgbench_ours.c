@@ -130,6 +130,7 @@ void *mb_ours_server(void *arg)
 	o.nbufs = s->cfg.conns > 1 ? 128 : 64;
 	o.align_data = s->cfg.align;
 	o.direct_min = s->cfg.direct_min;
+	o.busy_poll_us = s->cfg.busy_poll_us;
 	rp = make_regpool(u, &s->cfg);
 	srv = bl_msgr_server_new(u, s->lfd, &o);
 	if (!srv)
@@ -254,6 +255,7 @@ void mb_ours_client(const struct mb_cfg *cfg, const struct sockaddr_in *sa,
 	memset(&o, 0, sizeof(o));
 	o.on_frame = ours_cli_frame;
 	o.direct_min = cfg->direct_min;
+	o.busy_poll_us = cfg->busy_poll_us;
 	rp = make_regpool(u, cfg);
 	o.on_close = ours_cli_close;
 	o.arg = &cl;

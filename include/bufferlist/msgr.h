@@ -251,6 +251,9 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  *               began to arrive and is not complete after this many
  *               milliseconds is closed with -ETIMEDOUT; 0:
  *               BL_MSGR_DEFAULT_HEADER_TIMEOUT_MS (10 s); UINT_MAX: never.
+ * @busy_poll_us: after a receive, read the socket directly for up to this
+ *               many microseconds before waiting in the ring (below); 0:
+ *               never (the default).
  *
  * Timeouts (@idle_timeout_ms, @header_timeout_ms) are kept by
  * bl_msgr_server_poll() for the server's connections, checked every
@@ -306,6 +309,26 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * Large frames that do come through the ring have their payload crc taken
  * piece by piece as the pieces arrive (while the kernel's copy left them
  * in the cache), not in one pass when the last piece is in.
+ *
+ * Busy polling (@busy_poll_us): for request/response traffic of small
+ * frames, where a receive through the ring costs a sleep and a wake-up
+ * per message.  Such a connection keeps at most one receive armed, one
+ * chunk at a time (never multishot).  When one completes, and whenever
+ * receiving would be re-armed from a completion, the connection reads
+ * the socket itself with non-blocking recv(2) calls (into raws of its
+ * own, 16 KiB each, that frames share as they do ring buffers; counted
+ * in inline_recvs), delivering what comes.  When the socket is empty and
+ * the last frame the connection queued answered the peer (sent from
+ * on_frame, or answering a request), it keeps reading for up to
+ * @busy_poll_us, yielding the processor (sched_yield) between empty
+ * reads so that a peer waiting for the same core can answer; otherwise,
+ * or when the ring has other completions to handle, or after 64 reads
+ * with data, it arms a receive in the ring.  Bytes are never taken by two
+ * receives at once, so their order is kept; the peer's end, a reset and
+ * any other error of these reads close the connection as the same result
+ * of a ring receive would.  A connection that only receives or streams
+ * never spins; an idle one waits in the ring as any other.  The spinning
+ * counts as the thread's CPU time.
  */
 struct bl_msgr_conn_opts {
 	bl_msgr_frame_fn on_frame;
@@ -328,6 +351,7 @@ struct bl_msgr_conn_opts {
 	unsigned max_inflight;
 	unsigned idle_timeout_ms;
 	unsigned header_timeout_ms;
+	unsigned busy_poll_us;
 };
 
 /**
@@ -410,7 +434,9 @@ BL_API int bl_msgr_conn_fd(const struct bl_msgr_conn *c);
  * @direct_sends:   reply batches tried with a direct sendmsg() (see
  *                  bl_msgr_send()), whether or not the socket took all;
  * @throttled:      times receiving stopped for backpressure
- *                  (max_out_bytes, max_inflight).
+ *                  (max_out_bytes, max_inflight);
+ * @inline_recvs:   recv(2) calls of busy polling that returned data
+ *                  (busy_poll_us).
  */
 struct bl_msgr_conn_stats {
 	uint64_t frames_sent;
@@ -424,6 +450,7 @@ struct bl_msgr_conn_stats {
 	uint64_t ring_dry;
 	uint64_t direct_sends;
 	uint64_t throttled;
+	uint64_t inline_recvs;
 };
 
 /**
