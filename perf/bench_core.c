@@ -49,6 +49,12 @@
  *                 the new 1 MiB raw is released outside).
  *  memcpy_1M      baseline: the same 256 x 4 KiB gathered by memcpy into a
  *                 1 MiB buffer allocated and touched once, timed the same way.
+ *  refpair        baseline: bl_raw_get() + bl_raw_put() of a raw the
+ *                 program holds: one reference taken and dropped, two
+ *                 atomic read-modify-writes.  Every zero-copy slice that
+ *                 outlives its operation pays it (substr_100 and
+ *                 parse_frames_list take and drop one each, as do Ceph's
+ *                 and bytes' own).
  *  parse_frames_list  per frame of a list of 100,000 [u32 len][16..64
  *                 bytes] frames: bl_decode_u32() then bl_iter_copy_list()
  *                 of the payload into a list of its own (zero copy), which
@@ -104,6 +110,16 @@ static uint64_t w_malloc(void *arg, uint64_t n)
 		bench_escape(p);
 		free(p);
 	}
+	return bench_now() - t0;
+}
+
+static uint64_t w_refpair(void *arg, uint64_t n)
+{
+	struct bl_raw *r = arg;
+	uint64_t t0 = bench_now();
+
+	for (uint64_t i = 0; i < n; i++)
+		bl_raw_put(bl_raw_get(r));
 	return bench_now() - t0;
 }
 
@@ -704,6 +720,15 @@ int main(int argc, char **argv)
 			free(memcpy_dst);
 		}
 		seglist_free(&s);
+	}
+
+	if (bench_want("refpair")) {
+		struct bl_raw *r = bl_raw_create(64);
+
+		if (!r)
+			bench_fail("bl_raw_create", -ENOMEM);
+		bench_ns("refpair", w_refpair, r);
+		bl_raw_put(r);
 	}
 
 	if (bench_want("parse_frames_list") | bench_want("parse_frames_ptr")) {

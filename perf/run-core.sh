@@ -151,7 +151,7 @@ FILENAME == ARGV[1] {
 }
 {
 	w = $1
-	if (w ~ /^(malloc_|memcpy_)/) {
+	if (w ~ /^(malloc_|memcpy_|refpair)/) {
 		base[++nb] = w
 		next
 	}
@@ -194,6 +194,14 @@ END {
 			a = w; sub(/^memcpy_/, "rebuild_", a)
 			if (("core", a) in med)
 				cmp = sprintf("%s: ours %s GB/s = %.0f%% of memcpy", a, fmt(med["core", a]), 100 * med["core", a] / med["core", w])
+		} else if (w == "refpair") {
+			cmp = ""
+			n = split("substr_100 parse_frames_list", rw, " ")
+			for (k = 1; k <= n; k++)
+				if (("core", rw[k]) in med)
+					cmp = cmp (cmp == "" ? "" : "; ") sprintf("%s: ours %s ns = %.2fx a get+put", rw[k], fmt(med["core", rw[k]]), med["core", rw[k]] / med["core", w])
+			if (cmp == "")
+				cmp = "-"
 		}
 		printf "| %s | %s | %s (%s-%s) | %s |\n", w, (u == "ns" ? "ns/op" : u),
 			fmt(med["core", w]), fmt(lo["core", w]), fmt(hi["core", w]), cmp
