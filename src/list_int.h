@@ -240,6 +240,18 @@ static inline bool bl__list_take_one(struct bl_list *l, struct bl_ptr *out)
 	return true;
 }
 
+/* Makes @l, just reset, the one slice {@raw, @off, @len} in its first slot. */
+static inline void bl__list_fill_one(struct bl_list *l, struct bl_raw *raw,
+				     size_t off, size_t len)
+{
+	l->_inl_seg[0].raw = raw;
+	l->_inl_seg[0].off = off;
+	l->_inl_seg[0].len = len;
+	l->_inl.count = 1;
+	l->_len = len;
+	l->_nseg = 1;
+}
+
 /*
  * Makes @l (uninitialised, or owning nothing) the one slice {@raw, @off,
  * @len}, len > 0; the reference to @raw moves in.  Like bl_list_init()
@@ -249,12 +261,7 @@ static inline void bl__list_set_one(struct bl_list *l, struct bl_raw *raw,
 				    size_t off, size_t len)
 {
 	bl__list_init(l);
-	l->_inl_seg[0].raw = raw;
-	l->_inl_seg[0].off = off;
-	l->_inl_seg[0].len = len;
-	l->_inl.count = 1;
-	l->_len = len;
-	l->_nseg = 1;
+	bl__list_fill_one(l, raw, off, len);
 }
 
 /*
@@ -266,12 +273,7 @@ static inline void bl__list_put_lone(struct bl_list *l, struct bl_raw *raw,
 				     size_t off, size_t len)
 {
 	bl__list_reset_unindexed(l);	/* its callers' lists are empty */
-	l->_inl_seg[0].raw = raw;
-	l->_inl_seg[0].off = off;
-	l->_inl_seg[0].len = len;
-	l->_inl.count = 1;
-	l->_len = len;
-	l->_nseg = 1;
+	bl__list_fill_one(l, raw, off, len);
 }
 
 /*

@@ -37,6 +37,17 @@ static void make_abc(struct bl_list *l)
 	add_segs(l, "ABCDEFGHIJ", 10, 3);
 }
 
+/* Each of @l's four raws back to the list's and @seg's references only
+ * (what a test shared has been dropped); then both go. */
+static void release_abc(struct bl_list *l, struct bl_ptr seg[4])
+{
+	for (unsigned i = 0; i < 4; i++) {
+		ck_assert_uint_eq(bl_raw_nref(seg[i].raw), 2);
+		bl_ptr_release(&seg[i]);
+	}
+	bl_list_clear(l);
+}
+
 /* A list of @len bytes, one segment per byte. */
 static void make_bytes(struct bl_list *l, const void *data, size_t len)
 {
@@ -200,11 +211,7 @@ START_TEST(test_iter_copy_list_shares_slices)
 	tu_assert_list_eq(&dst, "xyCDEFGHIJ", 10);
 	tu_assert_list_eq(&l, "ABCDEFGHIJ", 10);
 	bl_list_clear(&dst);
-	for (unsigned i = 0; i < 4; i++) {
-		ck_assert_uint_eq(bl_raw_nref(seg[i].raw), 2);
-		bl_ptr_release(&seg[i]);
-	}
-	bl_list_clear(&l);
+	release_abc(&l, seg);
 }
 END_TEST
 
@@ -257,11 +264,7 @@ START_TEST(test_iter_copy_list_inside_segment_into_empty_sets_one_slot)
 	ck_assert_uint_eq(bl_list_num_buffers(&dst), 2);
 	assert_at(&it, 1, 9);
 	bl_list_clear(&dst);
-	for (unsigned i = 0; i < 4; i++) {
-		ck_assert_uint_eq(bl_raw_nref(seg[i].raw), 2);
-		bl_ptr_release(&seg[i]);
-	}
-	bl_list_clear(&l);
+	release_abc(&l, seg);
 }
 END_TEST
 

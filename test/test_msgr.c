@@ -919,6 +919,33 @@ static void send_frames(struct peer *p, uint64_t first, uint64_t n, bool cb)
 	}
 }
 
+/*
+ * @a and @b send each other frames 1..@n in batches of @batch (a's with a
+ * completion, b's without), and the ring runs until both received all @n
+ * intact and in order and every one of a's sends completed.
+ */
+static void swap_frames(struct bl_uring *u, struct peer *a, struct peer *b,
+			uint64_t n, uint64_t batch)
+{
+	int64_t end;
+
+	for (uint64_t s = 1; s <= n; s += batch) {
+		uint64_t k = n - s + 1 < batch ? n - s + 1 : batch;
+
+		send_frames(a, s, k, true);
+		send_frames(b, s, k, false);
+		bl_uring_run(u, 0, 0);
+	}
+	run_until(u, &a->rx, n, &b->rx, n);
+	ck_assert_msg(!a->bad, "a: %d bad frames, first: %s", a->bad, a->bad_msg);
+	ck_assert_msg(!b->bad, "b: %d bad frames, first: %s", b->bad, b->bad_msg);
+	ck_assert(a->expect == n && b->expect == n);
+	end = now_ms() + wait_ms;
+	while (a->sent_ok < n && now_ms() < end)
+		bl_uring_run(u, 1, 100);
+	ck_assert_uint_eq(a->sent_ok, n);
+}
+
 /* Both ends send @n frames of mixed sizes to each other, interleaved. */
 static void exchange(bool tcp, uint64_t n)
 {
@@ -945,24 +972,7 @@ static void exchange(bool tcp, uint64_t n)
 	b.c = bl_msgr_conn_new(u, fb, &ob);
 	ck_assert_ptr_nonnull(a.c);
 	ck_assert_ptr_nonnull(b.c);
-	for (uint64_t s = 1; s <= n; s += 500) {
-		uint64_t k = n - s + 1 < 500 ? n - s + 1 : 500;
-
-		send_frames(&a, s, k, true);
-		send_frames(&b, s, k, false);
-		bl_uring_run(u, 0, 0);
-	}
-	run_until(u, &a.rx, n, &b.rx, n);
-	ck_assert_msg(!a.bad, "a: %d bad frames, first: %s", a.bad, a.bad_msg);
-	ck_assert_msg(!b.bad, "b: %d bad frames, first: %s", b.bad, b.bad_msg);
-	ck_assert(a.expect == n && b.expect == n);
-	{
-		int64_t end = now_ms() + wait_ms;
-
-		while (a.sent_ok < n && now_ms() < end)
-			bl_uring_run(u, 1, 100);
-	}
-	ck_assert_uint_eq(a.sent_ok, n);
+	swap_frames(u, &a, &b, n, 500);
 	ck_assert_uint_eq(a.sent_cancel + a.sent_err, 0);
 	bl_msgr_conn_close(a.c, 0, "done");
 	if (!b.closed)
@@ -2962,7 +2972,6 @@ START_TEST(busy_poll_mixes_own_reads_with_the_ring_in_order)
 	struct bl_msgr_conn_opts oa, ob;
 	struct peer a, b;
 	struct bl_uring *u = mk_uring();
-	int64_t end;
 	int fa, fb;
 
 	if (_i)
@@ -2982,21 +2991,7 @@ START_TEST(busy_poll_mixes_own_reads_with_the_ring_in_order)
 	b.c = bl_msgr_conn_new(u, fb, &ob);
 	ck_assert_ptr_nonnull(a.c);
 	ck_assert_ptr_nonnull(b.c);
-	for (uint64_t s = 1; s <= n; s += 100) {
-		uint64_t k = n - s + 1 < 100 ? n - s + 1 : 100;
-
-		send_frames(&a, s, k, true);
-		send_frames(&b, s, k, false);
-		bl_uring_run(u, 0, 0);
-	}
-	run_until(u, &a.rx, n, &b.rx, n);
-	ck_assert_msg(!a.bad, "a: %d bad frames, first: %s", a.bad, a.bad_msg);
-	ck_assert_msg(!b.bad, "b: %d bad frames, first: %s", b.bad, b.bad_msg);
-	ck_assert(a.expect == n && b.expect == n);
-	end = now_ms() + wait_ms;
-	while (a.sent_ok < n && now_ms() < end)
-		bl_uring_run(u, 1, 100);
-	ck_assert_uint_eq(a.sent_ok, n);
+	swap_frames(u, &a, &b, n, 100);
 	bl_msgr_conn_close(a.c, 0, "done");
 	run_until_closed(u, &a, &b);
 	ck_assert_int_eq(a.close_err, 0);
