@@ -919,6 +919,22 @@ static void send_frames(struct peer *p, uint64_t first, uint64_t n, bool cb)
 	}
 }
 
+/* A connected pair of sockets (TCP or a socketpair) and two peers "a" and
+ * "b" with their default options, for the caller to adjust. */
+static void two_peers(bool tcp, int *fa, int *fb, struct peer *a,
+		      struct bl_msgr_conn_opts *oa, struct peer *b,
+		      struct bl_msgr_conn_opts *ob)
+{
+	if (tcp)
+		tcp_pair(fa, fb);
+	else
+		unix_pair(fa, fb);
+	peer_init(a, "a");
+	peer_init(b, "b");
+	opts_for(oa, a);
+	opts_for(ob, b);
+}
+
 /*
  * @a and @b send each other frames 1..@n in batches of @batch (a's with a
  * completion, b's without), and the ring runs until both received all @n
@@ -954,14 +970,7 @@ static void exchange(bool tcp, uint64_t n)
 	struct bl_uring *u = mk_uring();
 	int fa, fb;
 
-	if (tcp)
-		tcp_pair(&fa, &fb);
-	else
-		unix_pair(&fa, &fb);
-	peer_init(&a, "a");
-	peer_init(&b, "b");
-	opts_for(&oa, &a);
-	opts_for(&ob, &b);
+	two_peers(tcp, &fa, &fb, &a, &oa, &b, &ob);
 	/* b: a small ring of its own, a: the default */
 	ob.nbufs = 16;
 	ob.buf_size = 16384;
@@ -2974,14 +2983,7 @@ START_TEST(busy_poll_mixes_own_reads_with_the_ring_in_order)
 	struct bl_uring *u = mk_uring();
 	int fa, fb;
 
-	if (_i)
-		tcp_pair(&fa, &fb);
-	else
-		unix_pair(&fa, &fb);
-	peer_init(&a, "a");
-	peer_init(&b, "b");
-	opts_for(&oa, &a);
-	opts_for(&ob, &b);
+	two_peers(_i, &fa, &fb, &a, &oa, &b, &ob);
 	oa.on_frame = ob.on_frame = poll_frame;
 	oa.busy_poll_us = ob.busy_poll_us = 200;
 	oa.nbufs = ob.nbufs = 16;
