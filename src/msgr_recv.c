@@ -193,18 +193,23 @@ static void pause_rx(struct bl_msgr_conn *c)
 		c->stopping = true;
 }
 
+/*
+ * Every caller runs bl__msgr_maybe_finish() after: arm() and the eof check
+ * may end the connection (a receive that cannot start, a busy poll's read
+ * that fails), and @c must outlive what follows them here.
+ */
 void bl__msgr_rx_resume(struct bl_msgr_conn *c)
 {
+	c->depth++;
 	while (c->paused && !c->closing && !bl__msgr_throttled(c)) {
 		c->paused = false;
-		c->depth++;
 		c->in_rx = true;
 		process(c);
 		bl__msgr_rx_end(c);
-		c->depth--;
 	}
 	arm(c);
 	bl__msgr_eof_check(c);
+	c->depth--;
 }
 
 /* -- busy polling (busy_poll_us) -- */
