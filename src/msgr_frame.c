@@ -162,16 +162,24 @@ int bl_msgr_encode(struct bl_list *out, uint16_t type, uint64_t seq,
 	if (plen > BL_MSGR_PAYLOAD_LIMIT)
 		return -E2BIG;
 	if ((flags & BL_MSGR_ENC_COPY) && plen <= ENC_STACK_MAX) {
-		/* the whole frame in one append: one check of the append
-		 * buffer, one memcpy, and a crc straight over the bytes */
+		/*
+		 * The whole frame written in place when the append buffer
+		 * has room (else built on the stack and appended in one
+		 * go): one copy of the payload, and crcs that read no byte
+		 * just written.
+		 */
 		unsigned char buf[BL_MSGR_OVERHEAD + ENC_STACK_MAX];
+		unsigned char *f = bl__list_append_room(out,
+						BL_MSGR_OVERHEAD + plen);
 
-		fill_preamble(buf, type, (uint16_t)flags, seq, (uint32_t)plen);
-		bl__le32_store(buf + BL_MSGR_PREAMBLE + plen,
+		fill_preamble(f ? f : buf, type, (uint16_t)flags, seq,
+			      (uint32_t)plen);
+		bl__le32_store((f ? f : buf) + BL_MSGR_PREAMBLE + plen,
 			       plen ? copy_crc(payload, plen,
-					       buf + BL_MSGR_PREAMBLE)
+					       (f ? f : buf) + BL_MSGR_PREAMBLE)
 				    : BL_MSGR_CRC_SEED);
-		return bl_list_append(out, buf, BL_MSGR_OVERHEAD + plen);
+		return f ? 0 : bl_list_append(out, buf,
+					      BL_MSGR_OVERHEAD + plen);
 	}
 	fill_preamble(pre, type, (uint16_t)flags, seq, (uint32_t)plen);
 	/* bl_list_crc32c caches per raw: a payload sent to many peers, or
