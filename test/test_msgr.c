@@ -452,14 +452,22 @@ START_TEST(encode_writes_the_reference_bytes_for_every_short_length)
 									&bp),
 						0);
 				}
-				ck_assert_int_eq(bl_msgr_encode(&out,
-					h[hi].type, h[hi].seq, &pay,
-					h[hi].flags |
-					(k & 2 ? 0 : BL_MSGR_ENC_COPY)), 0);
+				/* twice: into an empty list, then behind a
+				 * frame, into the append buffer's room */
+				for (int r = 0; r < 2; r++)
+					ck_assert_int_eq(bl_msgr_encode(&out,
+						h[hi].type, h[hi].seq, &pay,
+						h[hi].flags |
+						(k & 2 ? 0 : BL_MSGR_ENC_COPY)),
+						0);
 				ck_assert_uint_eq(bl_list_length(&out),
-						  plen + BL_MSGR_OVERHEAD);
+						  2 * (plen + BL_MSGR_OVERHEAD));
+				ck_assert_int_eq(bl__list_validate(&out), 0);
 				got = tu_flatten(&out);
 				ck_assert(memcmp(got, want,
+						 plen + BL_MSGR_OVERHEAD) == 0);
+				ck_assert(memcmp(got + plen + BL_MSGR_OVERHEAD,
+						 want,
 						 plen + BL_MSGR_OVERHEAD) == 0);
 				free(got);
 				bl_list_clear(&out);
