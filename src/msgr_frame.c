@@ -154,7 +154,7 @@ static uint32_t copy_crc(const struct bl_list *l, size_t n,
 int bl_msgr_encode(struct bl_list *out, uint16_t type, uint64_t seq,
 		   const struct bl_list *payload, unsigned flags)
 {
-	size_t plen = payload ? bl_list_length(payload) : 0;
+	size_t plen = payload ? bl__list_len(payload) : 0;
 	unsigned char pre[BL_MSGR_PREAMBLE], tr[BL_MSGR_TRAILER];
 
 	if (!out || (flags & ~(0xffffu | BL_MSGR_ENC_COPY)) || payload == out)
