@@ -51,20 +51,19 @@ copy_small(char *dst, const void *data, size_t len)
  * it is the whole of a small append.  @spare as for push_seg(): with room
  * reserved in advance this cannot fail.
  */
-static inline __attribute__((always_inline)) int
-abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len,
-	 struct bl__chunk_hdr **spare)
+static inline __attribute__((always_inline)) char *
+abuf_claim(struct bl_list *l, struct bl_raw *ab, bool copy, size_t len,
+	   struct bl__chunk_hdr **spare)
 {
 	struct bl_ptr *ls = l->_ext;
 	size_t used = bl__raw_used(ab);
-	char *dst = ab->data + used;
 	struct bl__tstats *t;
 
 	if (!ls) {
 		ls = last_seg(l);
 		if (!ls || ls->raw != ab || ls->off + ls->len != used) {
 			if (push_seg(l, ab, used, 0, spare))
-				return -ENOMEM;
+				return NULL;
 			bl__raw_get(ab);
 			ls = last_seg(l);
 		}
@@ -77,10 +76,22 @@ abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len,
 	/* all the accounting of an append, through one thread-local lookup */
 	t = bl__tstats();
 	bl__stat_adds(&t->pool[ab->pool].unused, -(int64_t)len);
-	if (data) {
+	if (copy) {
 		bl__stat_add(&t->copied_bytes, len);
 		bl__stat_add(&t->copy_ops, 1);
 	}
+	return ab->data + used;
+}
+
+/* abuf_claim() and the copy (NULL @data: zeros).  0 or -ENOMEM. */
+static inline __attribute__((always_inline)) int
+abuf_put(struct bl_list *l, struct bl_raw *ab, const void *data, size_t len,
+	 struct bl__chunk_hdr **spare)
+{
+	char *dst = abuf_claim(l, ab, data != NULL, len, spare);
+
+	if (!dst)
+		return -ENOMEM;
 	/* small appends dominate: keep them out of a library call */
 	if (data) {
 		if (len - 1 < 16)
@@ -225,6 +236,15 @@ int bl_list_append(struct bl_list *l, const void *data, size_t len)
 	bl__stat_add(&t->copy_ops, 1);
 	copy_small(ab->data + used, data, len);
 	return 0;
+}
+
+void *bl__list_append_room(struct bl_list *l, size_t len)
+{
+	struct bl_raw *ab = l->_abuf;
+
+	if (!len || !ab || ab->len - bl__raw_used(ab) < len)
+		return NULL;
+	return abuf_claim(l, ab, true, len, NULL);
 }
 
 int bl__list_append2(struct bl_list *l, const void *a, size_t alen,

@@ -305,6 +305,16 @@ static inline void bl__list_trim_front(struct bl_list *l,
 int bl__list_validate(const struct bl_list *l);
 
 /*
+ * Extends @l by @len bytes of its append buffer when it has room for them
+ * (no allocation but, rarely, a chunk for a new segment) and returns where
+ * they are: the caller writes them before anything reads @l, and they
+ * count as one copy.  NULL when there is no room, @len is 0 or the chunk
+ * cannot be had: @l is then unchanged, and bl_list_append() is the way.
+ * Lets a caller build bytes in place instead of on the stack first.
+ */
+void *bl__list_append_room(struct bl_list *l, size_t len);
+
+/*
  * Appends @a (NULL: zeros) then @b as one operation: both or neither, and
  * on failure the list (append buffer included) is as it was.  Copies.
  */

@@ -2038,6 +2038,52 @@ START_TEST(test_seg_cursor_walks_every_segment_in_order)
 }
 END_TEST
 
+/* append_room hands out the append buffer's room in place, and declines
+ * (the list untouched) when there is none. */
+START_TEST(test_append_room_writes_in_place_or_declines)
+{
+	struct bl_list l;
+	struct bl_ptr p;
+	char *w, *flat;
+
+	bl_list_init(&l);
+	ck_assert_ptr_null(bl__list_append_room(&l, 3));	/* no buffer */
+	ck_assert_uint_eq(bl_list_length(&l), 0);
+	ck_assert_int_eq(bl_list_append(&l, "ab", 2), 0);
+	ck_assert_ptr_null(bl__list_append_room(&l, 0));
+	ck_assert_ptr_null(bl__list_append_room(&l, (size_t)1 << 30));
+	ck_assert_uint_eq(bl_list_length(&l), 2);
+	w = bl__list_append_room(&l, 3);
+	ck_assert_ptr_nonnull(w);
+	memcpy(w, "cde", 3);
+	ck_assert_int_eq(bl__list_validate(&l), 0);
+	ck_assert_uint_eq(bl_list_length(&l), 5);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 1);	/* extended */
+	/* behind a shared slice: a new segment of the append buffer */
+	ck_assert_int_eq(bl_ptr_alloc(&p, 1), 0);
+	memcpy(bl_ptr_data(&p), "f", 1);
+	ck_assert_int_eq(bl_list_append_ptr_move(&l, &p), 0);
+	/* the inline slots are full: without the chunk, it declines */
+	tu_alloc_install(1, 1);
+	ck_assert_ptr_null(bl__list_append_room(&l, 2));
+	tu_alloc_uninstall();
+	ck_assert_int_eq(bl__list_validate(&l), 0);
+	ck_assert_uint_eq(bl_list_length(&l), 6);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 2);
+	w = bl__list_append_room(&l, 2);
+	ck_assert_ptr_nonnull(w);
+	memcpy(w, "gh", 2);
+	ck_assert_int_eq(bl__list_validate(&l), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 3);
+	flat = malloc(8);
+	ck_assert_ptr_nonnull(flat);
+	ck_assert_int_eq(bl_list_copy_out(&l, 0, 8, flat), 0);
+	ck_assert(memcmp(flat, "abcdefgh", 8) == 0);
+	free(flat);
+	bl_list_clear(&l);
+}
+END_TEST
+
 /* A lone slice moves into a list and out of it with no reference traffic. */
 START_TEST(test_lone_slice_moves_in_and_out)
 {
@@ -3801,6 +3847,7 @@ static Suite *list_suite(void)
 
 	tc = tcase_create("private");
 	tcase_add_test(tc, test_seg_cursor_walks_every_segment_in_order);
+	tcase_add_test(tc, test_append_room_writes_in_place_or_declines);
 	tcase_add_test(tc, test_lone_slice_moves_in_and_out);
 	tcase_add_test(tc, test_lone_refuses_lists_that_own_more);
 	suite_add_tcase(s, tc);

@@ -389,6 +389,96 @@ START_TEST(encode_copy_gives_same_bytes_and_shares_otherwise)
 }
 END_TEST
 
+/* The wire bytes of a frame, built by hand with bl_crc32c(). */
+static void ref_frame(unsigned char *b, uint16_t type, uint16_t flags,
+		      uint64_t seq, const unsigned char *pl, size_t plen)
+{
+	uint32_t crc;
+
+	for (int i = 0; i < 4; i++)
+		b[i] = (unsigned char)(BL_MSGR_MAGIC >> (8 * i));
+	b[4] = (unsigned char)type;
+	b[5] = (unsigned char)(type >> 8);
+	b[6] = (unsigned char)flags;
+	b[7] = (unsigned char)(flags >> 8);
+	for (int i = 0; i < 8; i++)
+		b[8 + i] = (unsigned char)(seq >> (8 * i));
+	for (int i = 0; i < 4; i++)
+		b[16 + i] = (unsigned char)((uint32_t)plen >> (8 * i));
+	crc = bl_crc32c(BL_MSGR_CRC_SEED, b, 20);
+	for (int i = 0; i < 4; i++)
+		b[20 + i] = (unsigned char)(crc >> (8 * i));
+	memcpy(b + BL_MSGR_PREAMBLE, pl, plen);
+	crc = bl_crc32c(BL_MSGR_CRC_SEED, pl, plen);
+	for (int i = 0; i < 4; i++)
+		b[BL_MSGR_PREAMBLE + plen + i] = (unsigned char)(crc >> (8 * i));
+}
+
+START_TEST(encode_writes_the_reference_bytes_for_every_short_length)
+{
+	static const struct { uint16_t type, flags; uint64_t seq; } h[] = {
+		{ 0, 0, 0 }, { 0xffff, 0xffff, UINT64_MAX },
+		{ 0x1234, 0x00a5, 0x0102030405060708ull },
+	};
+	uint64_t rng = seed;
+
+	for (size_t plen = 0; plen <= 1100; plen += plen < 300 ? 1 : 37) {
+		unsigned char *want = malloc(plen + BL_MSGR_OVERHEAD);
+
+		ck_assert_ptr_nonnull(want);
+		for (size_t hi = 0; hi < sizeof(h) / sizeof(h[0]); hi++) {
+			ref_frame(want, h[hi].type, h[hi].flags, h[hi].seq,
+				  pat + hi, plen);
+			/* one slice, then several; copied, then shared */
+			for (int k = 0; k < 4; k++) {
+				struct bl_list out, pay;
+				unsigned char *got;
+
+				bl_list_init(&out);
+				bl_list_init(&pay);
+				if (k & 1) {
+					tu_append_segmented(&pay, pat + hi,
+							    plen, 7, 1, &rng);
+				} else if (plen) {
+					struct bl_ptr bp;
+
+					ck_assert_int_eq(bl_ptr_alloc(&bp,
+								      plen),
+							 0);
+					memcpy(bl_ptr_data(&bp), pat + hi,
+					       plen);
+					ck_assert_int_eq(
+						bl_list_append_ptr_move(&pay,
+									&bp),
+						0);
+				}
+				/* twice: into an empty list, then behind a
+				 * frame, into the append buffer's room */
+				for (int r = 0; r < 2; r++)
+					ck_assert_int_eq(bl_msgr_encode(&out,
+						h[hi].type, h[hi].seq, &pay,
+						h[hi].flags |
+						(k & 2 ? 0 : BL_MSGR_ENC_COPY)),
+						0);
+				ck_assert_uint_eq(bl_list_length(&out),
+						  2 * (plen + BL_MSGR_OVERHEAD));
+				ck_assert_int_eq(bl__list_validate(&out), 0);
+				got = tu_flatten(&out);
+				ck_assert(memcmp(got, want,
+						 plen + BL_MSGR_OVERHEAD) == 0);
+				ck_assert(memcmp(got + plen + BL_MSGR_OVERHEAD,
+						 want,
+						 plen + BL_MSGR_OVERHEAD) == 0);
+				free(got);
+				bl_list_clear(&out);
+				bl_list_clear(&pay);
+			}
+		}
+		free(want);
+	}
+}
+END_TEST
+
 START_TEST(encode_rejects_bad_arguments)
 {
 	struct bl_list out, big;
@@ -3424,6 +3514,7 @@ int main(void)
 	tcase_add_test(tc, roundtrip_sizes_any_segmentation);
 	tcase_add_test(tc, flags_and_types_round_trip);
 	tcase_add_test(tc, encode_copy_gives_same_bytes_and_shares_otherwise);
+	tcase_add_test(tc, encode_writes_the_reference_bytes_for_every_short_length);
 	tcase_add_test(tc, encode_rejects_bad_arguments);
 	tcase_add_test(tc, partial_frame_returns_0_and_leaves_input);
 	tcase_add_test(tc, back_to_back_frames_parse_in_order);
