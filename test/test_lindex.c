@@ -47,11 +47,14 @@ struct ml {
 	size_t len, cap;
 };
 
+static void ml_room(struct ml *m, size_t len);
+
 static void ml_init(struct ml *m)
 {
 	bl_list_init(&m->l);
 	m->b = NULL;
 	m->len = m->cap = 0;
+	ml_room(m, 1);	/* never NULL: memcmp() of 0 bytes wants a pointer */
 }
 
 static void ml_free(struct ml *m)
