@@ -94,16 +94,21 @@ static inline size_t bl__align_up(size_t x, size_t a)
 }
 
 /*
- * Milliseconds on the monotonic clock: what every timeout and deadline of
- * the library is measured against (wall-clock jumps must not fire or
- * stall them).
+ * Microseconds and milliseconds on the monotonic clock: what every
+ * timeout, deadline and busy-polling window of the library is measured
+ * against (wall-clock jumps must not fire or stall them).
  */
-static inline uint64_t bl__now_ms(void)
+static inline uint64_t bl__now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static inline uint64_t bl__now_ms(void)
+{
+	return bl__now_us() / 1000;
 }
 
 #endif /* BUFFERLIST_BASE_INT_H */

@@ -717,11 +717,11 @@ substr_slow(struct bl_list *dst, const struct bl_list *src, size_t off,
 }
 
 /*
- * A range inside one segment into a list without segments -- a slice
- * taken out to be handed on -- sets one slot and takes one reference, and
- * calls nothing; anything else goes the general way.
+ * Into an empty @dst, @len > 0, from the segment at @p: a range inside
+ * that segment -- a slice taken out to be handed on -- sets one slot and
+ * takes one reference, and calls nothing; anything else goes the general
+ * way.
  */
-/* Into an empty @dst, @len > 0: one slot when the range is in one segment. */
 static inline int substr_one(struct bl_list *dst, const struct bl_list *src,
 			     size_t off, size_t len, const struct pos *p)
 {

@@ -171,12 +171,12 @@ int bl_msgr_encode(struct bl_list *out, uint16_t type, uint64_t seq,
 		unsigned char buf[BL_MSGR_OVERHEAD + ENC_STACK_MAX];
 		unsigned char *f = bl__list_append_room(out,
 						BL_MSGR_OVERHEAD + plen);
+		unsigned char *w = f ? f : buf;
 
-		fill_preamble(f ? f : buf, type, (uint16_t)flags, seq,
-			      (uint32_t)plen);
-		bl__le32_store((f ? f : buf) + BL_MSGR_PREAMBLE + plen,
+		fill_preamble(w, type, (uint16_t)flags, seq, (uint32_t)plen);
+		bl__le32_store(w + BL_MSGR_PREAMBLE + plen,
 			       plen ? copy_crc(payload, plen,
-					       (f ? f : buf) + BL_MSGR_PREAMBLE)
+					       w + BL_MSGR_PREAMBLE)
 				    : BL_MSGR_CRC_SEED);
 		return f ? 0 : bl_list_append(out, buf,
 					      BL_MSGR_OVERHEAD + plen);

@@ -27,7 +27,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sched.h>
-#include <time.h>
 #include <sys/socket.h>
 #include <bufferlist/msgr.h>
 #include <bufferlist/crc32c.h>
@@ -238,14 +237,6 @@ static bool answer_due(const struct bl_msgr_conn *c)
 	return c->tx_bytes && c->reply_end == c->tx_bytes;
 }
 
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /*
  * One non-blocking recv(2) into c->ib, the bytes appended to c->in as a
  * shared slice (no copy; a slice continuing the last one extends it).
@@ -308,7 +299,7 @@ static ssize_t inline_recv(struct bl_msgr_conn *c)
  */
 static void poll_inline(struct bl_msgr_conn *c)
 {
-	uint64_t idle_from = now_us();
+	uint64_t idle_from = bl__now_us();
 	unsigned rounds = 0;
 
 	c->polling = true;
@@ -323,12 +314,12 @@ static void poll_inline(struct bl_msgr_conn *c)
 			bl__msgr_rx_end(c);
 			if (++rounds == INLINE_ROUNDS)
 				break;
-			idle_from = now_us();
+			idle_from = bl__now_us();
 		} else if (n == -EAGAIN) {
 			/* other work waits in the ring: no spinning for this
 			 * connection's next bytes meanwhile */
 			if (!answer_due(c) || bl__uring_pending(c->u) ||
-			    now_us() - idle_from >= c->o.busy_poll_us)
+			    bl__now_us() - idle_from >= c->o.busy_poll_us)
 				break;
 			sched_yield();
 		} else {

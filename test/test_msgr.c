@@ -3154,6 +3154,22 @@ static void ender_close(void *arg, struct bl_msgr_conn *c, int err,
 	on_close(&e->p, c, err, reason);
 }
 
+/* @e as the receiving peer "b", with busy polling when @poll, its other
+ * end @fd for the callbacks to write to or reset; @o its options. */
+static void ender_setup(struct ender *e, struct bl_msgr_conn_opts *o,
+			bool poll, int fd)
+{
+	memset(e, 0, sizeof(*e));
+	peer_init(&e->p, "b");
+	e->p.check_seq = false;	/* ender_frame checks */
+	opts_for(o, &e->p);
+	o->on_frame = ender_frame;
+	o->on_close = ender_close;
+	o->arg = e;
+	o->busy_poll_us = poll ? 100000 : 0;
+	e->fd = fd;
+}
+
 /*
  * The peer sends frame 1, and when it is delivered sends the other 49
  * (small ones) and closes at once; _i & 2: the last frame is cut short
@@ -3190,15 +3206,7 @@ START_TEST(a_peer_closing_right_after_sending_is_read_to_the_end)
 			first = len;
 		free(b);
 	}
-	memset(&e, 0, sizeof(e));
-	peer_init(&e.p, "b");
-	e.p.check_seq = false;	/* ender_frame checks */
-	opts_for(&o, &e.p);
-	o.on_frame = ender_frame;
-	o.on_close = ender_close;
-	o.arg = &e;
-	o.busy_poll_us = poll ? 100000 : 0;
-	e.fd = fa;
+	ender_setup(&e, &o, poll, fa);
 	e.rest = all + first;
 	e.restn = len - first - (cut ? 10 : 0);
 	write_all(fa, all, first);
@@ -3246,15 +3254,7 @@ START_TEST(a_peer_resetting_the_connection_is_reported_as_on_the_ring)
 
 	tcp_pair(&fa, &fb);
 	b = frame_bytes(3, 1, small_of(1), off_of(1), &k);
-	memset(&e, 0, sizeof(e));
-	peer_init(&e.p, "b");
-	e.p.check_seq = false;	/* ender_frame checks */
-	opts_for(&o, &e.p);
-	o.on_frame = ender_frame;
-	o.on_close = ender_close;
-	o.arg = &e;
-	o.busy_poll_us = _i ? 100000 : 0;
-	e.fd = fa;
+	ender_setup(&e, &o, _i, fa);
 	e.reset = true;
 	write_all(fa, b, k);
 	e.p.c = bl_msgr_conn_new(u, fb, &o);
