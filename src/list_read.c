@@ -101,19 +101,29 @@ bool bl_list_contents_equal(const struct bl_list *a, const struct bl_list *b)
 /* ---- export ----------------------------------------------------------- */
 
 /*
- * One iovec in one 16-byte store where the ABI lays it out as two 64-bit
- * words: two 8-byte stores per segment were what bounded the export loop
- * (one store a cycle), not its loads.
+ * One iovec from one slot in one 16-byte store where the ABI lays an iovec
+ * out as two 64-bit words: the slot's {off, len} pair is loaded as one
+ * vector and the raw's data pointer added to its low half.  Two 8-byte
+ * stores per segment bounded the loop (one store a cycle), and then its
+ * four loads did (two a cycle); this takes three.
  */
-static inline void iov_fill(struct iovec *v, char *base, size_t len)
+#if defined(__x86_64__) && defined(__SSE2__)
+_Static_assert(offsetof(struct bl_ptr, len) == offsetof(struct bl_ptr, off) + 8
+		       && offsetof(struct iovec, iov_len) == 8
+		       && sizeof(size_t) == 8,
+	       "iov_fill loads {off, len} as one vector");
+#endif
+
+static inline void iov_fill(struct iovec *v, const struct bl_ptr *s)
 {
 #if defined(__x86_64__) && defined(__SSE2__)
-	_mm_storeu_si128((__m128i *)(void *)v,
-			 _mm_set_epi64x((long long)len,
-					(long long)(uintptr_t)base));
+	__m128i ol = _mm_loadu_si128((const __m128i *)(const void *)&s->off);
+	__m128i d = _mm_cvtsi64_si128((long long)(uintptr_t)s->raw->data);
+
+	_mm_storeu_si128((__m128i *)(void *)v, _mm_add_epi64(ol, d));
 #else
-	v->iov_base = base;
-	v->iov_len = len;
+	v->iov_base = s->raw->data + s->off;
+	v->iov_len = s->len;
 #endif
 }
 
@@ -160,7 +170,7 @@ int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
 			end = s + left;
 		i += (uint32_t)(end - s);
 		for (; s < end; s++, n++)
-			iov_fill(&iov[n], s->raw->data + s->off, s->len);
+			iov_fill(&iov[n], s);
 	}
 	return n;
 }
