@@ -447,7 +447,7 @@ static void insert_after(struct bl_list *l, const struct pos *a,
  */
 static __attribute__((noinline)) int
 splice_chunks(struct bl_list *l, const struct pos *a, const struct pos *b,
-	      size_t len, struct bl_list *claim_by)
+	      size_t off, size_t len, struct bl_list *claim_by)
 {
 	struct bl__chunk_hdr *ac = a->c, *bc = b->c, *mid = ac->next;
 	struct bl__chunk_hdr *mlast = NULL, *hc, *tc = NULL, *last, *c;
@@ -500,7 +500,7 @@ splice_chunks(struct bl_list *l, const struct pos *a, const struct pos *b,
 
 	/* l: a's chunk keeps its slots before a (and a's front piece) ... */
 	BL__LIST_TOUCH(l);
-	bl__lindex_drop(l);	/* it names chunks that go to claim_by */
+	bl__lindex_cut(l, ac, off);	/* from ac on, chunks go to claim_by */
 	if (keep_l)
 		sa->len = left_len;
 	ac->count = a->i - ac->start + keep_l;
@@ -530,6 +530,7 @@ splice_chunks(struct bl_list *l, const struct pos *a, const struct pos *b,
 	}
 	l->_nseg -= (unsigned)(total - keep_l - keep_r);
 	l->_len -= len;
+	bl__lindex_settle(l);
 
 	/* hand the chain over: a relink that cannot fail (count checked) */
 	bl_list_init(&tmp);
@@ -569,7 +570,7 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 	keep_r = end_inner < sb.len;
 	one = a.c == b.c && a.i == b.i;
 	if (claim_by && a.c != b.c)
-		return splice_chunks(l, &a, &b, len, claim_by);
+		return splice_chunks(l, &a, &b, off, len, claim_by);
 
 	/*
 	 * A hole inside one segment turns one slot into two: get the room
@@ -608,7 +609,7 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 
 	/* Phase 2: references, then slots.  Nothing here can fail. */
 	BL__LIST_TOUCH(l);
-	bl__lindex_drop(l);
+	bl__lindex_cut(l, a.c, off);
 	for (c = a.c, i = a.i;; pos_next(&c, &i)) {
 		bool first = c == a.c && i == a.i;
 		bool last = c == b.c && i == b.i;
@@ -654,6 +655,7 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 		}
 	}
 	l->_len -= len;
+	bl__lindex_settle(l);
 	if (spare)
 		bl__chunk_free(spare);
 	return 0;

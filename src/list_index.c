@@ -11,9 +11,11 @@
  * valid), and the tail is left out because appends change it.  Appends
  * only ever add chunks after the tail, so they never touch the index;
  * lookups extend it over the chunks sealed since, as far as they need to
- * go.  Every other change to the chain or to a segment's length drops it
- * (bl__lindex_drop(): the one reset, splice, claim_prepend, a prepend
- * that moves the inline slots out, undoing appends).  It is a cache: a
+ * go.  A splice keeps the entries of the chunks before the first one it
+ * changes (bl__lindex_cut()).  Every other change to the chain or to a
+ * segment's length drops it (bl__lindex_drop(): the one reset,
+ * claim_prepend, a prepend that moves the inline slots out, undoing
+ * appends).  It is a cache: a
  * lookup on a const list may build it, and when memory runs out the
  * lookup walks instead, never failing.
  */
@@ -194,6 +196,65 @@ lindex_chain_ok(const struct bl_list *l, const struct bl__lindex *x)
 			k++;
 	}
 	return true;
+}
+
+/* The first entry of chunk @c, given entry @k of it. */
+static inline uint32_t lindex_chunk_first(const struct bl__lindex *x,
+					  const struct bl__chunk_hdr *c,
+					  uint32_t k)
+{
+	while (k && x->e[k - 1].c == c)
+		k--;
+	return k;
+}
+
+/* Keeps the first @k entries: those of the chunks before e[k]'s. */
+static inline void lindex_keep(struct bl__lindex *x, uint32_t k)
+{
+	x->end = x->e[k].off;
+	x->n = k;
+}
+
+void bl__lindex_cut(struct bl_list *l, const struct bl__chunk_hdr *c,
+		    size_t off)
+{
+	struct bl__lindex *x = l->_lidx;
+	const struct bl__chunk_hdr *second;
+	uint32_t k;
+
+	if (!x)
+		return;
+	second = inl(l)->next;
+	if (c == inl(l) || c == second) {
+		bl__lindex_free(l);	/* the third chunk may be another */
+		return;
+	}
+	/* c lies past the first two chunks, so off does too */
+	off -= chunk_len(inl(l)) + chunk_len(second);
+	if (off >= x->end)
+		return;		/* c is past the chunks indexed */
+	k = lindex_search(x, off);
+	if (bl__unlikely(x->e[k].c != c)) {
+		/* not where its bytes say: keep nothing rather than trust it */
+		BL_DEBUG_CHECK(0, "list %p: chunk %p is not where its offset "
+			       "index puts it", (const void *)l,
+			       (const void *)c);
+		bl__lindex_free(l);
+		return;
+	}
+	lindex_keep(x, lindex_chunk_first(x, c, k));
+}
+
+void bl__lindex_settle(struct bl_list *l)
+{
+	struct bl__lindex *x = l->_lidx;
+
+	if (!x)
+		return;
+	if (l->_nseg <= LINDEX_MIN)
+		bl__lindex_free(l);	/* a short list keeps none */
+	else if (x->n && x->e[x->n - 1].c == l->_tail)
+		lindex_keep(x, lindex_chunk_first(x, l->_tail, x->n - 1));
 }
 
 /* Where the index has no room: the thread's answer. */

@@ -248,6 +248,20 @@ bl__lindex_find(const struct bl_list *l, struct bl__chunk_hdr *c,
 		struct bl__chunk_hdr *prev, size_t off, bool alloc);
 
 /*
+ * Before a change to @l's chain from chunk @c on, where @c holds byte @off
+ * of the list (a splice): keeps the index's entries for the chunks before
+ * @c, which the change leaves as they were, and drops the rest (all of it
+ * when @c is one of the first two chunks, on which the entries' offsets
+ * rest).  After the change, bl__lindex_settle() drops the entries of the
+ * chunk that became the tail, if it is one the index covers (the tail is
+ * never indexed: appends change it), or the whole index of a list that is
+ * now too short to keep one.
+ */
+void bl__lindex_cut(struct bl_list *l, const struct bl__chunk_hdr *c,
+		    size_t off);
+void bl__lindex_settle(struct bl_list *l);
+
+/*
  * Checks @l's offset index against its chain (0, or a negative number
  * naming the first mismatch); bl__list_validate() runs it.
  */

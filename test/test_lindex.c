@@ -596,6 +596,86 @@ START_TEST(test_splices_at_every_depth_match_model)
 }
 END_TEST
 
+/*
+ * A splice keeps the index of the chunks before the first one it changes
+ * (and drops the entries of a chunk that becomes the tail); a splice in
+ * the first two chunks, on which the entries' offsets rest, drops it all.
+ */
+START_TEST(test_splice_keeps_index_before_it)
+{
+	uint64_t rng = seed + 9;
+	struct ml m;
+
+	for (int claim = 0; claim < 2; claim++) {
+		struct bl_list by = BL_LIST_INIT(by);
+		struct bl_list *to = claim ? &by : NULL;
+		size_t off;
+
+		ml_init(&m);
+		ml_push(&m, 20000, 64, &rng);
+		ck_assert_int_eq(bl_list_copy_out(&m.l, m.len - 1, 1,
+						  m.b + m.len - 1), 0);
+		ck_assert_ptr_nonnull(m.l._lidx);
+		/* the middle: chunks before it keep their entries */
+		off = m.len / 2;
+		ck_assert_int_eq(bl_list_splice(&m.l, off, 5000, to), 0);
+		model_remove(&m, off, 5000);
+		ck_assert_ptr_nonnull(m.l._lidx);
+		ck_assert_int_eq(bl__list_validate(&m.l), 0);
+		ml_lookups(&m, 200, &rng);
+		ck_assert_int_eq(bl__list_validate(&m.l), 0);
+		/* from the fourth chunk's start to the end: the third, which
+		 * the index covers, becomes the tail */
+		{
+			const struct bl__chunk_hdr *c = &m.l._inl;
+
+			off = 0;
+			for (int k = 0; k < 3; k++, c = c->next)
+				for (uint32_t j = 0; j < c->count; j++)
+					off += bl__chunk(c)->seg[c->start + j]
+						       .len;
+			ck_assert_ptr_nonnull(c->next);	/* not the tail */
+		}
+		ck_assert_int_eq(bl_list_splice(&m.l, off, m.len - off, to),
+				 0);
+		model_remove(&m, off, m.len - off);
+		ck_assert_int_eq(bl__list_validate(&m.l), 0);
+		ml_lookups(&m, 200, &rng);
+		ml_check_all(&m);
+		ml_push(&m, 20000, 64, &rng);
+		ml_lookups(&m, 200, &rng);
+		ck_assert_ptr_nonnull(m.l._lidx);
+		/* to the end from inside: what is left is kept */
+		off = m.len / 4 + 7;
+		ck_assert_int_eq(bl_list_splice(&m.l, off, m.len - off, to),
+				 0);
+		model_remove(&m, off, m.len - off);
+		ck_assert_ptr_nonnull(m.l._lidx);
+		ck_assert_int_eq(bl__list_validate(&m.l), 0);
+		ml_lookups(&m, 200, &rng);
+		ml_check_all(&m);
+		/* down to a short list: the index goes */
+		ck_assert_int_eq(bl_list_splice(&m.l, 100, m.len - 100, to),
+				 0);
+		model_remove(&m, 100, m.len - 100);
+		ck_assert_ptr_null(m.l._lidx);
+		ck_assert_int_eq(bl__list_validate(&m.l), 0);
+		ml_push(&m, 20000, 64, &rng);
+		ml_lookups(&m, 200, &rng);
+		ck_assert_ptr_nonnull(m.l._lidx);
+		/* the front: the index goes */
+		ck_assert_int_eq(bl_list_splice(&m.l, 3, 20, to), 0);
+		model_remove(&m, 3, 20);
+		ck_assert_ptr_null(m.l._lidx);
+		ck_assert_int_eq(bl__list_validate(&m.l), 0);
+		ml_lookups(&m, 200, &rng);
+		ml_check_all(&m);
+		bl_list_clear(&by);
+		ml_free(&m);
+	}
+}
+END_TEST
+
 /* ---- without memory --------------------------------------------------- */
 
 /* A long list of small chunks (two-segment lists claimed one by one), so
@@ -722,6 +802,7 @@ static Suite *lindex_suite(void)
 	tcase_add_test(tc, test_changes_between_lookups_never_leave_a_stale_index);
 	tcase_add_test(tc, test_swap_keeps_each_index_with_its_chunks);
 	tcase_add_test(tc, test_splices_at_every_depth_match_model);
+	tcase_add_test(tc, test_splice_keeps_index_before_it);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("memory");
