@@ -2,8 +2,9 @@
 /*
  * codec.c - little-endian encode/decode over lists (Ceph's denc layout).
  *
- * Decoders take the bytes straight from the current segment when they are
- * all there (the common case) and fall back to a copy across the seam.
+ * The fixed-width decoders are inline in codec.h: they take the bytes
+ * straight from the current segment when they are all there (the common
+ * case) and call here to copy them across a seam.
  */
 #include "iter_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
@@ -96,50 +97,44 @@ int bl_encode_list(struct bl_list *l, const struct bl_list *src)
 	return ret;
 }
 
-/* The next @n bytes, from the segment when contiguous, else via @tmp. */
+/*
+ * The next @n bytes, from the segment when contiguous, else via @tmp (a
+ * copy); NULL, and @it unchanged, when fewer are left.
+ */
 static inline const void *peek(struct bl_iter *it, size_t n, void *tmp)
 {
 	struct bl_iter t;
 
-	if (bl__likely(bl__iter_contig(it) >= n))
-		return bl__iter_ptr(it);
 	if (n > bl_iter_remaining(it))
 		return NULL;
+	bl__iter_settle(it);
+	if (bl__iter_contig(it) >= n)
+		return bl__iter_ptr(it);
 	t = *it;
 	bl_iter_copy(&t, n, tmp);
 	return tmp;
 }
 
 /*
- * Fixed-width decoders: bytes that end before the cursor's segment does
- * are loaded in place with no stack frame; a value across a seam, or one
- * that ends the segment, takes the general path.
+ * The fixed-width decoders' way when the value is not all in the cursor's
+ * window (codec.h has the rest inline): across a seam it is copied; at the
+ * start of the next segment when an inline move used this one up, or in
+ * an --enable-debug build (whose window is empty), it is loaded in place.
  */
-#define DECODE(bits)							\
-static __attribute__((noinline)) int					\
-decode_u##bits##_slow(struct bl_iter *it, uint##bits##_t *v)		\
+#define DECODE_SLOW(bits)						\
+int bl__decode_u##bits##_slow(struct bl_iter *it, uint##bits##_t *v)	\
 {									\
 	uint##bits##_t tmp;						\
 	const void *p = peek(it, sizeof(tmp), &tmp);			\
 									\
 	if (!p)								\
 		return -ERANGE;						\
-	*v = bl__le##bits##_load(p);					\
-	bl__iter_step(it, sizeof(tmp));					\
+	*v = bl__get_le##bits(p);					\
+	bl_iter_advance(it, sizeof(tmp));				\
 	return 0;							\
-}									\
-									\
-int bl_decode_u##bits(struct bl_iter *it, uint##bits##_t *v)		\
-{									\
-	if (bl__likely(bl__iter_contig(it) > sizeof(*v))) {		\
-		*v = bl__le##bits##_load(bl__iter_ptr(it));		\
-		bl__iter_skip(it, sizeof(*v));				\
-		return 0;						\
-	}								\
-	return decode_u##bits##_slow(it, v);				\
 }
 
-int bl_decode_u8(struct bl_iter *it, uint8_t *v)
+int bl__decode_u8_slow(struct bl_iter *it, uint8_t *v)
 {
 	uint8_t tmp;
 	const uint8_t *p = peek(it, 1, &tmp);
@@ -147,13 +142,13 @@ int bl_decode_u8(struct bl_iter *it, uint8_t *v)
 	if (!p)
 		return -ERANGE;
 	*v = *p;
-	bl__iter_step(it, 1);
+	bl_iter_advance(it, 1);
 	return 0;
 }
 
-DECODE(16)
-DECODE(32)
-DECODE(64)
+DECODE_SLOW(16)
+DECODE_SLOW(32)
+DECODE_SLOW(64)
 
 int bl_decode_varint(struct bl_iter *it, uint64_t *v)
 {

@@ -3,26 +3,15 @@
  * iter.c - a cursor over a list.
  *
  * The cursor is a segment cursor of the list layer (chunk, slot), the
- * offset in that segment and the absolute offset; at the end of the list
- * the chunk is NULL.  Moves are checked against the
- * remaining length first, so a failed move never changes the cursor.
+ * pointer to its byte and the window to the end of that segment, which
+ * iter.h's inline moves use without calling here; past the last segment
+ * the chunk is NULL.  This file does what they leave: seams, the end of
+ * the list, errors and the --enable-debug checks.  Moves are checked
+ * against the remaining length first, so a failed move never changes the
+ * cursor.
  */
 #include "iter_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
-
-static inline const struct bl_ptr *cur(const struct bl_iter *it)
-{
-	return bl__iter_seg(it);
-}
-
-/* Steps to the next segment (the current one is used up). */
-static inline void next_seg(struct bl_iter *it)
-{
-	struct bl__seg_cursor c = bl__iter_cursor(it);
-
-	bl__seg_next(&c);
-	bl__iter_set_cursor(it, &c);
-}
 
 int bl_iter_init(struct bl_iter *it, const struct bl_list *l, size_t off)
 {
@@ -39,52 +28,113 @@ int bl_iter_init(struct bl_iter *it, const struct bl_list *l, size_t off)
 #ifdef BL_DEBUG
 	it->_lgen = bl__list_gen(l);
 #endif
-	bl__iter_set_cursor(it, &c);
-	it->_seg_off = inner;
-	it->_off = off;
+	bl__iter_place(it, &c, inner, off);
 	return 0;
 }
 
 size_t bl_iter_offset(const struct bl_iter *it)
 {
-	return it->_off;
+	return bl__iter_off(it);
 }
 
 size_t bl_iter_remaining(const struct bl_iter *it)
 {
 	bl__iter_check(it);
-	return bl__list_len(it->_l) - it->_off;
+	return bl__list_len(it->_l) - bl__iter_off(it);
 }
 
-int bl_iter_advance(struct bl_iter *it, size_t n)
+/*
+ * Moves @it, on a segment, forward @n bytes, n <= bl_iter_remaining():
+ * onto the segment that holds the byte then under it, past the last one
+ * at the end.  A cursor at the end of a segment (an inline move used it
+ * up) starts from the next.
+ */
+static void walk(struct bl_iter *it, size_t n)
+{
+	struct bl__seg_cursor c = bl__iter_cursor(it);
+	const struct bl_ptr *s = bl__seg_at(&c);
+	size_t off = bl__iter_off(it) + n;
+	size_t inner = (size_t)(it->_p - bl__seg_data(s)) + n;
+
+	while (inner >= s->len) {
+		inner -= s->len;
+		s = bl__seg_next(&c);
+		if (!s)
+			break;
+	}
+	BL_ASSERT(s || !inner);
+	bl__iter_place(it, &c, inner, off);
+}
+
+int bl__iter_advance_slow(struct bl_iter *it, size_t n)
 {
 	if (n > bl_iter_remaining(it))
 		return -ERANGE;
-	it->_off += n;
-	while (n) {
-		size_t left = cur(it)->len - it->_seg_off;
-
-		if (n < left) {
-			it->_seg_off += n;
-			return 0;
-		}
-		n -= left;
-		next_seg(it);
-	}
+	if (n)
+		walk(it, n);
 	return 0;
 }
 
 int bl_iter_seek(struct bl_iter *it, size_t off)
 {
 	struct bl_iter t;
+	size_t cur = bl__iter_off(it);
 	int ret;
 
-	if (off >= it->_off)
-		return bl_iter_advance(it, off - it->_off);
+	if (off >= cur)
+		return bl_iter_advance(it, off - cur);
 	ret = bl_iter_init(&t, it->_l, off);
 	if (!ret)
 		*it = t;
 	return ret;
+}
+
+/*
+ * The next run of @it, on a segment: at most @want bytes (want > 0) up to
+ * the end of their segment, as the slice @out (borrowed), and @it moved
+ * past it.  Return: its length; 0 (nothing changed) when @it is at the
+ * end of the last segment.
+ */
+static size_t take(struct bl_iter *it, size_t want, struct bl_ptr *out)
+{
+	struct bl__seg_cursor c = bl__iter_cursor(it);
+	const struct bl_ptr *s = bl__seg_at(&c);
+	size_t off = bl__iter_off(it);
+	size_t inner = (size_t)(it->_p - bl__seg_data(s)), n;
+
+	if (inner == s->len) {		/* used up by an inline move */
+		s = bl__seg_next(&c);
+		if (!s)
+			return 0;
+		inner = 0;
+	}
+	n = s->len - inner;
+	if (n > want)
+		n = want;
+	out->raw = s->raw;
+	out->off = s->off + inner;
+	out->len = n;
+	inner += n;
+	if (inner == s->len) {	/* on to the next: its header is wanted */
+		s = bl__seg_next(&c);
+		inner = 0;
+	}
+	bl__iter_place(it, &c, inner, off + n);
+	return n;
+}
+
+size_t bl__iter_get_ptr_slow(struct bl_iter *it, size_t want,
+			     const char **data)
+{
+	struct bl_ptr run;
+
+	bl__iter_check(it);
+	if (!it->_chunk || !want || !take(it, want, &run)) {
+		*data = NULL;
+		return 0;
+	}
+	*data = run.raw->data + run.off;
+	return run.len;
 }
 
 int bl_iter_copy(struct bl_iter *it, size_t len, void *dst)
@@ -97,20 +147,13 @@ int bl_iter_copy(struct bl_iter *it, size_t len, void *dst)
 		return -ERANGE;
 	if (len)
 		bl__count_copy(len);
-	it->_off += len;
-	while (len) {
-		const struct bl_ptr *s = cur(it);
-		size_t n = s->len - it->_seg_off;
+	while (len) {	/* never 0 bytes: len is within what remains */
+		const char *p;
+		size_t n = bl_iter_get_ptr_and_advance(it, len, &p);
 
-		if (n > len) {
-			memcpy(out, s->raw->data + s->off + it->_seg_off, len);
-			it->_seg_off += len;
-			return 0;
-		}
-		memcpy(out, s->raw->data + s->off + it->_seg_off, n);
+		memcpy(out, p, n);
 		out += n;
 		len -= n;
-		next_seg(it);
 	}
 	return 0;
 }
@@ -120,39 +163,32 @@ copy_list_slow(struct bl_iter *it, size_t len, struct bl_list *dst)
 {
 	struct bl_iter t = *it;
 	struct bl_list tmp;
+	struct bl_ptr run;
 	int ret;
 
 	if (len > bl_iter_remaining(it))
 		return -ERANGE;
-	if (len && len <= bl__iter_contig(it)) {
+	if (!len)
+		return 0;
+	if (take(&t, len, &run) == len) {
 		/* one slice: append_ptr is failure-atomic by itself */
-		const struct bl_ptr *s = cur(it);
-		struct bl_ptr piece = { s->raw, s->off + it->_seg_off, len };
-
-		ret = bl_list_append_ptr(dst, &piece);
+		ret = bl_list_append_ptr(dst, &run);
 		if (!ret)
-			bl__iter_step(it, len);
+			*it = t;
 		return ret;
 	}
 	/* build aside, so a failure leaves dst and the cursor alone */
 	bl_list_init(&tmp);
-	while (len) {
-		const struct bl_ptr *s = cur(&t);
-		size_t n = s->len - t._seg_off;
-		struct bl_ptr piece;
-
-		if (n > len)
-			n = len;
-		piece.raw = s->raw;
-		piece.off = s->off + t._seg_off;
-		piece.len = n;
-		ret = bl_list_append_ptr(&tmp, &piece);
+	for (;;) {
+		ret = bl_list_append_ptr(&tmp, &run);
 		if (ret) {
 			bl_list_clear(&tmp);
 			return ret;
 		}
-		bl_iter_advance(&t, n);
-		len -= n;
+		len -= run.len;
+		if (!len)
+			break;
+		take(&t, len, &run);
 	}
 	ret = bl_list_claim_append(dst, &tmp);
 	bl_list_clear(&tmp);
@@ -162,41 +198,22 @@ copy_list_slow(struct bl_iter *it, size_t len, struct bl_list *dst)
 }
 
 /*
- * A piece that ends before its segment does, into a list without
- * segments -- a payload taken out of a stream to be handed on -- sets the
- * list's one slot, takes one reference and calls nothing; anything else
- * goes the general way.
+ * A piece that lies in the cursor's window, into a list without segments
+ * -- a payload taken out of a stream to be handed on -- sets the list's
+ * one slot, takes one reference and calls nothing; anything else goes the
+ * general way.
  */
 int bl_iter_copy_list(struct bl_iter *it, size_t len, struct bl_list *dst)
 {
 	const struct bl_ptr *s;
 
-	if (bl__unlikely(!it->_chunk || bl__list_nseg(dst) || !len))
+	/* len - 1 wraps for 0: one test takes 1 .. the window's bytes */
+	if (bl__unlikely(len - 1 >= bl__iter_window(it) ||
+			 bl__list_nseg(dst)))
 		return copy_list_slow(it, len, dst);
-	s = cur(it);
-	if (bl__unlikely(len >= s->len - it->_seg_off))
-		return copy_list_slow(it, len, dst);
-	bl__list_put_lone(dst, bl__raw_get(s->raw), s->off + it->_seg_off, len);
+	s = bl__iter_seg(it);
+	bl__list_put_lone(dst, bl__raw_get(s->raw),
+			  (size_t)(it->_p - s->raw->data), len);
 	bl__iter_skip(it, len);
 	return 0;
-}
-
-size_t bl_iter_get_ptr_and_advance(struct bl_iter *it, size_t want,
-				   const char **data)
-{
-	const struct bl_ptr *s;
-	size_t n;
-
-	bl__iter_check(it);
-	if (!it->_chunk || !want) {
-		*data = NULL;
-		return 0;
-	}
-	s = cur(it);
-	n = s->len - it->_seg_off;
-	if (n > want)
-		n = want;
-	*data = s->raw->data + s->off + it->_seg_off;
-	bl__iter_step(it, n);
-	return n;
 }

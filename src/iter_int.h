@@ -5,6 +5,14 @@
  * The cursor's (_chunk, _idx) is a segment cursor of the list layer
  * (struct bl__seg_cursor): it moves only through list_int.h.  Includes
  * only list_int.h.  Never installed.
+ *
+ * The window [_p, _end) of iter.h is a cache of the segment under
+ * (_chunk, _idx): every function here that puts the cursor on a segment
+ * sets it (bl__iter_place()), and none reads the segment's end from it,
+ * since an --enable-debug build keeps it empty.  _p itself is the truth:
+ * the byte under the cursor is _p, its offset in the segment is _p minus
+ * the segment's start.  An inline move may leave _p at the very end of its
+ * segment; the functions here take that as the start of the next one.
  */
 #ifndef BUFFERLIST_ITER_INT_H
 #define BUFFERLIST_ITER_INT_H
@@ -20,13 +28,39 @@ static inline struct bl__seg_cursor bl__iter_cursor(const struct bl_iter *it)
 	return cur;
 }
 
-/* Puts @it at the start of the segment under @cur (or at the end). */
-static inline void bl__iter_set_cursor(struct bl_iter *it,
-				       const struct bl__seg_cursor *cur)
+/* Where the bytes of segment @s start. */
+static inline const char *bl__seg_data(const struct bl_ptr *s)
+{
+	return s->raw->data + s->off;
+}
+
+/*
+ * Puts @it on byte @inner of the segment under @cur, byte @off of the list
+ * (past the last segment: @cur's chunk NULL, @inner 0, @off the length),
+ * and opens the window there: to the segment's end, or (--enable-debug)
+ * not at all, so that each inline move calls the library and its check.
+ */
+static inline void bl__iter_place(struct bl_iter *it,
+				  const struct bl__seg_cursor *cur,
+				  size_t inner, size_t off)
 {
 	it->_chunk = cur->c;
 	it->_idx = cur->i;
-	it->_seg_off = 0;
+	if (cur->c) {
+		const struct bl_ptr *s = bl__seg_at(cur);
+
+		it->_p = bl__seg_data(s) + inner;
+#ifdef BL_DEBUG
+		it->_end = it->_p;
+		it->_end_off = off;
+#else
+		it->_end = bl__seg_data(s) + s->len;
+		it->_end_off = off - inner + s->len;
+#endif
+	} else {
+		it->_p = it->_end = NULL;
+		it->_end_off = off;
+	}
 }
 
 /*
@@ -42,7 +76,13 @@ static inline void bl__iter_check(const struct bl_iter *it)
 	(void)it;
 }
 
-/* The segment under the cursor, which is not at the end. */
+/* The cursor's offset from the start of its list. */
+static inline size_t bl__iter_off(const struct bl_iter *it)
+{
+	return it->_end_off - bl__iter_window(it);
+}
+
+/* The segment under the cursor, which is not past the last. */
 static inline const struct bl_ptr *bl__iter_seg(const struct bl_iter *it)
 {
 	struct bl__seg_cursor cur = bl__iter_cursor(it);
@@ -51,41 +91,73 @@ static inline const struct bl_ptr *bl__iter_seg(const struct bl_iter *it)
 	return bl__seg_at(&cur);
 }
 
-/* The raw under the cursor, or NULL at the end (to prefetch its header). */
+/*
+ * The raw that the next read starts in, or NULL at the end (to prefetch
+ * its header): the next segment's when an inline move used this one up.
+ */
 static inline struct bl_raw *bl__iter_raw(const struct bl_iter *it)
 {
-	return it->_chunk ? bl__iter_seg(it)->raw : NULL;
+	struct bl__seg_cursor cur = bl__iter_cursor(it);
+	const struct bl_ptr *s;
+
+	if (!cur.c)
+		return NULL;
+	s = bl__iter_seg(it);
+	if (it->_p == bl__seg_data(s) + s->len)
+		s = bl__seg_next(&cur);
+	return s ? s->raw : NULL;
+}
+
+/*
+ * Moves @it from the end of a segment that an inline move used up to the
+ * start of the next (past the last one at the end of the list): the same
+ * offset, the window opened on the bytes that follow.
+ */
+static inline void bl__iter_settle(struct bl_iter *it)
+{
+	struct bl__seg_cursor cur = bl__iter_cursor(it);
+	const struct bl_ptr *s;
+
+	if (!cur.c)
+		return;
+	s = bl__iter_seg(it);
+	if (it->_p == bl__seg_data(s) + s->len) {
+		size_t off = bl__iter_off(it);
+
+		bl__seg_next(&cur);
+		bl__iter_place(it, &cur, 0, off);
+	}
 }
 
 /* Bytes readable at the cursor without crossing a seam (0 at the end). */
 static inline size_t bl__iter_contig(const struct bl_iter *it)
 {
-	return it->_chunk ? bl__iter_seg(it)->len - it->_seg_off : 0;
+#ifdef BL_DEBUG
+	const struct bl_ptr *s;
+
+	if (!it->_chunk)
+		return 0;
+	s = bl__iter_seg(it);
+	return (size_t)(bl__seg_data(s) + s->len - it->_p);
+#else
+	return bl__iter_window(it);
+#endif
 }
 
 static inline const char *bl__iter_ptr(const struct bl_iter *it)
 {
-	const struct bl_ptr *s = bl__iter_seg(it);
-
-	return s->raw->data + s->off + it->_seg_off;
+	bl__iter_check(it);
+	return it->_p;
 }
 
-/* Moves forward @n bytes, n < bl__iter_contig(): the segment stays. */
+/* Moves forward @n bytes, n <= bl__iter_contig(): the segment stays. */
 static inline void bl__iter_skip(struct bl_iter *it, size_t n)
 {
-	it->_seg_off += n;
-	it->_off += n;
-}
-
-/* Moves forward @n bytes, n <= bl__iter_contig(). */
-static inline void bl__iter_step(struct bl_iter *it, size_t n)
-{
-	if (bl__likely(n < bl__iter_contig(it))) {
-		it->_seg_off += n;
-		it->_off += n;
-	} else {
-		bl_iter_advance(it, n);
-	}
+	it->_p += n;
+#ifdef BL_DEBUG
+	it->_end = it->_p;
+	it->_end_off += n;
+#endif
 }
 
 #endif /* BUFFERLIST_ITER_INT_H */

@@ -5,7 +5,8 @@
 # drift apart:
 #   1. the dynamic symbols the built shared library defines (nm -D),
 #   2. the names the version script src/libbufferlist.map lists as global,
-#   3. the functions the public headers declare with BL_API.
+#   3. the functions the public headers declare with BL_API or define
+#      with BL_API_INLINE (inline in the header, exported as well).
 # Fails (exit 1) printing the difference when any two differ; exit 77 (SKIP)
 # only when the shared library was not built (e.g. --disable-shared).
 #
@@ -26,13 +27,13 @@ map=$top_srcdir/src/libbufferlist.map
 hdrdir=$top_srcdir/include/bufferlist
 
 # The BL_API names a header declares: every declaration starting with BL_API
-# (joined with the next lines until a '(' or ';' shows up) declares one
-# function (the identifier right before the first parenthesis) or, without
-# one, one object (the identifier before ';' or '[').
+# or BL_API_INLINE (joined with the next lines until a '(' or ';' shows up)
+# declares one function (the identifier right before the first parenthesis)
+# or, without one, one object (the identifier before ';' or '[').
 bl_api_names()
 {
 	awk '
-	/^BL_API[ \t]/ {
+	/^BL_API(_INLINE)?[ \t]/ {
 		s = $0
 		while (!index(s, "(") && !index(s, ";") && (getline l) > 0)
 			s = s " " l

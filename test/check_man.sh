@@ -5,10 +5,12 @@
 # headers declare it, and must render cleanly:
 #   a. every function that the version scripts (src/libbufferlist.map and
 #      src/libbufferlist_ceph.map) export and that a checked header declares
-#      has a page man/man3/<function>.3;
+#      has a page man/man3/<function>.3 (but the bl__ ones, exported only
+#      for the headers' inline functions);
 #   b. every function a man3 page names in its NAME section is declared in a
 #      header, and the page's SYNOPSIS, rendered to text, contains that
-#      declaration (from BL_API to the `;`, BL_API removed), compared after
+#      declaration (from BL_API to the `;`, BL_API removed; for a function
+#      defined with BL_API_INLINE, its head and a `;`), compared after
 #      whitespace normalisation; an alias page's target names the alias;
 #   c. every page renders without a warning (groff -ww; mandoc -Tlint as
 #      well when mandoc is installed), its .TH names the file, lexgrog (of
@@ -83,12 +85,21 @@ for f in "$hdrdir"/*.h; do
 	[ -f "$f" ] || continue
 	h=${f##*/}
 	awk -v h="${h%.h}" '
+	/^BL_API_INLINE[ \t]/ {	# a definition: its head, then ";"
+		s = $0
+		while (!index(s, "{") && (getline l) > 0)
+			s = s " " l
+		s = substr(s, 1, index(s, "{") - 1) ";"
+		sub(/^BL_API_INLINE[ \t]+/, "", s)
+	}
 	/^BL_API[ \t]/ {
 		s = $0
 		while (!index(s, ";") && (getline l) > 0)
 			s = s " " l
 		s = substr(s, 1, index(s, ";"))
 		sub(/^BL_API[ \t]+/, "", s)
+	}
+	/^BL_API(_INLINE)?[ \t]/ {
 		gsub(/\/\*([^*]|\*+[^*\/])*\*+\//, " ", s)
 		gsub(/[ \t]+/, " ", s)
 		d = s
@@ -140,6 +151,8 @@ while read -r sym; do
 		continue
 	fi
 	case " $headers " in *" $h "*) ;; *) continue ;; esac
+	# bl__: exported only for the headers' inline functions, not API
+	case $sym in bl__*) continue ;; esac
 	nsyms=$((nsyms + 1))
 	[ -f "$mandir/man3/$sym.3" ] ||
 		problem "man/man3/$sym.3: missing ($sym is declared in $h.h)"

@@ -153,6 +153,64 @@ START_TEST(cursor_used_after_its_list_was_cleared_aborts)
 END_TEST
 
 /*
+ * The inline moves and decoders (iter.h, codec.h), each on bytes inside
+ * the cursor's segment -- where they would not call the library in other
+ * builds -- after the list gained a segment: every one must still be
+ * caught.
+ */
+static int inline_kind;
+
+static void inline_after_append(void)
+{
+	struct bl_list l;
+	struct bl_iter it;
+	struct bl_ptr p;
+	const char *d;
+	uint8_t a;
+	uint16_t b;
+	uint32_t c;
+	uint64_t v;
+
+	bl_list_init(&l);
+	if (bl_list_append(&l, "abcdefghijklmnop", 16) || bl_ptr_alloc(&p, 8))
+		_exit(4);
+	memset(bl_ptr_data(&p), 'p', 8);
+	bl_iter_init(&it, &l, 0);
+	if (bl_decode_u32(&it, &c) || bl_iter_advance(&it, 1))
+		_exit(5);	/* fine before the change */
+	if (bl_list_append_ptr_move(&l, &p))
+		_exit(6);
+	switch (inline_kind) {
+	case 0:
+		bl_iter_advance(&it, 1);
+		break;
+	case 1:
+		bl_iter_get_ptr_and_advance(&it, 2, &d);
+		break;
+	case 2:
+		bl_decode_u8(&it, &a);
+		break;
+	case 3:
+		bl_decode_u16(&it, &b);
+		break;
+	case 4:
+		bl_decode_u32(&it, &c);
+		break;
+	default:
+		bl_decode_u64(&it, &v);
+		break;
+	}
+}
+
+START_TEST(cursor_inline_move_after_its_list_changed_aborts)
+{
+	inline_kind = _i;
+	assert_caught(tu_run_child(inline_after_append, err, sizeof(err)),
+		      "used after its list");
+}
+END_TEST
+
+/*
  * An offset index left stale: the list's chain is changed behind the
  * library's back (as a mutation that forgot to drop the index would), so
  * the index names a chunk the chain no longer holds.
@@ -251,6 +309,8 @@ static Suite *debug_suite(void)
 	tcase_add_test(tc, reference_taken_after_release_aborts);
 	tcase_add_test(tc, cursor_used_after_its_list_changed_aborts);
 	tcase_add_test(tc, cursor_used_after_its_list_was_cleared_aborts);
+	tcase_add_loop_test(tc, cursor_inline_move_after_its_list_changed_aborts,
+			    0, 6);
 	tcase_add_test(tc, stale_offset_index_aborts);
 	tcase_add_test(tc, correct_use_passes_every_check);
 	suite_add_tcase(s, tc);

@@ -8,6 +8,10 @@
  * when an invalidated cursor is used; other builds read freed memory).  A
  * move that fails returns a negative errno and leaves the cursor where it
  * was.
+ *
+ * bl_iter_advance() and bl_iter_get_ptr_and_advance() are inline: inside
+ * the cursor's segment they cost a compare and an add, and they call the
+ * library only to cross a seam.  The library exports them too.
  */
 #ifndef BUFFERLIST_ITER_H
 #define BUFFERLIST_ITER_H
@@ -19,15 +23,41 @@
 
 BL_BEGIN_DECLS
 
-/* All fields private. */
+/*
+ * All fields private.  The first three are what the inline functions below
+ * read: [_p, _end) is the window, the bytes from the cursor to the end of
+ * its segment.  A move that stays inside the window is done in the
+ * caller; one that leaves it (a seam, the end of the list, an error) calls
+ * the library, which walks the list with the rest of the fields and opens
+ * the window on the next segment.  The window is empty past the last
+ * segment, when an inline move used up a segment, and always in an
+ * --enable-debug build, so that there every move is checked by the
+ * library.
+ */
 struct bl_iter {
+	const char *_p;		/* the next byte; NULL past the last segment */
+	const char *_end;	/* the end of the window */
+	size_t _end_off;	/* offset of _end from the start of the list */
 	const struct bl_list *_l;
-	const struct bl__chunk_hdr *_chunk;	/* chunk of the current segment */
+	const struct bl__chunk_hdr *_chunk;	/* chunk of _p's segment
+						 * (NULL past the last one) */
 	uint32_t _idx;		/* slot in _chunk */
 	uint32_t _lgen;		/* its list's generation (--enable-debug) */
-	size_t _seg_off;	/* offset inside the current segment */
-	size_t _off;		/* offset from the start of the list */
 };
+
+/* Private: bytes in @it's window (as integers: both ends may be NULL). */
+static inline size_t bl__iter_window(const struct bl_iter *it)
+{
+	return (size_t)((uintptr_t)it->_end - (uintptr_t)it->_p);
+}
+
+/*
+ * Private: the library's side of the inline functions below, for moves
+ * that leave the window.  Exported for them; not for other callers.
+ */
+BL_API int bl__iter_advance_slow(struct bl_iter *it, size_t n);
+BL_API size_t bl__iter_get_ptr_slow(struct bl_iter *it, size_t want,
+				    const char **data);
 
 /**
  * bl_iter_init() - cursor at byte @off of @l (borrowed).
@@ -53,7 +83,15 @@ BL_API size_t bl_iter_remaining(const struct bl_iter *it);
  * Return: 0, or -ERANGE when fewer than @n bytes are left (the cursor
  * stays where it was).
  */
-BL_API int bl_iter_advance(struct bl_iter *it, size_t n);
+BL_API_INLINE int bl_iter_advance(struct bl_iter *it, size_t n)
+{
+	/* n - 1 wraps for 0: one test takes 1 .. the window's bytes */
+	if (BL__LIKELY(n - 1 < bl__iter_window(it))) {
+		it->_p += n;
+		return 0;
+	}
+	return bl__iter_advance_slow(it, n);
+}
 
 /**
  * bl_iter_seek() - moves to byte @off of the list (backwards too).
@@ -87,8 +125,17 @@ BL_API int bl_iter_copy_list(struct bl_iter *it, size_t len,
  * Return: bytes in the run (at most @want), 0 at the end or for @want 0;
  * it cannot fail.
  */
-BL_API size_t bl_iter_get_ptr_and_advance(struct bl_iter *it, size_t want,
-					  const char **data);
+BL_API_INLINE size_t bl_iter_get_ptr_and_advance(struct bl_iter *it,
+						 size_t want,
+						 const char **data)
+{
+	if (BL__LIKELY(want - 1 < bl__iter_window(it))) {
+		*data = it->_p;
+		it->_p += want;
+		return want;
+	}
+	return bl__iter_get_ptr_slow(it, want, data);
+}
 
 BL_END_DECLS
 

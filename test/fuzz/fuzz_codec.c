@@ -164,7 +164,8 @@ static int ref_varint(const uint8_t *f, size_t n, size_t pos, uint64_t *v)
 static void same_iter(const struct bl_iter *a, const struct bl_iter *b)
 {
 	CHECK(a->_l == b->_l && a->_chunk == b->_chunk && a->_idx == b->_idx &&
-	      a->_seg_off == b->_seg_off && a->_off == b->_off);
+	      a->_p == b->_p && a->_end == b->_end &&
+	      a->_end_off == b->_end_off);
 }
 
 /*
