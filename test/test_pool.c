@@ -496,6 +496,8 @@ int main(void)
 	TCase *tcc = tcase_create("caches");
 	TCase *tw = tcase_create("waste");
 
+	tcase_set_timeout(tcc, 60);	/* threads, sanitizers, a loaded machine */
+
 	tcase_add_test(tc, pool_create_returns_same_pool_for_same_name);
 	tcase_add_test(tc, pool_create_past_bl_pool_max_is_enospc);
 	tcase_add_test(tc, pool_accounting_counts_raws_bytes_and_frontier);
