@@ -44,6 +44,14 @@ size_t bl_iter_remaining(const struct bl_iter *it)
 }
 
 /*
+ * Segments a forward move walks before it asks the list instead: the
+ * list's lookup (an index search in a long list) costs about what a walk
+ * over this many does, so a far move costs no more than that plus one
+ * lookup, and near ones never pay for the lookup.
+ */
+#define WALK_MAX 64
+
+/*
  * Moves @it, on a segment, forward @n bytes, n <= bl_iter_remaining():
  * onto the segment that holds the byte then under it, past the last one
  * at the end.  A cursor at the end of a segment (an inline move used it
@@ -55,8 +63,13 @@ static void walk(struct bl_iter *it, size_t n)
 	const struct bl_ptr *s = bl__seg_at(&c);
 	size_t off = bl__iter_off(it) + n;
 	size_t inner = (size_t)(it->_p - bl__seg_data(s)) + n;
+	unsigned steps = 0;
 
 	while (inner >= s->len) {
+		if (bl__unlikely(++steps == WALK_MAX)) {
+			bl__list_seek(it->_l, off, &c, &inner);
+			break;
+		}
 		inner -= s->len;
 		s = bl__seg_next(&c);
 		if (!s)

@@ -187,6 +187,13 @@ static void ml_lookups(const struct ml *m, unsigned k, uint64_t *rng)
 			ck_assert_int_eq(bl_iter_seek(&it, off), 0);
 			ck_assert_int_eq(bl_iter_copy(&it, len, buf), 0);
 			ck_assert(!memcmp(buf, m->b + off, len));
+			/* and forward again, far (past the walk's limit) */
+			off = off + len + (m->len - off - len) / 2;
+			len = m->len - off < len ? m->len - off : len;
+			ck_assert_int_eq(bl_iter_seek(&it, off), 0);
+			ck_assert_uint_eq(bl_iter_offset(&it), off);
+			ck_assert_int_eq(bl_iter_copy(&it, len, buf), 0);
+			ck_assert(!memcmp(buf, m->b + off, len));
 		}
 		if (j % 4 == 0) {
 			struct bl_list d = BL_LIST_INIT(d);
@@ -240,6 +247,61 @@ START_TEST(test_lookups_across_100000_segments_match_flat_copy)
 	ml_check_all(&m);
 	ml_free(&m);
 	ck_assert_ptr_null(m.l._lidx);
+}
+END_TEST
+
+/*
+ * A cursor moved forward over many segments at once lands where a walk
+ * would (it asks the list after WALK_MAX segments): every distance from
+ * one byte to the whole list, to the end, and refused past it.
+ */
+START_TEST(test_cursor_moves_far_forward_like_a_walk)
+{
+	uint64_t rng = seed + 10;
+	struct bl_iter it;
+	struct ml m;
+	size_t at = 0;
+
+	ml_init(&m);
+	ml_push(&m, 50000, 100, &rng);
+	ck_assert_int_eq(bl_iter_init(&it, &m.l, 0), 0);
+	for (size_t step = 1; at + step <= m.len; step = step * 3 + 1) {
+		uint8_t v;
+
+		ck_assert_int_eq(bl_iter_advance(&it, step), 0);
+		at += step;
+		ck_assert_uint_eq(bl_iter_offset(&it), at);
+		ck_assert_uint_eq(bl_iter_remaining(&it), m.len - at);
+		if (at < m.len) {
+			ck_assert_int_eq(bl_decode_u8(&it, &v), 0);
+			ck_assert_uint_eq(v, m.b[at]);
+			at++;
+		}
+	}
+	ck_assert_int_eq(bl_iter_advance(&it, m.len - at + 1), -ERANGE);
+	ck_assert_uint_eq(bl_iter_offset(&it), at);
+	ck_assert_int_eq(bl_iter_advance(&it, m.len - at), 0);
+	ck_assert_uint_eq(bl_iter_remaining(&it), 0);
+	/* from every depth, a far move to a random byte */
+	for (unsigned r = 0; r < 2000; r++) {
+		size_t a = rand_off(&m, &rng), b = rand_off(&m, &rng);
+		uint8_t v;
+
+		if (a > b) {
+			size_t t = a;
+
+			a = b;
+			b = t;
+		}
+		if (b == m.len)
+			continue;
+		ck_assert_int_eq(bl_iter_init(&it, &m.l, a), 0);
+		ck_assert_int_eq(bl_iter_seek(&it, b), 0);
+		ck_assert_int_eq(bl_decode_u8(&it, &v), 0);
+		ck_assert_uint_eq(v, m.b[b]);
+	}
+	ck_assert_int_eq(bl__list_validate(&m.l), 0);
+	ml_free(&m);
 }
 END_TEST
 
@@ -803,6 +865,7 @@ static Suite *lindex_suite(void)
 	tcase_add_test(tc, test_swap_keeps_each_index_with_its_chunks);
 	tcase_add_test(tc, test_splices_at_every_depth_match_model);
 	tcase_add_test(tc, test_splice_keeps_index_before_it);
+	tcase_add_test(tc, test_cursor_moves_far_forward_like_a_walk);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("memory");
