@@ -446,6 +446,44 @@ static uint64_t w_lookup(void *arg, uint64_t n)
 	return t;
 }
 
+/* bench_core's seek_mid: ceph's iterator walks forward segment by segment */
+static uint64_t w_seek(void *arg, uint64_t n)
+{
+	struct lookuplist *s = (struct lookuplist *)arg;
+	uint64_t t0 = bench_now(), sum = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		auto it = s->bl.cbegin();
+		char v;
+
+		it += s->off;
+		it.copy(1, &v);
+		sum += (unsigned char)v;
+	}
+	uint64_t t = bench_now() - t0;
+
+	bench_consume(sum);
+	return t;
+}
+
+static uint64_t w_splice_lookup(void *arg, uint64_t n)
+{
+	struct lookuplist *s = (struct lookuplist *)arg;
+	unsigned mid = s->bl.length() / 2 / BENCH_LOOKUP_SEG * BENCH_LOOKUP_SEG;
+	uint64_t t0 = bench_now();
+	char buf[10];
+
+	for (uint64_t i = 0; i < n; i++) {
+		s->bl.splice(mid, BENCH_LOOKUP_SEG, &s->other);
+		s->bl.cbegin(mid - 4096).copy(sizeof(buf), buf);
+		s->bl.claim_append(s->other);
+	}
+	uint64_t t = bench_now() - t0;
+
+	bench_consume((unsigned char)buf[0]);
+	return t;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -574,6 +612,28 @@ int main(int argc, char **argv)
 			}
 			lk->off = offs[w];
 			bench_ns(name, w_lookup, lk);
+		}
+		snprintf(name, sizeof(name), "seek_mid_%s", lookup_names[i]);
+		if (bench_want(name)) {
+			if (!lk) {
+				lk = new lookuplist;
+				lookup_build(lk, lookup_nsegs[i]);
+			}
+			lk->off = offs[1];
+			bench_ns(name, w_seek, lk);
+		}
+		snprintf(name, sizeof(name), "splice_lookup_%s",
+			 lookup_names[i]);
+		if (bench_want(name)) {
+			if (!lk) {
+				lk = new lookuplist;
+				lookup_build(lk, lookup_nsegs[i]);
+			}
+			lk->other.clear();
+			bench_ns(name, w_splice_lookup, lk);
+			if (lk->bl.get_num_buffers() != lookup_nsegs[i])
+				bench_fail("splice_lookup",
+					   (long)lk->bl.get_num_buffers());
 		}
 		delete lk;
 	}

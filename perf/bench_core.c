@@ -69,6 +69,14 @@
  *                 segment count.  Segments are 64-byte slices of two
  *                 raws, alternating (so they never merge): 64 MiB of data
  *                 at 10^6 segments instead of 4 GiB of 4 KiB segments.
+ *  seek_mid_{1e3,1e5,1e6}  a cursor made at the front of the same lists,
+ *                 moved to the middle (+10) with bl_iter_seek(), and the
+ *                 byte there decoded: a far forward move.
+ *  splice_lookup_{1e3,1e5,1e6}  bl_list_splice() of the middle segment
+ *                 (64 bytes) into a second list, bl_list_copy_out() of 10
+ *                 bytes 4 KiB before it, and the segment claimed back at
+ *                 the end (length and segment count stay): what a lookup
+ *                 costs right after a change in the middle of the list.
  */
 #include <errno.h>
 #include <sys/uio.h>
@@ -591,6 +599,47 @@ static uint64_t w_lookup(void *arg, uint64_t n)
 	return t;
 }
 
+static uint64_t w_seek(void *arg, uint64_t n)
+{
+	struct lookuplist *s = arg;
+	uint64_t t0 = bench_now(), t, sum = 0;
+	int rc = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		struct bl_iter it;
+		uint8_t v = 0;
+
+		rc |= bl_iter_init(&it, &s->bl, 0);
+		rc |= bl_iter_seek(&it, s->off);
+		rc |= bl_decode_u8(&it, &v);
+		sum += v;
+	}
+	t = bench_now() - t0;
+	must(rc, "bl_iter_seek");
+	bench_consume(sum);
+	return t;
+}
+
+static uint64_t w_splice_lookup(void *arg, uint64_t n)
+{
+	struct lookuplist *s = arg;
+	size_t mid = bl_list_length(&s->bl) / 2 / BENCH_LOOKUP_SEG
+		     * BENCH_LOOKUP_SEG;
+	uint64_t t0 = bench_now(), t;
+	unsigned char buf[10];
+	int rc = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		rc |= bl_list_splice(&s->bl, mid, BENCH_LOOKUP_SEG, &s->other);
+		rc |= bl_list_copy_out(&s->bl, mid - 4096, sizeof(buf), buf);
+		rc |= bl_list_claim_append(&s->bl, &s->other);
+	}
+	t = bench_now() - t0;
+	must(rc, "splice, copy_out, claim_append");
+	bench_consume(buf[0]);
+	return t;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -763,6 +812,26 @@ int main(int argc, char **argv)
 			built = true;
 			lk.off = offs[w];
 			bench_ns(name, w_lookup, &lk);
+		}
+		snprintf(name, sizeof(name), "seek_mid_%s", lookup_names[i]);
+		if (bench_want(name)) {
+			if (!built)
+				lookup_build(&lk, lookup_nsegs[i]);
+			built = true;
+			lk.off = offs[1];
+			bench_ns(name, w_seek, &lk);
+		}
+		snprintf(name, sizeof(name), "splice_lookup_%s",
+			 lookup_names[i]);
+		if (bench_want(name)) {
+			if (!built)
+				lookup_build(&lk, lookup_nsegs[i]);
+			built = true;
+			bl_list_clear(&lk.other);
+			bench_ns(name, w_splice_lookup, &lk);
+			if (bl_list_num_buffers(&lk.bl) != lookup_nsegs[i])
+				bench_fail("splice_lookup",
+					   bl_list_num_buffers(&lk.bl));
 		}
 		if (built)
 			lookup_free(&lk);
