@@ -83,12 +83,66 @@ static void set_reason(struct bl_uring *u, int err)
 		 sysctl);
 }
 
+/*
+ * How completions reach the ring's thread.  By default io_uring runs a
+ * completion's work (a receive's copy, a send's retry) in the thread as
+ * task work and interrupts it for that (TWA_SIGNAL): a thread busy with
+ * completions takes an inter-processor interrupt per wake-up, and the
+ * work runs under a lock the peer's sender may hold.  COOP_TASKRUN (5.19)
+ * lets it wait for the thread's next entry into the kernel instead, and
+ * TASKRUN_FLAG says in the SQ ring that work waits, so that a run that
+ * does not wait still enters for it (kernel_run).  SINGLE_ISSUER |
+ * DEFER_TASKRUN (6.1) goes further: the work runs only in the thread's
+ * io_uring_enter(), in batches, and wakes a waiter only when it completes
+ * what it waits for; but then no other thread may submit to the ring or
+ * wait on it, and a poll() of its fd sees nothing, so only a caller that
+ * says so (single_issuer) gets it.  A flag the caller chose, SQPOLL (whose
+ * thread does the work), or a ring the caller configured itself leaves
+ * the choice to the caller.
+ */
+#define TASKRUN_MASK (IORING_SETUP_SQPOLL | IORING_SETUP_COOP_TASKRUN | \
+		      IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SINGLE_ISSUER | \
+		      IORING_SETUP_DEFER_TASKRUN)
+#define TASKRUN_DEFER (IORING_SETUP_SINGLE_ISSUER | \
+		       IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG)
+#define TASKRUN_COOP (IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG)
+
+/*
+ * io_uring_setup() with @flags plus the first of @extra that the kernel
+ * accepts (a kernel too old for one says EINVAL), then without any.
+ * Return: 0 or its -errno.
+ */
+static int setup_ring(struct bl_uring *u, unsigned entries, unsigned flags,
+		      const unsigned *extra, unsigned nextra)
+{
+	int ret = -EINVAL;
+
+	for (unsigned i = 0; i <= nextra && ret == -EINVAL; i++) {
+		struct io_uring_params ip;
+
+		memset(&ip, 0, sizeof(ip));
+		ip.flags = flags | (i < nextra ? extra[i] : 0);
+		/*
+		 * Zero-copy sends complete twice and multishot receives many
+		 * times per SQE: a CQ four times the SQ keeps the kernel's
+		 * overflow list (slow, and unbounded memory) out of the
+		 * common case.
+		 */
+		if (!(ip.flags & IORING_SETUP_CQSIZE)) {
+			ip.flags |= IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
+			ip.cq_entries = entries * 4;
+		}
+		ret = io_uring_queue_init_params(entries, &u->own, &ip);
+	}
+	return ret;
+}
+
 struct bl_uring *bl_uring_create(const struct bl_uring_params *p)
 {
 	struct bl_uring *u = uring_alloc(p);
 	const char *env = getenv("BL_URING_FORCE_BLOCKING");
-	struct io_uring_params ip;
-	unsigned entries;
+	unsigned extra[2], nextra = 0;
+	unsigned entries, flags;
 	int ret;
 
 	if (!u) {
@@ -106,18 +160,13 @@ struct bl_uring *bl_uring_create(const struct bl_uring_params *p)
 		return u;
 	}
 	entries = p && p->entries ? p->entries : URING_ENTRIES;
-	memset(&ip, 0, sizeof(ip));
-	ip.flags = p ? p->flags : 0;
-	/*
-	 * Zero-copy sends complete twice and multishot receives many times
-	 * per SQE: a CQ four times the SQ keeps the kernel's overflow list
-	 * (slow, and unbounded memory) out of the common case.
-	 */
-	if (!(ip.flags & IORING_SETUP_CQSIZE)) {
-		ip.flags |= IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
-		ip.cq_entries = entries * 4;
+	flags = p ? p->flags : 0;
+	if (!(flags & TASKRUN_MASK)) {
+		if (p && p->single_issuer)
+			extra[nextra++] = TASKRUN_DEFER;
+		extra[nextra++] = TASKRUN_COOP;
 	}
-	ret = io_uring_queue_init_params(entries, &u->own, &ip);
+	ret = setup_ring(u, entries, flags, extra, nextra);
 	if (ret < 0) {
 		set_reason(u, -ret);
 		return u;
@@ -502,6 +551,8 @@ bool bl__uring_pending(const struct bl_uring *u)
 		return true;
 	if (!u->ring)
 		return false;
+	if (bl__uring_taskrun_due(u))
+		return true;
 	head = u->cq_reaping ? u->reap_at : *u->ring->cq.khead;
 	return io_uring_smp_load_acquire(u->ring->cq.ktail) != head;
 }

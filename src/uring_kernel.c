@@ -50,6 +50,10 @@ void bl__uring_kernel_setup(struct bl_uring *u, struct io_uring *ring)
 {
 	u->ring = ring;
 	u->be = &bl__uring_backend_kernel;
+	/* a ring that defers task work without saying when it waits */
+	u->enter_always = (ring->flags & (IORING_SETUP_DEFER_TASKRUN |
+					  IORING_SETUP_COOP_TASKRUN)) &&
+			  !(ring->flags & IORING_SETUP_TASKRUN_FLAG);
 	probe(u);
 }
 
@@ -462,6 +466,18 @@ static int wait_until(struct bl_uring *u, unsigned keep, int64_t deadline,
 	return wait_cqes(u, keep, -1);
 }
 
+/*
+ * Task work that the kernel keeps for the thread's next entry (COOP_TASKRUN,
+ * DEFER_TASKRUN) posts its completions only then: enter for it.  A failed
+ * enter only means a later look.
+ */
+static void get_events(struct bl_uring *u)
+{
+	bl__uring_flush_backlog(u);
+	io_uring_submit(u->ring);
+	io_uring_enter(u->ring->ring_fd, 0, 0, IORING_ENTER_GETEVENTS, NULL);
+}
+
 static int kernel_run(struct bl_uring *u, unsigned min, int timeout_ms)
 {
 	uint64_t start = u->ncomplete;
@@ -469,16 +485,17 @@ static int kernel_run(struct bl_uring *u, unsigned min, int timeout_ms)
 	int ret = 0;
 
 	/*
-	 * With IORING_SETUP_DEFER_TASKRUN the kernel posts completions only
-	 * when the task asks for events: ask once, so that what is ready is
-	 * seen even when nothing is waited for.
+	 * Completion work the kernel keeps for this thread: ask for it once,
+	 * so that what is ready is seen even when nothing is waited for.  A
+	 * ring with TASKRUN_FLAG says when some waits; one without (the
+	 * caller's DEFER_TASKRUN or COOP_TASKRUN alone) is asked every time.
+	 * Only here: a wait below runs the work anyway, and asking before
+	 * each reap would run it ahead of the CQEs already posted (a
+	 * receive's chunk that stops the multishot receive the work would
+	 * take further).
 	 */
-	if (u->ring->flags & IORING_SETUP_DEFER_TASKRUN) {
-		bl__uring_flush_backlog(u);
-		io_uring_submit(u->ring);
-		io_uring_enter(u->ring->ring_fd, 0, 0, IORING_ENTER_GETEVENTS,
-			       NULL);
-	}
+	if (u->enter_always || bl__uring_taskrun_due(u))
+		get_events(u);
 	for (;;) {
 		unsigned keep;
 		int ms = timeout_ms;

@@ -160,6 +160,8 @@ struct bl_uring {
 	unsigned reap_at;	/* then: the CQ index after the one handled */
 	struct uop *delivering;	/* deliver: the ops after the one called */
 	bool need_submit;	/* attached: resubmissions were prepared */
+	bool enter_always;	/* task work deferred, no IORING_SQ_TASKRUN:
+				 * every run enters the kernel for it */
 	bool has_send_zc, has_sendmsg_zc, has_recv_multishot;
 	bool zc_report;		/* IORING_SEND_ZC_REPORT_USAGE accepted */
 	bool zc_adapt;		/* follow the kernel's usage reports */
@@ -369,6 +371,16 @@ static inline int bl__uring_apply_hook(struct uop *op,
 		atomic_load_explicit(&bl__uring_cqe_hook, memory_order_relaxed);
 
 	return h ? h(c, op->arg) : c->res;
+}
+
+/*
+ * The kernel holds task work for this thread (IORING_SQ_TASKRUN, on rings
+ * with IORING_SETUP_TASKRUN_FLAG): completions are ready but not posted
+ * until the thread enters the kernel.
+ */
+static inline bool bl__uring_taskrun_due(const struct bl_uring *u)
+{
+	return IO_URING_READ_ONCE(*u->ring->sq.kflags) & IORING_SQ_TASKRUN;
 }
 
 static inline bool bl__uring_cqe_ours(const struct io_uring_cqe *c)

@@ -957,8 +957,10 @@ END_TEST
 START_TEST(uring_setup_fault)
 {
 	/* a ring the kernel refuses (seccomp EPERM, ENOSYS, ENOMEM from
-	 * locked-memory limits) falls back to the blocking back end with a
-	 * reason, and works; a ring without a probe still sends */
+	 * locked-memory limits, EINVAL however asked) falls back to the
+	 * blocking back end with a reason, and works; only EINVAL is asked
+	 * again (without the flags the library added); a ring without a
+	 * probe still sends */
 	static const int errs[] = { EPERM, ENOSYS, ENOMEM, EINVAL };
 	struct bl_uring *u;
 	struct bl_list l;
@@ -973,7 +975,7 @@ START_TEST(uring_setup_fault)
 	for (unsigned i = 0; i < 5; i++) {
 		fs_reset();
 		if (i < 4)
-			fs_plan(FS_URING_QUEUE_INIT_PARAMS, 1, 1, FS_FAIL,
+			fs_plan(FS_URING_QUEUE_INIT_PARAMS, 1, 0, FS_FAIL,
 				errs[i], 0);
 		else
 			fs_plan(FS_URING_GET_PROBE_RING, 1, 1, FS_FAIL, 0, 0);
@@ -981,7 +983,10 @@ START_TEST(uring_setup_fault)
 		u = bl_uring_create(NULL);
 		fs_arm(false);
 		ck_assert_ptr_nonnull(u);
-		ck_assert_uint_eq(fs_hits_total(), 1);
+		ck_assert_uint_eq(fs_hits_total(), i == 3 ? 2 : 1);
+		if (i < 4)
+			ck_assert_uint_eq(fs_calls(FS_URING_QUEUE_INIT_PARAMS),
+					  i == 3 ? 2 : 1);
 		pts++;
 		point(P_OTHER);
 		if (i < 4) {
@@ -1014,6 +1019,156 @@ START_TEST(uring_setup_fault)
 	tu_alloc_uninstall();
 }
 END_TEST
+
+#define TR_COOP (IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG)
+#define TR_DEFER (IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | \
+		  IORING_SETUP_TASKRUN_FLAG)
+
+/* Whether the kernel makes a ring with @flags (not armed: the real call). */
+static bool kernel_takes(unsigned flags)
+{
+	struct io_uring ring;
+	struct io_uring_params ip;
+
+	memset(&ip, 0, sizeof(ip));
+	ip.flags = flags;
+	if (io_uring_queue_init_params(8, &ring, &ip))
+		return false;
+	io_uring_queue_exit(&ring);
+	return true;
+}
+
+/*
+ * The flags bl_uring_create() adds to a ring of its own, each refused in
+ * turn as an old kernel would (EINVAL): the ring is made with the next
+ * choice (single_issuer: DEFER_TASKRUN, then COOP_TASKRUN, then neither),
+ * and works; refused every time, it is the blocking back end.  Flags the
+ * caller chose get nothing added and no second try.
+ * _i 0: the defaults; 1: single_issuer; 2: the caller's own flags.
+ */
+START_TEST(uring_setup_flags_fallback)
+{
+	const unsigned steps[3][3] = { { TR_COOP, 0 }, { TR_DEFER, TR_COOP, 0 },
+				       { IORING_SETUP_COOP_TASKRUN } };
+	const unsigned nsteps = _i == 1 ? 3 : _i == 0 ? 2 : 1;
+	struct bl_list l;
+	struct ures r = { 0 };
+	unsigned long pts = 0;
+	size_t total;
+
+	tu_alloc_install(0, 0);
+	make_list(&l, &total);
+	bl_list_init(&r.data);
+	for (unsigned fail = 0; fail <= nsteps; fail++) {
+		struct bl_uring_params p = { .single_issuer = _i == 1 };
+		struct bl_uring *u;
+		unsigned k = fail;
+		int fd;
+
+		if (_i == 2)
+			p.flags = IORING_SETUP_COOP_TASKRUN;
+		/* a step this kernel refuses by itself is passed too */
+		while (k < nsteps && !kernel_takes(steps[_i][k]))
+			k++;
+		fs_reset();
+		if (fail)
+			fs_plan(FS_URING_QUEUE_INIT_PARAMS, 1, fail, FS_FAIL,
+				EINVAL, 0);
+		fs_arm(true);
+		u = bl_uring_create(&p);
+		fs_arm(false);
+		ck_assert_ptr_nonnull(u);
+		ck_assert_uint_eq(fs_calls(FS_URING_QUEUE_INIT_PARAMS),
+				  k < nsteps ? k + 1 : nsteps);
+		pts++;
+		point(P_OTHER);
+		if (k == nsteps) {
+			ck_assert_int_eq(bl_uring_backend(u),
+					 BL_URING_BLOCKING);
+			ck_assert_ptr_nonnull(strstr(bl_uring_backend_reason(u),
+						     strerror(EINVAL)));
+		} else {
+			ck_assert_int_eq(bl_uring_backend(u),
+					 BL_URING_IO_URING);
+			ck_assert_uint_eq(bl_uring_ring(u)->flags &
+					  (TR_COOP | TR_DEFER),
+					  steps[_i][k]);
+		}
+		truncate_out();
+		fd = open(out_path, O_WRONLY);
+		ck_assert_int_ge(fd, 0);
+		r.calls = 0;
+		ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, ucb, &r), 0);
+		run_until(u, &r, 1);
+		ck_assert_int_eq(r.res, (ssize_t)total);
+		close(fd);
+		file_is(out_path, DATA, total, "write after flags refused");
+		bl_uring_destroy(u);
+	}
+	report("uring create (setup flags refused)", pts);
+	bl_list_clear(&l);
+	ck_assert_int_eq(live_bytes(), 0);
+	tu_alloc_uninstall();
+}
+END_TEST
+
+/*
+ * A ring with TASKRUN_FLAG enters the kernel in bl_uring_run(u, 0, 0) only
+ * when the SQ ring says that task work waits; a ring that defers task work
+ * without the flag (the caller's DEFER_TASKRUN) enters every time.
+ * _i 0: single_issuer; 1: the defaults; 2: the caller's DEFER_TASKRUN.
+ */
+START_TEST(uring_taskrun_enters_only_when_work_waits)
+{
+	struct bl_uring_params p = { .single_issuer = _i == 0 };
+	struct bl_uring *u;
+	struct ures r = { 0 };
+	int sv[2], spins;
+	unsigned fl;
+
+	if (_i == 2)
+		p.flags = IORING_SETUP_SINGLE_ISSUER |
+			  IORING_SETUP_DEFER_TASKRUN;
+	u = bl_uring_create(&p);
+	ck_assert_ptr_nonnull(u);
+	if (bl_uring_backend(u) != BL_URING_IO_URING) {
+		bl_uring_destroy(u);	/* refused by this kernel: no ring */
+		return;
+	}
+	fl = bl_uring_ring(u)->flags;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	bl_list_init(&r.data);
+	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, ucb, &r), 0);
+	ck_assert_int_eq(bl_uring_submit(u), 1);
+	fs_reset();
+	fs_arm(true);
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(bl_uring_run(u, 0, 0), 0);
+	fs_arm(false);
+	if (fl & IORING_SETUP_TASKRUN_FLAG)
+		ck_assert_uint_eq(fs_calls(FS_URING_ENTER), 0);
+	else
+		ck_assert_uint_eq(fs_calls(FS_URING_ENTER), 100);
+	/* the data arrives: its task work waits for this thread */
+	ck_assert_int_eq(write(sv[0], "abc", 3), 3);
+	fs_reset();
+	fs_arm(true);
+	for (spins = 0; !r.calls && spins < 100000; spins++)
+		ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
+	fs_arm(false);
+	ck_assert_int_eq(r.calls, 1);
+	ck_assert_int_eq(r.res, 3);
+	tu_assert_list_eq(&r.data, "abc", 3);
+	/* DEFER_TASKRUN runs it only in io_uring_enter(): ours */
+	if (fl & IORING_SETUP_DEFER_TASKRUN)
+		ck_assert_uint_ge(fs_calls(FS_URING_ENTER), 1);
+	bl_list_clear(&r.data);
+	bl_uring_destroy(u);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 
 START_TEST(uring_register_fault)
 {
@@ -2037,6 +2192,9 @@ static Suite *faults_suite(void)
 	tcase_add_loop_test(tc, uring_fault, 0, nuidx);
 	if (have_uring) {
 		tcase_add_test(tc, uring_setup_fault);
+		tcase_add_loop_test(tc, uring_setup_flags_fallback, 0, 3);
+		tcase_add_loop_test(tc, uring_taskrun_enters_only_when_work_waits,
+				    0, 3);
 		tcase_add_test(tc, uring_register_fault);
 		tcase_add_test(tc, uring_enter_fault);
 	}

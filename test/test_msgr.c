@@ -43,6 +43,7 @@
 #include "uring_int.h"
 
 static bool blocking;		/* the back end of the running TCase */
+static bool single_issuer;	/* its rings DEFER_TASKRUN (conn-defer) */
 static uint64_t seed;
 
 /* A pattern every payload is a slice of: sender and receiver agree on
@@ -68,11 +69,20 @@ static int64_t now_ms(void)
 static void setup_uring(void)
 {
 	blocking = false;
+	single_issuer = false;
+}
+
+/* every ring made with bl_uring_params.single_issuer (DEFER_TASKRUN) */
+static void setup_defer(void)
+{
+	blocking = false;
+	single_issuer = true;
 }
 
 static void setup_blocking(void)
 {
 	blocking = true;
+	single_issuer = false;
 }
 
 static struct bl_uring *mk_uring_flags(unsigned flags)
@@ -83,6 +93,7 @@ static struct bl_uring *mk_uring_flags(unsigned flags)
 	memset(&p, 0, sizeof(p));
 	p.force_blocking = blocking;
 	p.flags = flags;
+	p.single_issuer = single_issuer;
 	u = bl_uring_create(&p);
 	ck_assert_ptr_nonnull(u);
 	if (!blocking && bl_uring_backend(u) != BL_URING_IO_URING)
@@ -3525,6 +3536,7 @@ int main(void)
 	tcase_add_test(tc, encode_and_parse_fail_cleanly_without_memory);
 	suite_add_tcase(s, tc);
 	add_conn_cases(s, "conn-uring", setup_uring);
+	add_conn_cases(s, "conn-defer", setup_defer);
 	add_conn_cases(s, "conn-blocking", setup_blocking);
 	return tu_run(s);
 }

@@ -2761,24 +2761,70 @@ START_TEST(test_destroy_of_attached_ring_leaves_the_application_cqes)
 }
 END_TEST
 
-START_TEST(test_defer_taskrun_ring_sees_completions_without_waiting)
+/* Whether the kernel makes a ring with @flags. */
+static bool kernel_takes(unsigned flags)
 {
+	struct io_uring ring;
+	struct io_uring_params ip;
+
+	memset(&ip, 0, sizeof(ip));
+	ip.flags = flags;
+	if (io_uring_queue_init_params(8, &ring, &ip))
+		return false;
+	io_uring_queue_exit(&ring);
+	return true;
+}
+
+/*
+ * Rings whose task work waits for the thread (completions posted only when
+ * it enters the kernel): bl_uring_run(u, 0, 0) still sees them.  _i 0: the
+ * caller's SINGLE_ISSUER | DEFER_TASKRUN (every run enters); 1:
+ * single_issuer (the library adds TASKRUN_FLAG and enters when the SQ
+ * ring says so); 2: the default (COOP_TASKRUN | TASKRUN_FLAG); 3: the
+ * caller's COOP_TASKRUN alone (every run enters).
+ */
+START_TEST(test_taskrun_rings_see_completions_without_waiting)
+{
+	static const unsigned defer = IORING_SETUP_SINGLE_ISSUER |
+				      IORING_SETUP_DEFER_TASKRUN;
+	static const unsigned coop = IORING_SETUP_COOP_TASKRUN |
+				     IORING_SETUP_TASKRUN_FLAG;
 	struct bl_uring_params p;
 	struct bl_uring *u;
 	struct bl_list l;
 	struct rec w, r;
 	char path[PATH_MAX];
 	int fd = tmp_open(path, sizeof(path)), sv[2], spins;
+	unsigned want = 0, fl;
 
 	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+	if (_i == 0)
+		p.flags = defer;
+	else if (_i == 1)
+		p.single_issuer = true;
+	else if (_i == 3)
+		p.flags = IORING_SETUP_COOP_TASKRUN;
 	u = bl_uring_create(&p);
 	ck_assert_ptr_nonnull(u);
+	if (_i == 1)
+		want = kernel_takes(defer | IORING_SETUP_TASKRUN_FLAG)
+		       ? defer | IORING_SETUP_TASKRUN_FLAG
+		       : kernel_takes(coop) ? coop : 0;
+	else if (_i == 2)
+		want = kernel_takes(coop) ? coop : 0;
+	else
+		want = p.flags;
 	if (bl_uring_backend(u) != BL_URING_IO_URING) {
-		/* kernel before 6.1: the documented fallback */
-		fprintf(stderr, "test_uring: DEFER_TASKRUN refused (%s)\n",
-			bl_uring_backend_reason(u));
+		/* the caller's flags, refused (before 6.1 / 5.19): the
+		 * documented fallback */
+		ck_assert(_i == 0 || _i == 3);
+		fprintf(stderr, "test_uring: flags %#x refused (%s)\n",
+			p.flags, bl_uring_backend_reason(u));
 		ck_assert_str_ne(bl_uring_backend_reason(u), "");
+	} else {
+		/* exactly the flags chosen, nothing else of the kind */
+		fl = bl_uring_ring(u)->flags;
+		ck_assert_uint_eq(fl & (defer | coop), want);
 	}
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	bl_list_init(&l);
@@ -3403,7 +3449,8 @@ static Suite *uring_suite(void)
 	if (uring_ok) {
 		tcase_add_test(tc, test_attached_ring_shares_the_application_event_loop);
 		tcase_add_test(tc, test_destroy_of_attached_ring_leaves_the_application_cqes);
-		tcase_add_test(tc, test_defer_taskrun_ring_sees_completions_without_waiting);
+		tcase_add_loop_test(tc, test_taskrun_rings_see_completions_without_waiting,
+				    0, 4);
 		tcase_add_test(tc, test_write_refused_rwf_nosignal_goes_again_without_it);
 	}
 	suite_add_tcase(s, tc);

@@ -6,7 +6,7 @@
  *   msgbench [--size SIZE] [--conns N] [--seconds S] [--mode pingpong|stream]
  *            [--parse] [--impl ours|base|both] [--zc] [--align] [--blocking]
  *            [--direct-min SIZE] [--no-regpool] [--busy-poll US] [--lz4]
- *            [--frames N] [-q]
+ *            [--ring coop|defer] [--frames N] [-q]
  *
  * SIZE as blbench takes it (blb_parse_size of tools/blbench_util.c, linked
  * in): K, M, G.  Every option is checked; a bad one is a reason and the
@@ -30,6 +30,10 @@
  *                 default 0: off)
  *   --lz4         every payload compressed by its sender and decompressed
  *                 by its receiver (below)
+ *   --ring        how ours' rings run completion work: coop (the
+ *                 library's default: COOP_TASKRUN) or defer
+ *                 (bl_uring_params.single_issuer: DEFER_TASKRUN, every
+ *                 ring made and used by one thread, which msgbench's are)
  *
  * Both sides speak the same wire format (msgr.h: 24-byte preamble with its
  * own crc32c, payload, payload crc32c) and verify both crcs with the same
@@ -251,7 +255,7 @@ static const char usage_text[] =
 	"usage: msgbench [--size SIZE] [--conns N] [--seconds S] [--mode stream|pingpong]\n"
 	"                [--parse] [--impl ours|base|both] [--zc] [--align] [--blocking]\n"
 	"                [--direct-min SIZE] [--no-regpool] [--busy-poll US] [--lz4]\n"
-	"                [--frames N] [-q]\n"
+	"                [--ring coop|defer] [--frames N] [-q]\n"
 	"\n"
 	"Without --size, --conns, --mode or --parse: the whole matrix (parse; stream\n"
 	"64 B and 1 MiB over 1 and 4 connections; pingpong 64 B and 1 MiB).\n"
@@ -273,6 +277,8 @@ static const char usage_text[] =
 	"                         US microseconds after a receive, 0 to 1000000\n"
 	"                         (0: off)\n"
 	"  -L, --lz4              payloads lz4-compressed on the wire\n"
+	"  -r, --ring MODE        ours: coop (the library's default ring) or\n"
+	"                         defer (single issuer, DEFER_TASKRUN) (coop)\n"
 	"  -f, --frames N         frames for the parse benchmark, 1 to 10000000\n"
 	"                         (100000)\n"
 	"  -q, --quiet            only the RESULT lines\n"
@@ -337,6 +343,7 @@ static int parse_opts(struct mb_cfg *cfg, bool *parse, bool *net,
 		{ "no-regpool", no_argument, NULL, 'R' },
 		{ "busy-poll", required_argument, NULL, 'P' },
 		{ "lz4", no_argument, NULL, 'L' },
+		{ "ring", required_argument, NULL, 'r' },
 		{ "frames", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -352,7 +359,7 @@ static int parse_opts(struct mb_cfg *cfg, bool *parse, bool *net,
 	/* getopt's messages name argv[0]: libtool's .libs path, uninstalled */
 	if (argc > 0)
 		argv[0] = (char *)"msgbench";
-	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabd:RP:Lf:qh", lo,
+	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabd:RP:Lr:f:qh", lo,
 				NULL)) != -1) {
 		switch (o) {
 		case 's':
@@ -420,6 +427,15 @@ static int parse_opts(struct mb_cfg *cfg, bool *parse, bool *net,
 			break;
 		case 'L':
 			cfg->lz4 = true;
+			break;
+		case 'r':
+			if (!strcmp(optarg, "coop"))
+				cfg->ring_defer = false;
+			else if (!strcmp(optarg, "defer"))
+				cfg->ring_defer = true;
+			else
+				return usage_error("--ring wants coop or defer, not '%s'",
+						   optarg);
 			break;
 		case 'd':
 			if (blb_parse_size(optarg, &v) || v > SIZE_MAX)

@@ -35,6 +35,7 @@ struct mb_cfg {
 	size_t direct_min;	/* 0: the library's default */
 	bool no_regpool;	/* no registered buffers for large reads */
 	unsigned busy_poll_us;	/* ours: the connections' busy_poll_us */
+	bool ring_defer;	/* ours: rings with single_issuer */
 	bool lz4;		/* payloads compressed on the wire */
 	bool quiet;
 	int impl;		/* 1 ours, 2 base, 3 both */

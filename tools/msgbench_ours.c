@@ -30,6 +30,8 @@ static struct bl_uring *make_uring(const struct mb_cfg *cfg)
 	memset(&p, 0, sizeof(p));
 	p.zc_threshold = cfg->zc ? 0 : SIZE_MAX;
 	p.force_blocking = cfg->blocking;
+	/* made here, in the thread that runs it, and used by it alone */
+	p.single_issuer = cfg->ring_defer;
 	u = bl_uring_create(&p);
 	if (!u)
 		mb_die("bl_uring_create", ENOMEM);

@@ -71,8 +71,26 @@ enum bl_uring_backend {
 /**
  * struct bl_uring_params - creation options (NULL: all defaults).
  * @entries:        submission queue size (0: 256).
- * @flags:          io_uring_setup flags (IORING_SETUP_*).
+ * @flags:          io_uring_setup flags (IORING_SETUP_*).  With none of
+ *                  SQPOLL, COOP_TASKRUN, TASKRUN_FLAG, SINGLE_ISSUER and
+ *                  DEFER_TASKRUN among them, bl_uring_create() adds
+ *                  COOP_TASKRUN | TASKRUN_FLAG (Linux 5.19; without them
+ *                  on a kernel that refuses them): completion work waits
+ *                  for the thread's next system call instead of
+ *                  interrupting it.  A program that reaps the ring itself
+ *                  (bl_uring_ring) enters the kernel when the SQ ring
+ *                  flags say IORING_SQ_TASKRUN, as liburing's waits do.
  * @force_blocking: use the blocking back end even where io_uring works.
+ * @single_issuer:  the ring is used by the creating thread only: every
+ *                  submission, bl_uring_run() and bl_uring_destroy() on
+ *                  it come from that thread, and no other thread polls
+ *                  or waits on its fd.  The ring is then made with
+ *                  SINGLE_ISSUER | DEFER_TASKRUN (Linux 6.1; else as
+ *                  without), so completion work runs in batches inside
+ *                  that thread's waits.  A call from another thread fails
+ *                  (-EEXIST), and poll() on bl_uring_ring()'s fd does not
+ *                  see completions (bl_msgr_server_poll() allows for it).
+ *                  Ignored when @flags chose as above.
  * @zc_threshold:   sends of at least this many bytes use zero copy
  *                  (0: the library's measured default, 16 KiB; SIZE_MAX:
  *                  never).  A socket on which the kernel reports that it
@@ -83,6 +101,7 @@ struct bl_uring_params {
 	unsigned entries;
 	unsigned flags;
 	bool force_blocking;
+	bool single_issuer;
 	size_t zc_threshold;
 };
 
@@ -90,7 +109,8 @@ struct bl_uring_params {
  * bl_uring_create() - a ring of its own.
  * Return: new, or NULL with errno ENOMEM when memory runs out.  A ring
  * that io_uring refuses falls back to the blocking back end instead of
- * failing.
+ * failing (after trying again without the flags the library chose, when
+ * the kernel says EINVAL).
  */
 BL_API struct bl_uring *bl_uring_create(const struct bl_uring_params *p);
 
