@@ -725,6 +725,7 @@ START_TEST(test_msgbench_bad_options_give_a_reason_and_status_2)
 		{ "--seconds", "nan", NULL },
 		{ "--mode", "burst", NULL },
 		{ "--impl", "theirs", NULL },
+		{ "--ring", "sqpoll", NULL },
 		{ "--direct-min", "1q", NULL },
 		{ "--frames", "0", NULL },
 		{ "--frames", "1e3", NULL },
@@ -764,8 +765,8 @@ START_TEST(test_msgbench_help_lists_every_option_on_stdout)
 	static const char *const opts[] = {
 		"--size", "--conns", "--seconds", "--mode", "--parse",
 		"--impl", "--zc", "--align", "--blocking", "--direct-min",
-		"--no-regpool", "--lz4", "--frames", "--quiet", "--help",
-		"--version",
+		"--no-regpool", "--lz4", "--ring", "--frames", "--quiet",
+		"--help", "--version",
 	};
 	struct res r;
 
@@ -795,6 +796,14 @@ START_TEST(test_msgbench_takes_sizes_with_suffixes)
 	RUN_MSGBENCH(&r, "--parse", "--frames", "1000", "-q");
 	expect_status(&r, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "RESULT msgbench parse size=0 conns=0 impl=ours "));
+	res_free(&r);
+
+	/* rings with single_issuer (DEFER_TASKRUN) on both sides */
+	RUN_MSGBENCH(&r, "--mode", "pingpong", "--ring", "defer", "--seconds",
+		     "0.1", "--impl", "ours", "-q");
+	expect_status(&r, 0);
+	ck_assert_ptr_nonnull(strstr(r.out,
+		"RESULT msgbench pingpong size=64 conns=1 impl=ours "));
 	res_free(&r);
 }
 END_TEST
