@@ -44,10 +44,11 @@ size_t bl_iter_remaining(const struct bl_iter *it)
 }
 
 /*
- * Segments a forward move walks before it asks the list instead: the
- * list's lookup (an index search in a long list) costs about what a walk
- * over this many does, so a far move costs no more than that plus one
- * lookup, and near ones never pay for the lookup.
+ * Segments a forward move in a long list walks before it asks the list
+ * instead: the list's index search costs about what a walk over this many
+ * does, so a far move costs no more than that plus one lookup, and near
+ * ones never pay for the lookup.  A short list has no index (its lookup
+ * would walk again from the front), so there the move walks on.
  */
 #define WALK_MAX 64
 
@@ -66,7 +67,8 @@ static void walk(struct bl_iter *it, size_t n)
 	unsigned steps = 0;
 
 	while (inner >= s->len) {
-		if (bl__unlikely(++steps == WALK_MAX)) {
+		if (bl__unlikely(++steps == WALK_MAX) &&
+		    bl__list_nseg(it->_l) > BL__LINDEX_MIN) {
 			bl__list_seek(it->_l, off, &c, &inner);
 			break;
 		}

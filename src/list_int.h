@@ -52,6 +52,13 @@ static inline size_t bl__list_len(const struct bl_list *l)
 	return l->_len;
 }
 
+/*
+ * A list of more segments than this looks offsets past its second chunk
+ * up in its offset index (list_index.c); a shorter one walks, which costs
+ * as little at that length.
+ */
+#define BL__LINDEX_MIN 256
+
 /* Segments in @l (bl_list_num_buffers() without the call). */
 static inline unsigned bl__list_nseg(const struct bl_list *l)
 {

@@ -223,12 +223,8 @@ static inline void pos_end(struct pos *p)
 	p->inner = 0;
 }
 
-/*
- * A list of more segments than this looks offsets past its second chunk
- * up in its offset index (list_index.c); a shorter one walks, which costs
- * as little at that length.
- */
-#define LINDEX_MIN 256
+/* BL__LINDEX_MIN (list_int.h), under the name the list files use */
+#define LINDEX_MIN BL__LINDEX_MIN
 
 /*
  * locate() past the second chunk of a list of more than LINDEX_MIN

@@ -19,7 +19,7 @@
 #include "testutil.h"
 
 #define POOL_LEN (4u << 20)	/* the bytes every slice is cut from */
-#define LINDEX_MIN 256		/* as list_priv.h: longer lists index */
+#define LINDEX_MIN BL__LINDEX_MIN	/* longer lists index (list_int.h) */
 
 static uint64_t seed;
 static struct bl_ptr pool;	/* one raw of random bytes */

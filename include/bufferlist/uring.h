@@ -80,6 +80,12 @@ enum bl_uring_backend {
  *                  interrupting it.  A program that reaps the ring itself
  *                  (bl_uring_ring) enters the kernel when the SQ ring
  *                  flags say IORING_SQ_TASKRUN, as liburing's waits do.
+ *                  The work runs on the thread that submitted the
+ *                  operation: a ring handed to another thread gets the
+ *                  completions of the first thread's operations only once
+ *                  that thread enters the kernel or its time slice ends,
+ *                  so hand a ring over when nothing it submitted is in
+ *                  flight, or pass flags of your own.
  * @force_blocking: use the blocking back end even where io_uring works.
  * @single_issuer:  the ring is used by the creating thread only: every
  *                  submission, bl_uring_run() and bl_uring_destroy() on
