@@ -46,6 +46,7 @@
 #include <bufferlist/uring.h>
 #include "uring_int.h"
 #include "faultsys.h"
+#include "uring_probe.h"
 #include "testutil.h"
 
 #define DATA_LEN	((3u << 20) + 4096)
@@ -537,6 +538,23 @@ static void run_until(struct bl_uring *u, struct ures *r, int want_calls)
 	ck_assert_int_ge(r->calls, want_calls);
 }
 
+/* @u, whatever back end it got, writes @l (@total bytes) to out_path. */
+static void ring_writes(struct bl_uring *u, struct bl_list *l,
+			struct ures *r, size_t total, const char *what)
+{
+	int fd;
+
+	truncate_out();
+	fd = open(out_path, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	r->calls = 0;
+	ck_assert_int_eq(bl_uring_write(u, fd, 0, l, ucb, r), 0);
+	run_until(u, r, 1);
+	ck_assert_int_eq(r->res, (ssize_t)total);
+	close(fd);
+	file_is(out_path, DATA, total, what);
+}
+
 enum uop_kind { U_WRITE, U_WRITE_POS, U_READ, U_SEND, U_RECV, U_POOLED,
 		U_POOLED_MULTI, U_PIPE };
 
@@ -967,7 +985,6 @@ START_TEST(uring_setup_fault)
 	struct ures r = { 0 };
 	unsigned long pts = 0;
 	size_t total;
-	int fd;
 
 	tu_alloc_install(0, 0);
 	make_list(&l, &total);
@@ -1002,15 +1019,7 @@ START_TEST(uring_setup_fault)
 			bl__uring_features(u, &f);
 			ck_assert(!f.send_zc && !f.sendmsg_zc);
 		}
-		truncate_out();
-		fd = open(out_path, O_WRONLY);
-		ck_assert_int_ge(fd, 0);
-		r.calls = 0;
-		ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, ucb, &r), 0);
-		run_until(u, &r, 1);
-		ck_assert_int_eq(r.res, (ssize_t)total);
-		close(fd);
-		file_is(out_path, DATA, total, "write after setup fault");
+		ring_writes(u, &l, &r, total, "write after setup fault");
 		bl_uring_destroy(u);
 	}
 	report("uring create (init/probe refused)", pts);
@@ -1023,20 +1032,6 @@ END_TEST
 #define TR_COOP (IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG)
 #define TR_DEFER (IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | \
 		  IORING_SETUP_TASKRUN_FLAG)
-
-/* Whether the kernel makes a ring with @flags (not armed: the real call). */
-static bool kernel_takes(unsigned flags)
-{
-	struct io_uring ring;
-	struct io_uring_params ip;
-
-	memset(&ip, 0, sizeof(ip));
-	ip.flags = flags;
-	if (io_uring_queue_init_params(8, &ring, &ip))
-		return false;
-	io_uring_queue_exit(&ring);
-	return true;
-}
 
 /*
  * The flags bl_uring_create() adds to a ring of its own, each refused in
@@ -1063,12 +1058,11 @@ START_TEST(uring_setup_flags_fallback)
 		struct bl_uring_params p = { .single_issuer = _i == 1 };
 		struct bl_uring *u;
 		unsigned k = fail;
-		int fd;
 
 		if (_i == 2)
 			p.flags = IORING_SETUP_COOP_TASKRUN;
 		/* a step this kernel refuses by itself is passed too */
-		while (k < nsteps && !kernel_takes(steps[_i][k]))
+		while (k < nsteps && !tu_kernel_takes(steps[_i][k]))
 			k++;
 		fs_reset();
 		if (fail)
@@ -1094,15 +1088,7 @@ START_TEST(uring_setup_flags_fallback)
 					  (TR_COOP | TR_DEFER),
 					  steps[_i][k]);
 		}
-		truncate_out();
-		fd = open(out_path, O_WRONLY);
-		ck_assert_int_ge(fd, 0);
-		r.calls = 0;
-		ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, ucb, &r), 0);
-		run_until(u, &r, 1);
-		ck_assert_int_eq(r.res, (ssize_t)total);
-		close(fd);
-		file_is(out_path, DATA, total, "write after flags refused");
+		ring_writes(u, &l, &r, total, "write after flags refused");
 		bl_uring_destroy(u);
 	}
 	report("uring create (setup flags refused)", pts);

@@ -39,6 +39,7 @@
 #include <linux/seccomp.h>
 #include <liburing.h>
 #include "testutil.h"
+#include "uring_probe.h"
 #include "uring_int.h"
 
 static bool blocking;		/* the back end of the running TCase */
@@ -2761,20 +2762,6 @@ START_TEST(test_destroy_of_attached_ring_leaves_the_application_cqes)
 }
 END_TEST
 
-/* Whether the kernel makes a ring with @flags. */
-static bool kernel_takes(unsigned flags)
-{
-	struct io_uring ring;
-	struct io_uring_params ip;
-
-	memset(&ip, 0, sizeof(ip));
-	ip.flags = flags;
-	if (io_uring_queue_init_params(8, &ring, &ip))
-		return false;
-	io_uring_queue_exit(&ring);
-	return true;
-}
-
 /*
  * Rings whose task work waits for the thread (completions posted only when
  * it enters the kernel): bl_uring_run(u, 0, 0) still sees them.  _i 0: the
@@ -2807,11 +2794,11 @@ START_TEST(test_taskrun_rings_see_completions_without_waiting)
 	u = bl_uring_create(&p);
 	ck_assert_ptr_nonnull(u);
 	if (_i == 1)
-		want = kernel_takes(defer | IORING_SETUP_TASKRUN_FLAG)
+		want = tu_kernel_takes(defer | IORING_SETUP_TASKRUN_FLAG)
 		       ? defer | IORING_SETUP_TASKRUN_FLAG
-		       : kernel_takes(coop) ? coop : 0;
+		       : tu_kernel_takes(coop) ? coop : 0;
 	else if (_i == 2)
-		want = kernel_takes(coop) ? coop : 0;
+		want = tu_kernel_takes(coop) ? coop : 0;
 	else
 		want = p.flags;
 	if (bl_uring_backend(u) != BL_URING_IO_URING) {
