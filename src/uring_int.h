@@ -35,6 +35,9 @@ void bl__uring_counters(const struct bl_uring *u,
 /* Operations called back but still waiting for the kernel (zero copy). */
 unsigned bl__uring_retiring(const struct bl_uring *u);
 
+/* Zero-copy sends destroys gave up waiting for, in this process. */
+unsigned bl__uring_abandoned(void);
+
 /* Features found by the run-time probe (false on the blocking back end). */
 struct bl__uring_features {
 	bool send_zc;		/* IORING_OP_SEND_ZC */

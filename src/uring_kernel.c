@@ -540,10 +540,65 @@ static void cancel_all(struct bl_uring *u)
 			op_cancel(u, op);
 }
 
+/*
+ * Zero-copy sends that bl_uring_destroy() stopped waiting for (see
+ * abandon_stranded()).  They are never freed: the kernel may still read
+ * their buffers, so those stay allocated, and the list keeps them
+ * reachable so that a leak checker counts them as held, not lost.
+ */
+static _Atomic(struct uop *) abandoned;
+static atomic_uint nabandoned;
+
+unsigned bl__uring_abandoned(void)
+{
+	return atomic_load_explicit(&nabandoned, memory_order_relaxed);
+}
+
+/*
+ * A zero-copy send's notification comes when the network is done with its
+ * pages: when the peer has acknowledged the bytes.  A peer that stopped
+ * reading (a stopped process, a full receive window) never does, and a
+ * destroy that waited for it would hang for as long as the peer stalls.
+ * So after a second in which no notification arrived, the sends that only
+ * wait for one are given up: their callbacks ran long ago, their buffers
+ * stay referenced for good (memory the kernel may read is never reused),
+ * and the ring closes without them - the kernel ends them itself when it
+ * lets go.  Not on an attached ring: the application's ring would still
+ * deliver their notifications, to a bl_uring that is gone.
+ */
+static void abandon_stranded(struct bl_uring *u)
+{
+	struct uop *op, *next;
+
+	if (u->attached)
+		return;
+	for (op = u->live; op; op = next) {
+		next = op->lnext;
+		if (!op->called || op->sqe || !op->notifs || op->queued)
+			continue;
+		if (op->lprev)
+			op->lprev->lnext = op->lnext;
+		else
+			u->live = op->lnext;
+		if (op->lnext)
+			op->lnext->lprev = op->lprev;
+		u->retiring--;
+		op->u = NULL;
+		op->qnext = atomic_load_explicit(&abandoned,
+						 memory_order_relaxed);
+		while (!atomic_compare_exchange_weak_explicit(
+			&abandoned, &op->qnext, op, memory_order_release,
+			memory_order_relaxed))
+			;
+		atomic_fetch_add_explicit(&nabandoned, 1, memory_order_relaxed);
+	}
+}
+
 static void kernel_drain(struct bl_uring *u)
 {
 	struct uop *op;
 	unsigned rounds = 0;
+	uint64_t notifs = u->cnt.notifs;
 
 	while ((op = backlog_pop(u)))
 		bl__uring_op_abort(u, op, -ECANCELED);
@@ -553,8 +608,9 @@ static void kernel_drain(struct bl_uring *u)
 	 * Wait for the kernel to let go of every op: cancelled requests
 	 * complete with -ECANCELED, those it could not cancel (a file write
 	 * already running) with their result, zero-copy notifications
-	 * whenever the network is done.  A request that was not cancellable
-	 * when asked is asked again every second.
+	 * whenever the network is done (or never: abandon_stranded()).  A
+	 * request that was not cancellable when asked is asked again every
+	 * second.
 	 */
 	while (u->live) {
 		unsigned keep;
@@ -569,8 +625,12 @@ static void kernel_drain(struct bl_uring *u)
 		if (u->doneq)
 			continue;	/* ops that waited their turn: ended */
 		wait_cqes(u, keep, 100);
-		if (++rounds % 10 == 0)
+		if (++rounds % 10 == 0) {
 			cancel_all(u);
+			if (u->cnt.notifs == notifs)
+				abandon_stranded(u);
+			notifs = u->cnt.notifs;
+		}
 	}
 }
 

@@ -1655,6 +1655,119 @@ START_TEST(test_zero_copy_raw_is_freed_only_after_the_notification)
 }
 END_TEST
 
+/*
+ * A loopback TCP pair whose receiver (@fds[1]) offers a window of a few
+ * KiB and is never read: what is sent beyond that stays in the sender's
+ * queue, and a zero-copy send's notification never comes.
+ */
+static void tcp_pair_stalled(int fds[2])
+{
+	struct sockaddr_in a;
+	socklen_t alen = sizeof(a);
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), small = 1;
+
+	ck_assert_int_ge(ls, 0);
+	/* on the listener, so that the window is small from the handshake */
+	ck_assert_int_eq(setsockopt(ls, SOL_SOCKET, SO_RCVBUF, &small,
+				    sizeof(small)), 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(ls, 1), 0);
+	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
+	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fds[0], 0);
+	ck_assert_int_eq(connect(fds[0], (struct sockaddr *)&a, sizeof(a)), 0);
+	fds[1] = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+	ck_assert_int_ge(fds[1], 0);
+	close(ls);
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct stranded {
+	int calls;
+	ssize_t res;
+};
+
+static void stranded_cb(void *arg, ssize_t res, struct bl_list *data)
+{
+	struct stranded *st = arg;
+
+	(void)data;
+	st->calls++;
+	st->res = res;
+}
+
+/*
+ * A zero-copy send to a peer that stopped reading: the kernel took every
+ * byte, so the send completed, but its notification waits for the peer.
+ * bl_uring_destroy() gives up on it after a second instead of hanging for
+ * as long as the peer stalls, and leaves its memory allocated (the kernel
+ * may still read it): the raw is not freed.
+ */
+START_TEST(test_destroy_gives_up_a_notification_a_stalled_peer_holds)
+{
+	const size_t len = 128 << 10;
+	struct bl_uring *u = new_ring(1);
+	struct zc_watch w;
+	struct stranded st = { 0, 0 };
+	struct bl_list l;
+	struct bl_ptr p;
+	char *mem = malloc(len);
+	unsigned before = bl__uring_abandoned();
+	bool stranded_op;
+	double t0, end;
+	int fds[2];
+
+	ck_assert_ptr_nonnull(mem);
+	memset(&w, 0, sizeof(w));
+	w.u = u;
+	memset(mem, 's', len);
+	tcp_pair_stalled(fds);
+	bl_list_init(&l);
+	p.raw = bl_raw_claim(mem, len, zc_free, &w);
+	ck_assert_ptr_nonnull(p.raw);
+	p.off = 0;
+	p.len = len;
+	ck_assert_int_eq(bl_list_append_ptr_move(&l, &p), 0);
+	ck_assert_int_eq(bl_uring_send(u, fds[0], &l, 0, stranded_cb, &st), 0);
+	bl_list_clear(&l);
+	/* until the send completed, or for 2 s if the socket took only part */
+	end = mono_s() + 2;
+	while (!st.calls && mono_s() < end)
+		ck_assert_int_ge(bl_uring_run(u, 0, 100), 0);
+	stranded_op = st.calls && bl__uring_retiring(u) > 0;
+	if (stranded_op)
+		ck_assert_int_eq(st.res, (ssize_t)len);
+	else if (!blocking)	/* the blocking back end copies */
+		fprintf(stderr, "test_uring: the send did not strand a "
+			"notification (%s), destroy cancels it instead\n",
+			st.calls ? "no zero copy" : "the socket took part of it");
+	t0 = mono_s();
+	bl_uring_destroy(u);
+	/* a second without a notification, then the next cancel round */
+	ck_assert_msg(mono_s() - t0 < 5, "destroy took %.1f s", mono_s() - t0);
+	ck_assert_int_eq(st.calls, 1);
+	if (stranded_op) {
+		ck_assert_uint_eq(bl__uring_abandoned(), before + 1);
+		ck_assert_int_eq(w.freed, 0);	/* kept for the kernel */
+	} else {
+		ck_assert_uint_eq(bl__uring_abandoned(), before);
+		ck_assert_int_eq(w.freed, 1);
+	}
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
 START_TEST(test_recv_sees_zero_when_the_peer_closes)
 {
 	struct bl_uring *u = new_ring(0);
@@ -3391,6 +3504,7 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_zero_copy_the_kernel_copies_anyway_is_retried_every_1024_sends);
 		tcase_add_test(tc, test_zero_copy_on_unix_socket_falls_back_to_copy);
 		tcase_add_test(tc, test_zero_copy_raw_is_freed_only_after_the_notification);
+		tcase_add_test(tc, test_destroy_gives_up_a_notification_a_stalled_peer_holds);
 		tcase_add_test(tc, test_recv_sees_zero_when_the_peer_closes);
 		tcase_add_test(tc, test_write_to_a_gone_reader_is_epipe_without_sigpipe);
 		tcase_add_test(tc, test_run_with_min_complete_zero_advances_waiting_ops);

@@ -138,6 +138,13 @@ BL_API struct bl_uring *bl_uring_attach(struct io_uring *ring,
  * rings and the registered pool of @u that were not destroyed before (it
  * owns them: their handles are invalid afterwards; buffers still lent out
  * as raws stay valid until released).  NULL is a no-op.
+ * One wait is bounded: a zero-copy send's notification comes only once the
+ * peer has taken the bytes, which a peer that stopped reading never does.
+ * When a second passes without any notification, an own ring (not an
+ * attached one) stops waiting for the sends whose callbacks already ran:
+ * their references are never dropped (the kernel may still read that
+ * memory), so each such send keeps its buffers allocated for the life of
+ * the process.
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_uring_destroy(struct bl_uring *u);
