@@ -92,6 +92,13 @@ static inline void bl__raw_put(struct bl_raw *r)
 		bl__raw_free(r);
 }
 
+/*
+ * Taking one has no such shortcut: a count of 1 does not mean the caller
+ * holds it.  Any thread may take a reference on a raw that another one
+ * holds (raw.h), so two threads could both read 1 and store 2, losing a
+ * reference.  test_raw's test_concurrent_get_put_keeps_count catches
+ * exactly that.
+ */
 static inline struct bl_raw *bl__raw_get(struct bl_raw *r)
 {
 #ifdef BL_DEBUG

@@ -6,7 +6,8 @@
  * and crc cache may be used from any thread while each list belongs to
  * one: these tests run that promise with several threads at once, over
  * raws they all share, and check every result byte for byte.  They are
- * meant for ThreadSanitizer (--enable-tsan; CI runs make check there) but
+ * meant for ThreadSanitizer (--enable-tsan; CI runs make check-threaded
+ * there) but
  * every assertion holds in any build:
  *   - slicing, appending, substr_of and releasing shared raws: bytes and
  *     crcs exact, every raw back at one reference when the threads end;
