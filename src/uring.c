@@ -201,6 +201,11 @@ void bl_uring_destroy(struct bl_uring *u)
 	BL_ASSERT(!u->reaping && !u->destroying);	/* not from a callback */
 	u->destroying = true;
 	u->be->drain(u);
+	if (u->lost) {		/* kept for good: see uring_kernel.c */
+		if (!u->attached)
+			io_uring_queue_exit(u->ring);
+		return;
+	}
 	bl__uring_bufrings_destroy(u);
 	bl__uring_regpool_destroy(u);
 	if (u->ring && !u->attached)

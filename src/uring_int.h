@@ -38,6 +38,9 @@ unsigned bl__uring_retiring(const struct bl_uring *u);
 /* Zero-copy sends destroys gave up waiting for, in this process. */
 unsigned bl__uring_abandoned(void);
 
+/* Rings whose destroy could not enter the kernel (-EEXIST): kept. */
+unsigned bl__uring_lost_rings(void);
+
 /* Features found by the run-time probe (false on the blocking back end). */
 struct bl__uring_features {
 	bool send_zc;		/* IORING_OP_SEND_ZC */

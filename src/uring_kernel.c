@@ -594,6 +594,60 @@ static void abandon_stranded(struct bl_uring *u)
 	}
 }
 
+/*
+ * A single_issuer ring refuses every thread but its own (-EEXIST from
+ * io_uring_enter): destroyed from another one (uring.h forbids it, but a
+ * caller may), nothing in flight can be cancelled or reaped, and the
+ * destroy would spin for good.  Instead it gives up on the whole ring:
+ * the callbacks that have not run get -ECANCELED, and everything the
+ * kernel may still touch - the ops and their buffers, the buffer rings,
+ * the registered pool, the bl_uring itself - is kept for the life of the
+ * process (reachable from lost_rings); bl_uring_destroy() only closes the
+ * ring, which makes the kernel cancel what is left on its own.
+ */
+static _Atomic(struct bl_uring *) lost_rings;
+
+unsigned bl__uring_lost_rings(void)
+{
+	unsigned n = 0;
+
+	for (struct bl_uring *r = atomic_load_explicit(&lost_rings,
+						       memory_order_acquire);
+	     r; r = r->lost_next)
+		n++;
+	return n;
+}
+
+static void lose_ring(struct bl_uring *u)
+{
+	struct uop *op;
+
+	u->lost = true;
+	bl__uring_deliver(u);	/* ended without the kernel: nothing held */
+	/*
+	 * One callback at a time, from the front: a callback may end the
+	 * list's next op or start the next one on its descriptor.  Each op
+	 * is marked as held by the kernel first, so that it is never freed.
+	 */
+	do {
+		for (op = u->live; op; op = op->lnext)
+			if (!op->called && !op->queued)
+				break;
+		if (op) {
+			op->sqe = 1;
+			bl__uring_op_abort(u, op, -ECANCELED);
+		}
+	} while (op);
+	for (op = u->live; op; op = op->lnext)
+		op->sqe = 1;
+	u->lost_next = atomic_load_explicit(&lost_rings, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&lost_rings,
+						      &u->lost_next, u,
+						      memory_order_release,
+						      memory_order_relaxed))
+		;
+}
+
 static void kernel_drain(struct bl_uring *u)
 {
 	struct uop *op;
@@ -624,7 +678,10 @@ static void kernel_drain(struct bl_uring *u)
 			break;
 		if (u->doneq)
 			continue;	/* ops that waited their turn: ended */
-		wait_cqes(u, keep, 100);
+		if (wait_cqes(u, keep, 100) == -EEXIST) {
+			lose_ring(u);
+			return;
+		}
 		if (++rounds % 10 == 0) {
 			cancel_all(u);
 			if (u->cnt.notifs == notifs)

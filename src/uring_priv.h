@@ -154,6 +154,7 @@ struct bl_uring {
 	const struct bl__uring_backend *be;	/* ring's or blocking's */
 	bool attached;
 	bool destroying;
+	bool lost;		/* destroy gave up on it: kept for good */
 	bool reaping;		/* callbacks may run: no nested reap */
 	bool cq_reaping;	/* handling CQEs of the CQ ring (not the done
 				 * queue): reap_at is valid */
@@ -200,6 +201,7 @@ struct bl_uring {
 	bool wake_broken;		/* the kernel refused it: no more */
 	struct __kernel_timespec wake_ts;
 	char reason[192];
+	struct bl_uring *lost_next;	/* rings kept for good (uring_kernel.c) */
 	struct io_uring own;
 };
 

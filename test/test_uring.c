@@ -2951,6 +2951,55 @@ START_TEST(test_taskrun_rings_see_completions_without_waiting)
 }
 END_TEST
 
+static void *destroy_ring(void *arg)
+{
+	bl_uring_destroy(arg);
+	return NULL;
+}
+
+/*
+ * A single_issuer ring destroyed from a thread that is not its own (which
+ * uring.h forbids): the kernel refuses that thread (-EEXIST), so nothing
+ * can be cancelled or reaped from it.  The destroy still returns, runs
+ * the receive's callback with -ECANCELED, and keeps the ring and what the
+ * kernel may still use instead of freeing it.
+ */
+START_TEST(test_destroy_from_a_thread_a_single_issuer_ring_refuses_returns)
+{
+	struct bl_uring_params p;
+	struct bl_uring *u;
+	unsigned before = bl__uring_lost_rings();
+	bool refuses;
+	struct rec r;
+	pthread_t t;
+	int sv[2];
+
+	memset(&p, 0, sizeof(p));
+	p.single_issuer = true;
+	p.force_blocking = blocking;	/* which has no issuer: ordinary */
+	u = bl_uring_create(&p);
+	ck_assert_ptr_nonnull(u);
+	refuses = bl_uring_backend(u) == BL_URING_IO_URING &&
+		  (bl_uring_ring(u)->flags & IORING_SETUP_SINGLE_ISSUER);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, rec_cb, &r), 0);
+	ck_assert_int_eq(bl_uring_run(u, 0, 0), 0);	/* in the kernel */
+	ck_assert_int_eq(r.calls, 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, destroy_ring, u), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(r.calls, 1);
+	ck_assert_int_eq(r.res, -ECANCELED);
+	ck_assert_uint_eq(bl_list_length(&r.data), 0);
+	if (refuses)
+		ck_assert_uint_eq(bl__uring_lost_rings(), before + 1);
+	else	/* blocking, or a kernel without SINGLE_ISSUER: ordinary */
+		ck_assert_uint_eq(bl__uring_lost_rings(), before);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 /* ---- teardown with I/O in flight ---------------------------------------- */
 
 struct counted {
@@ -3505,6 +3554,7 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_zero_copy_on_unix_socket_falls_back_to_copy);
 		tcase_add_test(tc, test_zero_copy_raw_is_freed_only_after_the_notification);
 		tcase_add_test(tc, test_destroy_gives_up_a_notification_a_stalled_peer_holds);
+		tcase_add_test(tc, test_destroy_from_a_thread_a_single_issuer_ring_refuses_returns);
 		tcase_add_test(tc, test_recv_sees_zero_when_the_peer_closes);
 		tcase_add_test(tc, test_write_to_a_gone_reader_is_epipe_without_sigpipe);
 		tcase_add_test(tc, test_run_with_min_complete_zero_advances_waiting_ops);

@@ -96,6 +96,10 @@ enum bl_uring_backend {
  *                  that thread's waits.  A call from another thread fails
  *                  (-EEXIST), and poll() on bl_uring_ring()'s fd does not
  *                  see completions (bl_msgr_server_poll() allows for it).
+ *                  A bl_uring_destroy() from another thread cannot reach
+ *                  what is in flight: it runs the pending callbacks with
+ *                  -ECANCELED, closes the ring and keeps the rest
+ *                  allocated for good (the kernel may still use it).
  *                  Ignored when @flags chose as above.
  * @zc_threshold:   sends of at least this many bytes use zero copy
  *                  (0: the library's measured default, 16 KiB; SIZE_MAX:
