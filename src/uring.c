@@ -36,6 +36,14 @@
  */
 #define ZC_THRESHOLD_DEFAULT ((size_t)16 * 1024)
 
+/*
+ * How long a wait watches the CQ before it sleeps (uring_kernel.c,
+ * spin_wait()): long enough for a loopback or same-rack answer to a small
+ * request, short against the sleep and wake-up it saves (docs/BENCHMARKS.md
+ * has the ping-pong figures with and without).
+ */
+#define SPIN_US_DEFAULT 10u
+
 /* ---- creation and teardown -------------------------------------------- */
 
 static size_t default_zc_threshold(void)
@@ -55,6 +63,8 @@ static struct bl_uring *uring_alloc(const struct bl_uring_params *p)
 	u->be = &bl__uring_backend_blocking;	/* until a ring is set up */
 	u->zc_threshold = p && p->zc_threshold ? p->zc_threshold
 					       : default_zc_threshold();
+	u->spin_us = !p || !p->spin_us ? SPIN_US_DEFAULT
+		     : p->spin_us == UINT_MAX ? 0 : p->spin_us;
 	for (unsigned i = 0; i < ZC_HINTS; i++)
 		u->zc_hint[i].fd = -1;
 	u->zc_adapt = true;

@@ -27,6 +27,9 @@ struct bl__uring_counters {
 	uint64_t retries;	/* -EAGAIN / -EINTR completions retried */
 	uint64_t rearms;	/* pooled receives re-armed by the library */
 	uint64_t cancels;	/* cancel requests issued */
+	uint64_t spins;		/* waits that spun before sleeping */
+	uint64_t spin_hits;	/* of which a completion ended the spin */
+	uint64_t spin_skips;	/* waits that slept at once (backing off) */
 };
 
 void bl__uring_counters(const struct bl_uring *u,

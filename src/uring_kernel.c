@@ -478,6 +478,50 @@ static void get_events(struct bl_uring *u)
 	io_uring_enter(u->ring->ring_fd, 0, 0, IORING_ENTER_GETEVENTS, NULL);
 }
 
+/*
+ * Before a wait sleeps: a sleep and its wake-up (the scheduler, an
+ * interrupt to the idle CPU, the switch back) cost several microseconds,
+ * more than a small request's answer takes to come back over loopback or
+ * a fast network.  So watch the CQ for up to spin_us first, entering the
+ * kernel only when it flags completion work as due (TASKRUN_FLAG: the
+ * work that posts a receive's completion runs in this thread's entry).
+ * Adaptive, since a wait that outlasts the window wastes it: after a miss
+ * the next 1, 2, 4 ... 64 waits sleep at once, and a hit starts over.
+ * Return: true when completions beyond @keep are in the CQ.
+ */
+static bool spin_wait(struct bl_uring *u, unsigned keep)
+{
+	uint64_t end;
+
+	if (!u->spin_us || u->attached || u->enter_always ||
+	    io_uring_sq_ready(u->ring))
+		return false;
+	if (u->spin_skip) {
+		u->spin_skip--;
+		u->cnt.spin_skips++;
+		return false;
+	}
+	u->cnt.spins++;
+	end = bl__now_us() + u->spin_us;
+	do {
+		if (io_uring_cq_ready(u->ring) > keep ||
+		    (bl__uring_taskrun_due(u) &&
+		     (io_uring_enter(u->ring->ring_fd, 0, 0,
+				     IORING_ENTER_GETEVENTS, NULL),
+		      io_uring_cq_ready(u->ring) > keep))) {
+			u->cnt.spin_hits++;
+			u->spin_backoff = 0;
+			return true;
+		}
+		bl__cpu_relax();
+	} while (bl__now_us() < end);
+	u->spin_backoff = u->spin_backoff ? u->spin_backoff * 2 : 1;
+	if (u->spin_backoff > 64)
+		u->spin_backoff = 64;
+	u->spin_skip = u->spin_backoff;
+	return false;
+}
+
 static int kernel_run(struct bl_uring *u, unsigned min, int timeout_ms)
 {
 	uint64_t start = u->ncomplete;
@@ -512,6 +556,8 @@ static int kernel_run(struct bl_uring *u, unsigned min, int timeout_ms)
 			continue;
 		if (timeout_ms == 0)
 			break;
+		if (spin_wait(u, keep))
+			continue;
 		if (timeout_ms > 0) {
 			int64_t now = (int64_t)bl__now_ms();
 

@@ -155,6 +155,9 @@ struct bl_uring {
 	bool attached;
 	bool destroying;
 	bool lost;		/* destroy gave up on it: kept for good */
+	unsigned spin_us;	/* 0: never (uring_kernel.c: spin_wait) */
+	unsigned spin_skip;	/* waits left that do not spin */
+	unsigned spin_backoff;	/* the next skip after a missed spin */
 	bool reaping;		/* callbacks may run: no nested reap */
 	bool cq_reaping;	/* handling CQEs of the CQ ring (not the done
 				 * queue): reap_at is valid */

@@ -726,6 +726,8 @@ START_TEST(test_msgbench_bad_options_give_a_reason_and_status_2)
 		{ "--mode", "burst", NULL },
 		{ "--impl", "theirs", NULL },
 		{ "--ring", "sqpoll", NULL },
+		{ "--spin", "1000001", NULL },
+		{ "--spin", "-1", NULL },
 		{ "--direct-min", "1q", NULL },
 		{ "--frames", "0", NULL },
 		{ "--frames", "1e3", NULL },
@@ -765,7 +767,7 @@ START_TEST(test_msgbench_help_lists_every_option_on_stdout)
 	static const char *const opts[] = {
 		"--size", "--conns", "--seconds", "--mode", "--parse",
 		"--impl", "--zc", "--align", "--blocking", "--direct-min",
-		"--no-regpool", "--lz4", "--ring", "--frames", "--quiet",
+		"--no-regpool", "--lz4", "--ring", "--spin", "--frames", "--quiet",
 		"--help", "--version",
 	};
 	struct res r;
@@ -805,6 +807,16 @@ START_TEST(test_msgbench_takes_sizes_with_suffixes)
 	ck_assert_ptr_nonnull(strstr(r.out,
 		"RESULT msgbench pingpong size=64 conns=1 impl=ours "));
 	res_free(&r);
+
+	/* rings that never spin, and rings that spin up to 50 us */
+	for (int i = 0; i < 2; i++) {
+		RUN_MSGBENCH(&r, "--mode", "pingpong", "--spin", i ? "50" : "0",
+			     "--seconds", "0.1", "--impl", "ours", "-q");
+		expect_status(&r, 0);
+		ck_assert_ptr_nonnull(strstr(r.out,
+			"RESULT msgbench pingpong size=64 conns=1 impl=ours "));
+		res_free(&r);
+	}
 }
 END_TEST
 

@@ -2951,6 +2951,113 @@ START_TEST(test_taskrun_rings_see_completions_without_waiting)
 }
 END_TEST
 
+/* ---- spinning before a sleep --------------------------------------------- */
+
+static struct bl_uring *spin_ring(unsigned spin_us)
+{
+	struct bl_uring_params p;
+	struct bl_uring *u;
+
+	memset(&p, 0, sizeof(p));
+	p.force_blocking = blocking;
+	p.spin_us = spin_us;
+	u = bl_uring_create(&p);
+	ck_assert_ptr_nonnull(u);
+	return u;
+}
+
+struct late_writer {
+	int fd;
+	unsigned delay_us;
+};
+
+static void *write_late(void *arg)
+{
+	struct late_writer *w = arg;
+
+	usleep(w->delay_us);
+	ck_assert_int_eq(write(w->fd, "late", 4), 4);
+	return NULL;
+}
+
+/*
+ * An answer that comes within the window ends the spin (no sleep); a
+ * window of 200 ms against a 5 ms delay keeps that true on a loaded
+ * machine.  The blocking back end never spins.
+ */
+START_TEST(test_a_wait_spins_and_an_answer_in_the_window_ends_it)
+{
+	struct bl_uring *u = spin_ring(200000);
+	struct late_writer w;
+	struct rec r;
+	pthread_t t;
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, rec_cb, &r), 0);
+	/* submitted: a wait with submissions pending does not spin */
+	ck_assert_int_eq(bl_uring_run(u, 0, 0), 0);
+	w.fd = sv[0];
+	w.delay_us = 5000;
+	ck_assert_int_eq(pthread_create(&t, NULL, write_late, &w), 0);
+	ck_assert_int_eq(bl_uring_run(u, 1, 10000), 1);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(r.res, 4);
+	tu_assert_list_eq(&r.data, "late", 4);
+	if (blocking) {
+		ck_assert_uint_eq(counters(u).spins, 0);
+	} else {
+		ck_assert_uint_ge(counters(u).spins, 1);
+		ck_assert_uint_eq(counters(u).spin_hits, 1);
+	}
+	bl_list_clear(&r.data);
+	bl_uring_destroy(u);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+/*
+ * Waits that outlast the window: after each miss the next 1, 2, 4 ...
+ * waits sleep at once, so 20 timed-out waits spin 5 times (waits 1, 3,
+ * 6, 11 and 20), and spin_us UINT_MAX never spins.
+ */
+START_TEST(test_waits_that_outlast_the_window_back_off_from_spinning)
+{
+	for (int never = 0; never < 2; never++) {
+		struct bl_uring *u = spin_ring(never ? UINT_MAX : 0);
+		struct bl__uring_counters c;
+		struct rec r;
+		int sv[2];
+
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		rec_init(&r);
+		ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, rec_cb, &r), 0);
+		ck_assert_int_eq(bl_uring_run(u, 0, 0), 0);
+		for (int i = 0; i < 20; i++)
+			ck_assert_int_eq(bl_uring_run(u, 1, 2), 0);
+		ck_assert_int_eq(r.calls, 0);
+		c = counters(u);
+		ck_assert_uint_eq(c.spin_hits, 0);
+		if (blocking || never) {
+			ck_assert_uint_eq(c.spins, 0);
+			ck_assert_uint_eq(c.spin_skips, 0);
+		} else {
+			/* a timer's early wake-up may add a wait: at least */
+			ck_assert_uint_ge(c.spins, 5);
+			ck_assert_uint_le(c.spins, 6);
+			ck_assert_uint_ge(c.spin_skips, 15);
+		}
+		bl_uring_destroy(u);
+		ck_assert_int_eq(r.calls, 1);
+		ck_assert_int_eq(r.res, -ECANCELED);
+		close(sv[0]);
+		close(sv[1]);
+	}
+}
+END_TEST
+
 static void *destroy_ring(void *arg)
 {
 	bl_uring_destroy(arg);
@@ -3555,6 +3662,8 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_zero_copy_raw_is_freed_only_after_the_notification);
 		tcase_add_test(tc, test_destroy_gives_up_a_notification_a_stalled_peer_holds);
 		tcase_add_test(tc, test_destroy_from_a_thread_a_single_issuer_ring_refuses_returns);
+		tcase_add_test(tc, test_a_wait_spins_and_an_answer_in_the_window_ends_it);
+		tcase_add_test(tc, test_waits_that_outlast_the_window_back_off_from_spinning);
 		tcase_add_test(tc, test_recv_sees_zero_when_the_peer_closes);
 		tcase_add_test(tc, test_write_to_a_gone_reader_is_epipe_without_sigpipe);
 		tcase_add_test(tc, test_run_with_min_complete_zero_advances_waiting_ops);

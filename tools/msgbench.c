@@ -6,7 +6,7 @@
  *   msgbench [--size SIZE] [--conns N] [--seconds S] [--mode pingpong|stream]
  *            [--parse] [--impl ours|base|both] [--zc] [--align] [--blocking]
  *            [--direct-min SIZE] [--no-regpool] [--busy-poll US] [--lz4]
- *            [--ring coop|defer] [--frames N] [-q]
+ *            [--ring coop|defer] [--spin US] [--frames N] [-q]
  *
  * SIZE as blbench takes it (blb_parse_size of tools/blbench_util.c, linked
  * in): K, M, G.  Every option is checked; a bad one is a reason and the
@@ -34,6 +34,9 @@
  *                 library's default: COOP_TASKRUN) or defer
  *                 (bl_uring_params.single_issuer: DEFER_TASKRUN, every
  *                 ring made and used by one thread, which msgbench's are)
+ *   --spin        ours' rings watch their completion queue for up to US
+ *                 microseconds before a wait sleeps (bl_uring_params.
+ *                 spin_us; default: the library's; 0: never)
  *
  * Both sides speak the same wire format (msgr.h: 24-byte preamble with its
  * own crc32c, payload, payload crc32c) and verify both crcs with the same
@@ -255,7 +258,7 @@ static const char usage_text[] =
 	"usage: msgbench [--size SIZE] [--conns N] [--seconds S] [--mode stream|pingpong]\n"
 	"                [--parse] [--impl ours|base|both] [--zc] [--align] [--blocking]\n"
 	"                [--direct-min SIZE] [--no-regpool] [--busy-poll US] [--lz4]\n"
-	"                [--ring coop|defer] [--frames N] [-q]\n"
+	"                [--ring coop|defer] [--spin US] [--frames N] [-q]\n"
 	"\n"
 	"Without --size, --conns, --mode or --parse: the whole matrix (parse; stream\n"
 	"64 B and 1 MiB over 1 and 4 connections; pingpong 64 B and 1 MiB).\n"
@@ -279,6 +282,9 @@ static const char usage_text[] =
 	"  -L, --lz4              payloads lz4-compressed on the wire\n"
 	"  -r, --ring MODE        ours: coop (the library's default ring) or\n"
 	"                         defer (single issuer, DEFER_TASKRUN) (coop)\n"
+	"  -S, --spin US          ours: rings watch for completions up to US\n"
+	"                         microseconds before sleeping, 0 to 1000000\n"
+	"                         (0: never; default: the library's)\n"
 	"  -f, --frames N         frames for the parse benchmark, 1 to 10000000\n"
 	"                         (100000)\n"
 	"  -q, --quiet            only the RESULT lines\n"
@@ -344,6 +350,7 @@ static int parse_opts(struct mb_cfg *cfg, bool *parse, bool *net,
 		{ "busy-poll", required_argument, NULL, 'P' },
 		{ "lz4", no_argument, NULL, 'L' },
 		{ "ring", required_argument, NULL, 'r' },
+		{ "spin", required_argument, NULL, 'S' },
 		{ "frames", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -359,7 +366,7 @@ static int parse_opts(struct mb_cfg *cfg, bool *parse, bool *net,
 	/* getopt's messages name argv[0]: libtool's .libs path, uninstalled */
 	if (argc > 0)
 		argv[0] = (char *)"msgbench";
-	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabd:RP:Lr:f:qh", lo,
+	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabd:RP:Lr:S:f:qh", lo,
 				NULL)) != -1) {
 		switch (o) {
 		case 's':
@@ -428,6 +435,12 @@ static int parse_opts(struct mb_cfg *cfg, bool *parse, bool *net,
 		case 'L':
 			cfg->lz4 = true;
 			break;
+		case 'S':
+			if (parse_count(optarg, 0, 1000000, &n))
+				return usage_error("--spin wants microseconds from 0 to 1000000, not '%s'",
+						   optarg);
+			cfg->spin_us = (long)n;
+			break;
 		case 'r':
 			if (!strcmp(optarg, "coop"))
 				cfg->ring_defer = false;
@@ -473,7 +486,7 @@ int main(int argc, char **argv)
 {
 	struct mb_cfg cfg = {
 		.size = 64, .conns = 1, .seconds = 2.0, .mode = MB_STREAM,
-		.impl = 3, .frames = 100000,
+		.impl = 3, .frames = 100000, .spin_us = -1,
 	};
 	bool parse = false, net = false, want_parse_only = false;
 	int errors = 0, r;

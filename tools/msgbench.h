@@ -36,6 +36,7 @@ struct mb_cfg {
 	bool no_regpool;	/* no registered buffers for large reads */
 	unsigned busy_poll_us;	/* ours: the connections' busy_poll_us */
 	bool ring_defer;	/* ours: rings with single_issuer */
+	long spin_us;		/* ours: the rings' spin_us (-1: default) */
 	bool lz4;		/* payloads compressed on the wire */
 	bool quiet;
 	int impl;		/* 1 ours, 2 base, 3 both */

@@ -8,6 +8,7 @@
  * opening comment).
  */
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -32,6 +33,8 @@ static struct bl_uring *make_uring(const struct mb_cfg *cfg)
 	p.force_blocking = cfg->blocking;
 	/* made here, in the thread that runs it, and used by it alone */
 	p.single_issuer = cfg->ring_defer;
+	if (cfg->spin_us >= 0)
+		p.spin_us = cfg->spin_us ? (unsigned)cfg->spin_us : UINT_MAX;
 	u = bl_uring_create(&p);
 	if (!u)
 		mb_die("bl_uring_create", ENOMEM);

@@ -106,6 +106,21 @@ enum bl_uring_backend {
  *                  never).  A socket on which the kernel reports that it
  *                  copied anyway (loopback) or refused (AF_UNIX) is sent
  *                  to by copy, with one zero-copy try every 1024 sends.
+ * @spin_us:        before a bl_uring_run() sleeps in the kernel, it
+ *                  watches the completion queue for up to this many
+ *                  microseconds (0: the default, 10; UINT_MAX: never),
+ *                  entering the kernel only when completion work is due.
+ *                  A sleep and its wake-up cost more than that on most
+ *                  machines, so a request/response exchange whose answer
+ *                  comes within the window runs without either.  Adaptive:
+ *                  when waits keep outlasting the window, spinning stops
+ *                  for a growing number of waits (up to 64) and is tried
+ *                  again after them.  Not on an attached ring, not while
+ *                  submissions wait in the SQ (the wait submits them), and
+ *                  not on a ring that must enter the kernel for every look
+ *                  (the caller's DEFER_TASKRUN or COOP_TASKRUN without
+ *                  TASKRUN_FLAG).  The spinning counts as the thread's
+ *                  CPU time.
  */
 struct bl_uring_params {
 	unsigned entries;
@@ -113,6 +128,7 @@ struct bl_uring_params {
 	bool force_blocking;
 	bool single_issuer;
 	size_t zc_threshold;
+	unsigned spin_us;
 };
 
 /**
