@@ -23,6 +23,11 @@
 #                     every payload compressed on the wire, rates count
 #                     uncompressed bytes; the RESULT case names stay the
 #                     same, so do not mix runs with and without it)
+#   MSGBENCH_ARGS_B   a second variant of ours, run in the same rounds with
+#                     these arguments added (e.g. --spin 0): each case then
+#                     runs three programs in an order that rotates, and the
+#                     table gains a line for "ours-b" with its ratios to
+#                     the baseline and to ours
 #   BL_BENCH_MALLOC   "notrim": run every program with glibc tunables that
 #                     stop heap trimming and fix the mmap threshold at 32 MiB
 #                     (as perf/run-core.sh).  Matters for 1 MiB payloads:
@@ -66,6 +71,7 @@ rounds=${BL_BENCH_ROUNDS:-5}
 secs=${MSGBENCH_SECONDS:-2}
 cases=${MSGBENCH_CASES:-"stream:64:1 stream:64:4 stream:1048576:1 stream:1048576:4 pingpong:64:1 pingpong:1048576:1"}
 extra=${MSGBENCH_ARGS:-}
+extra_b=${MSGBENCH_ARGS_B:-}
 
 if ! command -v "$mb" >/dev/null 2>&1; then
 	echo "$0: cannot find $mb (build it, or pass its path)" >&2
@@ -73,11 +79,11 @@ if ! command -v "$mb" >/dev/null 2>&1; then
 fi
 
 raw=$(mktemp "${TMPDIR:-/tmp}/msgbench.XXXXXX") || exit 1
-trap 'rm -f "$raw"' EXIT
+trap 'rm -f "$raw" "$raw.b"' EXIT
 trap 'exit 1' HUP INT TERM
 
 echo "# $("$mb" --parse --frames 1000 | head -1 | sed 's/^# //')"
-echo "# $rounds rounds, $secs s per network run, cases: $cases${extra:+, args: $extra}, malloc: ${BL_BENCH_MALLOC:-glibc as it comes}"
+echo "# $rounds rounds, $secs s per network run, cases: $cases${extra:+, args: $extra}${extra_b:+, ours-b adds: $extra_b}, malloc: ${BL_BENCH_MALLOC:-glibc as it comes}"
 echo "# $(uname -r), $(nproc) CPUs, load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 r=1
@@ -95,12 +101,26 @@ while [ "$r" -le "$rounds" ]; do
 	for c in $cases; do
 		# shellcheck disable=SC2046
 		set -- $(echo "$c" | tr ':' ' ')
-		if [ $((r % 2)) -eq 1 ]; then
+		if [ -n "$extra_b" ]; then
+			case $((r % 3)) in
+			1) order="ours ours-b base" ;;
+			2) order="ours-b base ours" ;;
+			*) order="base ours ours-b" ;;
+			esac
+		elif [ $((r % 2)) -eq 1 ]; then
 			order="ours base"
 		else
 			order="base ours"
 		fi
 		for impl in $order; do
+			if [ "$impl" = ours-b ]; then
+				# shellcheck disable=SC2086
+				"$mb" --mode "$1" --size "$2" --conns "$3" \
+					--seconds "$secs" --impl ours -q $extra \
+					$extra_b >"$raw.b" || exit 1
+				sed 's/ impl=ours / impl=ours-b /' "$raw.b" >>"$raw"
+				continue
+			fi
 			# shellcheck disable=SC2086
 			"$mb" --mode "$1" --size "$2" --conns "$3" \
 				--seconds "$secs" --impl "$impl" -q $extra \
@@ -180,6 +200,15 @@ END {
 		ratio = m[1] > 0 ? m[0] / m[1] : 0
 		printf "%s %5.2fx\n", line, ratio
 		printf "%-26s   (%s; %s)\n", "", rng[0], rng[1]
+		kb = c SUBSEP "ours-b" SUBSEP "msgs/s"
+		if (kb in vals) {
+			mb_ = med(kb)
+			printf "%-26s   ours-b: %.0f msg/s (%.0f-%.0f), srv %.0f cli %.0f ns/m: %.2fx the baseline, ours %.2fx ours-b\n",
+			       "", mb_, lo[kb], hi[kb],
+			       med(c SUBSEP "ours-b" SUBSEP "srv-cpu-ns/msg"),
+			       med(c SUBSEP "ours-b" SUBSEP "cli-cpu-ns/msg"),
+			       (m[1] > 0 ? mb_ / m[1] : 0), (mb_ > 0 ? m[0] / mb_ : 0)
+		}
 		n++
 		wins += ratio > 1
 	}

@@ -38,11 +38,15 @@
 
 /*
  * How long a wait watches the CQ before it sleeps (uring_kernel.c,
- * spin_wait()): long enough for a loopback or same-rack answer to a small
- * request, short against the sleep and wake-up it saves (docs/BENCHMARKS.md
- * has the ping-pong figures with and without).
+ * spin_wait()).  Longer than a small request's answer takes when the peer
+ * is awake, and also longer than the peer's own wake-up and reply when it
+ * was asleep: with a window shorter than that, two sides that both slept
+ * once keep missing each other's answers and stay asleep (a 10 us window
+ * did so on a virtual machine whose wake-ups take about 20 us).  The
+ * back-off bounds what the window costs a thread whose waits are long.
+ * docs/BENCHMARKS.md has the figures.
  */
-#define SPIN_US_DEFAULT 10u
+#define SPIN_US_DEFAULT 50u
 
 /* ---- creation and teardown -------------------------------------------- */
 

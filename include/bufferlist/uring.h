@@ -108,7 +108,7 @@ enum bl_uring_backend {
  *                  to by copy, with one zero-copy try every 1024 sends.
  * @spin_us:        before a bl_uring_run() sleeps in the kernel, it
  *                  watches the completion queue for up to this many
- *                  microseconds (0: the default, 10; UINT_MAX: never),
+ *                  microseconds (0: the default, 50; UINT_MAX: never),
  *                  entering the kernel only when completion work is due.
  *                  A sleep and its wake-up cost more than that on most
  *                  machines, so a request/response exchange whose answer
