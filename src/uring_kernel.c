@@ -622,13 +622,7 @@ static void abandon_stranded(struct bl_uring *u)
 		next = op->lnext;
 		if (!op->called || op->sqe || !op->notifs || op->queued)
 			continue;
-		if (op->lprev)
-			op->lprev->lnext = op->lnext;
-		else
-			u->live = op->lnext;
-		if (op->lnext)
-			op->lnext->lprev = op->lprev;
-		u->retiring--;
+		bl__uring_op_unlink_retired(u, op);
 		op->u = NULL;
 		op->qnext = atomic_load_explicit(&abandoned,
 						 memory_order_relaxed);

@@ -73,10 +73,9 @@ void bl__uring_op_release(struct uop *op)
 	bl__free(op->al, op, op->asize, _Alignof(struct uop));
 }
 
-void bl__uring_op_maybe_free(struct bl_uring *u, struct uop *op)
+/* Takes a retiring op (called back, the kernel done or given up) off u->live. */
+void bl__uring_op_unlink_retired(struct bl_uring *u, struct uop *op)
 {
-	if (!op->called || op->sqe || op->notifs || op->queued)
-		return;
 	if (op->lprev)
 		op->lprev->lnext = op->lnext;
 	else
@@ -84,6 +83,13 @@ void bl__uring_op_maybe_free(struct bl_uring *u, struct uop *op)
 	if (op->lnext)
 		op->lnext->lprev = op->lprev;
 	u->retiring--;
+}
+
+void bl__uring_op_maybe_free(struct bl_uring *u, struct uop *op)
+{
+	if (!op->called || op->sqe || op->notifs || op->queued)
+		return;
+	bl__uring_op_unlink_retired(u, op);
 	bl__uring_op_release(op);
 }
 

@@ -290,6 +290,7 @@ extern bl__uring_cqe_hook_fn _Atomic bl__uring_cqe_hook;
 struct uop *bl__uring_op_new(struct bl_uring *u, int kind, unsigned n);
 void bl__uring_op_release(struct uop *op);
 void bl__uring_op_maybe_free(struct bl_uring *u, struct uop *op);
+void bl__uring_op_unlink_retired(struct bl_uring *u, struct uop *op);
 void bl__uring_op_share_list(struct uop *op, const struct bl_list *l);
 enum step bl__uring_op_progress(struct bl_uring *u, struct uop *op,
 				ssize_t res);

@@ -100,7 +100,8 @@ static int tmp_open(char *path, size_t size)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static struct bl_uring *new_ring(size_t zc_threshold)
+/* A ring on the TCase's back end; @spin_us as bl_uring_params has it. */
+static struct bl_uring *new_ring_spin(size_t zc_threshold, unsigned spin_us)
 {
 	struct bl_uring_params p;
 	struct bl_uring *u;
@@ -108,11 +109,17 @@ static struct bl_uring *new_ring(size_t zc_threshold)
 	memset(&p, 0, sizeof(p));
 	p.force_blocking = blocking;
 	p.zc_threshold = zc_threshold;
+	p.spin_us = spin_us;
 	u = bl_uring_create(&p);
 	ck_assert_ptr_nonnull(u);
 	ck_assert_int_eq(bl_uring_backend(u),
 			 blocking ? BL_URING_BLOCKING : BL_URING_IO_URING);
 	return u;
+}
+
+static struct bl_uring *new_ring(size_t zc_threshold)
+{
+	return new_ring_spin(zc_threshold, 0);
 }
 
 static unsigned char *rand_buf(size_t len, uint64_t *rng)
@@ -178,14 +185,23 @@ static void set_nonblock(int fd)
 	ck_assert_int_eq(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
 }
 
-/* A connected loopback TCP pair: @fds[0] the client, @fds[1] the server. */
-static void tcp_pair(int fds[2])
+/*
+ * A connected loopback TCP pair: @fds[0] the client, @fds[1] the server.
+ * @stalled: the server offers a window of a few KiB and is never read, so
+ * what is sent beyond it stays in the client's queue (and a zero-copy
+ * send's notification never comes).
+ */
+static void tcp_pair_how(int fds[2], bool stalled)
 {
 	struct sockaddr_in a;
 	socklen_t alen = sizeof(a);
 	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 
 	ck_assert_int_ge(ls, 0);
+	/* on the listener, so that the window is small from the handshake */
+	if (stalled)
+		ck_assert_int_eq(setsockopt(ls, SOL_SOCKET, SO_RCVBUF, &one,
+					    sizeof(one)), 0);
 	memset(&a, 0, sizeof(a));
 	a.sin_family = AF_INET;
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -197,8 +213,14 @@ static void tcp_pair(int fds[2])
 	ck_assert_int_eq(connect(fds[0], (struct sockaddr *)&a, sizeof(a)), 0);
 	fds[1] = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 	ck_assert_int_ge(fds[1], 0);
-	setsockopt(fds[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!stalled)
+		setsockopt(fds[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	close(ls);
+}
+
+static void tcp_pair(int fds[2])
+{
+	tcp_pair_how(fds, false);
 }
 
 static uint64_t live_bytes(void)
@@ -1655,35 +1677,6 @@ START_TEST(test_zero_copy_raw_is_freed_only_after_the_notification)
 }
 END_TEST
 
-/*
- * A loopback TCP pair whose receiver (@fds[1]) offers a window of a few
- * KiB and is never read: what is sent beyond that stays in the sender's
- * queue, and a zero-copy send's notification never comes.
- */
-static void tcp_pair_stalled(int fds[2])
-{
-	struct sockaddr_in a;
-	socklen_t alen = sizeof(a);
-	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), small = 1;
-
-	ck_assert_int_ge(ls, 0);
-	/* on the listener, so that the window is small from the handshake */
-	ck_assert_int_eq(setsockopt(ls, SOL_SOCKET, SO_RCVBUF, &small,
-				    sizeof(small)), 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(ls, 1), 0);
-	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
-	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(fds[0], 0);
-	ck_assert_int_eq(connect(fds[0], (struct sockaddr *)&a, sizeof(a)), 0);
-	fds[1] = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-	ck_assert_int_ge(fds[1], 0);
-	close(ls);
-}
-
 static double mono_s(void)
 {
 	struct timespec ts;
@@ -1731,7 +1724,7 @@ START_TEST(test_destroy_gives_up_a_notification_a_stalled_peer_holds)
 	memset(&w, 0, sizeof(w));
 	w.u = u;
 	memset(mem, 's', len);
-	tcp_pair_stalled(fds);
+	tcp_pair_how(fds, true);
 	bl_list_init(&l);
 	p.raw = bl_raw_claim(mem, len, zc_free, &w);
 	ck_assert_ptr_nonnull(p.raw);
@@ -2953,19 +2946,6 @@ END_TEST
 
 /* ---- spinning before a sleep --------------------------------------------- */
 
-static struct bl_uring *spin_ring(unsigned spin_us)
-{
-	struct bl_uring_params p;
-	struct bl_uring *u;
-
-	memset(&p, 0, sizeof(p));
-	p.force_blocking = blocking;
-	p.spin_us = spin_us;
-	u = bl_uring_create(&p);
-	ck_assert_ptr_nonnull(u);
-	return u;
-}
-
 struct late_writer {
 	int fd;
 	unsigned delay_us;
@@ -2987,7 +2967,7 @@ static void *write_late(void *arg)
  */
 START_TEST(test_a_wait_spins_and_an_answer_in_the_window_ends_it)
 {
-	struct bl_uring *u = spin_ring(200000);
+	struct bl_uring *u = new_ring_spin(0, 200000);
 	struct late_writer w;
 	struct rec r;
 	pthread_t t;
@@ -3026,7 +3006,7 @@ END_TEST
 START_TEST(test_waits_that_outlast_the_window_back_off_from_spinning)
 {
 	for (int never = 0; never < 2; never++) {
-		struct bl_uring *u = spin_ring(never ? UINT_MAX : 0);
+		struct bl_uring *u = new_ring_spin(0, never ? UINT_MAX : 0);
 		struct bl__uring_counters c;
 		struct rec r;
 		int sv[2];
