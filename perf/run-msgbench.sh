@@ -72,6 +72,12 @@ secs=${MSGBENCH_SECONDS:-2}
 cases=${MSGBENCH_CASES:-"stream:64:1 stream:64:4 stream:1048576:1 stream:1048576:4 pingpong:64:1 pingpong:1048576:1"}
 extra=${MSGBENCH_ARGS:-}
 extra_b=${MSGBENCH_ARGS_B:-}
+case " $extra_b " in
+*" --impl"* | *" -i"*)
+	echo "$0: MSGBENCH_ARGS_B varies ours; it cannot name --impl" >&2
+	exit 1
+	;;
+esac
 
 if ! command -v "$mb" >/dev/null 2>&1; then
 	echo "$0: cannot find $mb (build it, or pass its path)" >&2
@@ -79,7 +85,8 @@ if ! command -v "$mb" >/dev/null 2>&1; then
 fi
 
 raw=$(mktemp "${TMPDIR:-/tmp}/msgbench.XXXXXX") || exit 1
-trap 'rm -f "$raw" "$raw.b"' EXIT
+rawb=$(mktemp "${TMPDIR:-/tmp}/msgbench.XXXXXX") || exit 1
+trap 'rm -f "$raw" "$rawb"' EXIT
 trap 'exit 1' HUP INT TERM
 
 echo "# $("$mb" --parse --frames 1000 | head -1 | sed 's/^# //')"
@@ -117,8 +124,8 @@ while [ "$r" -le "$rounds" ]; do
 				# shellcheck disable=SC2086
 				"$mb" --mode "$1" --size "$2" --conns "$3" \
 					--seconds "$secs" --impl ours -q $extra \
-					$extra_b >"$raw.b" || exit 1
-				sed 's/ impl=ours / impl=ours-b /' "$raw.b" >>"$raw"
+					$extra_b >"$rawb" || exit 1
+				sed 's/ impl=ours / impl=ours-b /' "$rawb" >>"$raw"
 				continue
 			fi
 			# shellcheck disable=SC2086

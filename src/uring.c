@@ -47,6 +47,7 @@
  * docs/BENCHMARKS.md has the figures.
  */
 #define SPIN_US_DEFAULT 50u
+#define SPIN_US_MAX 1000000u	/* a second: more is a sleep's job */
 
 /* ---- creation and teardown -------------------------------------------- */
 
@@ -68,7 +69,8 @@ static struct bl_uring *uring_alloc(const struct bl_uring_params *p)
 	u->zc_threshold = p && p->zc_threshold ? p->zc_threshold
 					       : default_zc_threshold();
 	u->spin_us = !p || !p->spin_us ? SPIN_US_DEFAULT
-		     : p->spin_us == UINT_MAX ? 0 : p->spin_us;
+		     : p->spin_us == UINT_MAX ? 0
+		     : p->spin_us > SPIN_US_MAX ? SPIN_US_MAX : p->spin_us;
 	for (unsigned i = 0; i < ZC_HINTS; i++)
 		u->zc_hint[i].fd = -1;
 	u->zc_adapt = true;

@@ -489,7 +489,7 @@ static void get_events(struct bl_uring *u)
  * the next 1, 2, 4 ... 64 waits sleep at once, and a hit starts over.
  * Return: true when completions beyond @keep are in the CQ.
  */
-static bool spin_wait(struct bl_uring *u, unsigned keep)
+static bool spin_wait(struct bl_uring *u, unsigned keep, uint64_t deadline_us)
 {
 	uint64_t end;
 
@@ -503,6 +503,8 @@ static bool spin_wait(struct bl_uring *u, unsigned keep)
 	}
 	u->cnt.spins++;
 	end = bl__now_us() + u->spin_us;
+	if (end > deadline_us)	/* the caller's timeout bounds it */
+		end = deadline_us;
 	do {
 		if (io_uring_cq_ready(u->ring) > keep ||
 		    (bl__uring_taskrun_due(u) &&
@@ -556,15 +558,20 @@ static int kernel_run(struct bl_uring *u, unsigned min, int timeout_ms)
 			continue;
 		if (timeout_ms == 0)
 			break;
-		if (spin_wait(u, keep))
-			continue;
 		if (timeout_ms > 0) {
 			int64_t now = (int64_t)bl__now_ms();
 
 			if (deadline <= now)
 				break;
+			if (spin_wait(u, keep, (uint64_t)deadline * 1000))
+				continue;
+			now = (int64_t)bl__now_ms();
+			if (deadline <= now)
+				break;
 			ret = wait_until(u, keep, deadline, now);
 		} else {
+			if (spin_wait(u, keep, UINT64_MAX))
+				continue;
 			ret = wait_cqes(u, keep, ms);
 		}
 		if (ret && ret != -ETIME && ret != -EINTR)
@@ -605,8 +612,8 @@ unsigned bl__uring_abandoned(void)
  * pages: when the peer has acknowledged the bytes.  A peer that stopped
  * reading (a stopped process, a full receive window) never does, and a
  * destroy that waited for it would hang for as long as the peer stalls.
- * So after a second in which no notification arrived, the sends that only
- * wait for one are given up: their callbacks ran long ago, their buffers
+ * So a send that only waits for one, seen waiting at two checks a second
+ * apart with no notification arriving in between, is given up: their callbacks ran long ago, their buffers
  * stay referenced for good (memory the kernel may read is never reused),
  * and the ring closes without them - the kernel ends them itself when it
  * lets go.  Not on an attached ring: the application's ring would still
@@ -622,8 +629,17 @@ static void abandon_stranded(struct bl_uring *u)
 		next = op->lnext;
 		if (!op->called || op->sqe || !op->notifs || op->queued)
 			continue;
+		if (!op->stranded) {	/* seen waiting: given up next time */
+			op->stranded = 1;
+			continue;
+		}
 		bl__uring_op_unlink_retired(u, op);
-		op->u = NULL;
+		/*
+		 * On a queue now: a notification that still comes while the
+		 * drain goes on (the peer reset, or read after all) leaves it
+		 * alone (bl__uring_op_maybe_free skips queued ops).
+		 */
+		op->queued = 1;
 		op->qnext = atomic_load_explicit(&abandoned,
 						 memory_order_relaxed);
 		while (!atomic_compare_exchange_weak_explicit(
@@ -663,21 +679,26 @@ static void lose_ring(struct bl_uring *u)
 	struct uop *op;
 
 	u->lost = true;
-	bl__uring_deliver(u);	/* ended without the kernel: nothing held */
 	/*
-	 * One callback at a time, from the front: a callback may end the
-	 * list's next op or start the next one on its descriptor.  Each op
-	 * is marked as held by the kernel first, so that it is never freed.
+	 * One callback at a time, the oldest op first (u->live is newest
+	 * first): ending the head of a descriptor's queue starts the op after
+	 * it, which must not have been called back already, and a callback
+	 * may end or start others.  Ops that ended without the kernel (the
+	 * done queue) are delivered as usual; each op ended here is marked as
+	 * held by the kernel first, so that it is never freed.
 	 */
-	do {
+	for (;;) {
+		struct uop *oldest = NULL;
+
+		bl__uring_deliver(u);
 		for (op = u->live; op; op = op->lnext)
 			if (!op->called && !op->queued)
-				break;
-		if (op) {
-			op->sqe = 1;
-			bl__uring_op_abort(u, op, -ECANCELED);
-		}
-	} while (op);
+				oldest = op;
+		if (!oldest)
+			break;
+		oldest->sqe = 1;
+		bl__uring_op_abort(u, oldest, -ECANCELED);
+	}
 	for (op = u->live; op; op = op->lnext)
 		op->sqe = 1;
 	u->lost_next = atomic_load_explicit(&lost_rings, memory_order_relaxed);
@@ -691,8 +712,8 @@ static void lose_ring(struct bl_uring *u)
 static void kernel_drain(struct bl_uring *u)
 {
 	struct uop *op;
-	unsigned rounds = 0;
 	uint64_t notifs = u->cnt.notifs;
+	uint64_t check = bl__now_ms() + 1000;
 
 	while ((op = backlog_pop(u)))
 		bl__uring_op_abort(u, op, -ECANCELED);
@@ -722,11 +743,12 @@ static void kernel_drain(struct bl_uring *u)
 			lose_ring(u);
 			return;
 		}
-		if (++rounds % 10 == 0) {
+		if (bl__now_ms() >= check) {	/* once a second */
 			cancel_all(u);
 			if (u->cnt.notifs == notifs)
 				abandon_stranded(u);
 			notifs = u->cnt.notifs;
+			check = bl__now_ms() + 1000;
 		}
 	}
 }

@@ -129,6 +129,7 @@ struct uop {
 	uint8_t nosig;		/* blocking write at the position: bl__nosig */
 	uint8_t rwf_nosig;	/* io_uring: the request carries RWF_NOSIGNAL */
 	uint8_t seq;		/* enum seq_state */
+	uint8_t stranded;	/* destroy: seen waiting for a notification */
 	int fd;
 	int msg_flags;
 	int bufidx;		/* registered buffer index, or -1 */

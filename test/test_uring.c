@@ -1736,7 +1736,7 @@ START_TEST(test_destroy_gives_up_a_notification_a_stalled_peer_holds)
 	/* until the send completed, or for 2 s if the socket took only part */
 	end = mono_s() + 2;
 	while (!st.calls && mono_s() < end)
-		ck_assert_int_ge(bl_uring_run(u, 0, 100), 0);
+		ck_assert_int_ge(bl_uring_run(u, 1, 100), 0);
 	stranded_op = st.calls && bl__uring_retiring(u) > 0;
 	if (stranded_op)
 		ck_assert_int_eq(st.res, (ssize_t)len);
@@ -1746,15 +1746,19 @@ START_TEST(test_destroy_gives_up_a_notification_a_stalled_peer_holds)
 			st.calls ? "no zero copy" : "the socket took part of it");
 	t0 = mono_s();
 	bl_uring_destroy(u);
-	/* a second without a notification, then the next cancel round */
-	ck_assert_msg(mono_s() - t0 < 5, "destroy took %.1f s", mono_s() - t0);
+	/* two checks a second apart without a notification */
+	ck_assert_msg(mono_s() - t0 < 6, "destroy took %.1f s", mono_s() - t0);
 	ck_assert_int_eq(st.calls, 1);
 	if (stranded_op) {
 		ck_assert_uint_eq(bl__uring_abandoned(), before + 1);
 		ck_assert_int_eq(w.freed, 0);	/* kept for the kernel */
 	} else {
-		ck_assert_uint_eq(bl__uring_abandoned(), before);
-		ck_assert_int_eq(w.freed, 1);
+		/*
+		 * Not stranded before the destroy: either freed, or given up
+		 * then (a part the socket took holds a notification too).
+		 */
+		ck_assert_uint_eq(bl__uring_abandoned() - before,
+				  w.freed ? 0u : 1u);
 	}
 	close(fds[0]);
 	close(fds[1]);
@@ -2961,14 +2965,17 @@ static void *write_late(void *arg)
 }
 
 /*
- * An answer that comes within the window ends the spin (no sleep); a
- * window of 200 ms against a 5 ms delay keeps that true on a loaded
- * machine.  The blocking back end never spins.
+ * An answer that comes within the window ends the spin (no sleep): a
+ * window of 200 ms against a 5 ms delay.  A machine so loaded that the
+ * writer did not run within the window may miss, so the hit is asserted
+ * only when the run returned well inside it.  The blocking back end
+ * never spins.
  */
 START_TEST(test_a_wait_spins_and_an_answer_in_the_window_ends_it)
 {
 	struct bl_uring *u = new_ring_spin(0, 200000);
 	struct late_writer w;
+	double t0, took;
 	struct rec r;
 	pthread_t t;
 	int sv[2];
@@ -2981,15 +2988,20 @@ START_TEST(test_a_wait_spins_and_an_answer_in_the_window_ends_it)
 	w.fd = sv[0];
 	w.delay_us = 5000;
 	ck_assert_int_eq(pthread_create(&t, NULL, write_late, &w), 0);
+	t0 = mono_s();
 	ck_assert_int_eq(bl_uring_run(u, 1, 10000), 1);
+	took = mono_s() - t0;
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_int_eq(r.res, 4);
 	tu_assert_list_eq(&r.data, "late", 4);
 	if (blocking) {
 		ck_assert_uint_eq(counters(u).spins, 0);
 	} else {
-		ck_assert_uint_ge(counters(u).spins, 1);
-		ck_assert_uint_eq(counters(u).spin_hits, 1);
+		ck_assert_uint_eq(counters(u).spins, 1);
+		if (took < 0.15)
+			ck_assert_uint_eq(counters(u).spin_hits, 1);
+		else
+			ck_assert_uint_le(counters(u).spin_hits, 1);
 	}
 	bl_list_clear(&r.data);
 	bl_uring_destroy(u);
@@ -3000,8 +3012,8 @@ END_TEST
 
 /*
  * Waits that outlast the window: after each miss the next 1, 2, 4 ...
- * waits sleep at once, so 20 timed-out waits spin 5 times (waits 1, 3,
- * 6, 11 and 20), and spin_us UINT_MAX never spins.
+ * waits sleep at once, so 20 timed-out runs of one wait each spin 5
+ * times (waits 1, 3, 6, 11 and 20), and spin_us UINT_MAX never spins.
  */
 START_TEST(test_waits_that_outlast_the_window_back_off_from_spinning)
 {
@@ -3024,9 +3036,8 @@ START_TEST(test_waits_that_outlast_the_window_back_off_from_spinning)
 			ck_assert_uint_eq(c.spins, 0);
 			ck_assert_uint_eq(c.spin_skips, 0);
 		} else {
-			/* a timer's early wake-up may add a wait: at least */
-			ck_assert_uint_ge(c.spins, 5);
-			ck_assert_uint_le(c.spins, 6);
+			/* an early wake-up would add a wait (up to 36: 5) */
+			ck_assert_uint_eq(c.spins, 5);
 			ck_assert_uint_ge(c.spin_skips, 15);
 		}
 		bl_uring_destroy(u);

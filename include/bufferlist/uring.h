@@ -96,11 +96,12 @@ enum bl_uring_backend {
  *                  that thread's waits.  A call from another thread fails
  *                  (-EEXIST), and poll() on bl_uring_ring()'s fd does not
  *                  see completions (bl_msgr_server_poll() allows for it).
- *                  A bl_uring_destroy() from another thread cannot reach
- *                  what is in flight: it runs the pending callbacks with
- *                  -ECANCELED, closes the ring and keeps the rest
- *                  allocated for good (the kernel may still use it).
- *                  Ignored when @flags chose as above.
+ *                  Ignored when @flags chose as above.  (A
+ *                  bl_uring_destroy() from another thread cannot reach
+ *                  what is in flight on such a ring: it runs the pending
+ *                  callbacks with -ECANCELED, closes the ring unless it
+ *                  is attached, and keeps the rest allocated for good,
+ *                  since the kernel may still use it.)
  * @zc_threshold:   sends of at least this many bytes use zero copy
  *                  (0: the library's measured default, 16 KiB; SIZE_MAX:
  *                  never).  A socket on which the kernel reports that it
@@ -108,7 +109,8 @@ enum bl_uring_backend {
  *                  to by copy, with one zero-copy try every 1024 sends.
  * @spin_us:        before a bl_uring_run() sleeps in the kernel, it
  *                  watches the completion queue for up to this many
- *                  microseconds (0: the default, 50; UINT_MAX: never),
+ *                  microseconds (0: the default, 50; UINT_MAX: never;
+ *                  at most 1000000, and never past the run's timeout),
  *                  entering the kernel only when completion work is due.
  *                  A sleep and its wake-up cost more than that on most
  *                  machines, so a request/response exchange whose answer
@@ -160,8 +162,9 @@ BL_API struct bl_uring *bl_uring_attach(struct io_uring *ring,
  * as raws stay valid until released).  NULL is a no-op.
  * One wait is bounded: a zero-copy send's notification comes only once the
  * peer has taken the bytes, which a peer that stopped reading never does.
- * When a second passes without any notification, an own ring (not an
- * attached one) stops waiting for the sends whose callbacks already ran:
+ * When no notification arrives for two seconds (checked once a second),
+ * an own ring (not an attached one) stops waiting for the sends whose
+ * callbacks already ran:
  * their references are never dropped (the kernel may still read that
  * memory), so each such send keeps its buffers allocated for the life of
  * the process.
