@@ -14,7 +14,7 @@
  *	(fallocate=native); -F skips that.  FILE is left in place.
  *	Prints: RESULT write_<buffered|direct>_<N>x<SEG> GB/s
  *
- *   bench_uring net SIZE SEND RECV [-t TOTAL] [-r RINGBUFS]
+ *   bench_uring net SIZE SEND RECV [-t TOTAL] [-r RINGBUFS] [-S US]
  *	Loopback TCP: one thread sends messages of SIZE bytes (4 KiB: 4
  *	segments of 1 KiB; 64 KiB: 16 of 4 KiB; 1 MiB: 16 of 64 KiB), 16 in
  *	flight, through bl_uring_send; SEND is "copy" (SENDMSG), "zc" (zero
@@ -24,7 +24,9 @@
  *	thread receives: RECV is "ring" (multishot receive into a provided
  *	buffer ring of RINGBUFS (default 64) x 64 KiB raws, each chunk a
  *	slice that is dropped at once) or "read" (read(2) into one malloc'd 1 MiB buffer).
- *	TOTAL defaults to 2 GB.  Loopback copies the payload whatever the
+ *	TOTAL defaults to 2 GB.  -S sets both rings' spin window
+ *	(bl_uring_params.spin_us; 0: never; default: the library's).
+ *	Loopback copies the payload whatever the
  *	sender asks for, so zero copy cannot win here: "zcraw" measures
  *	what it costs, "zc" what the library's adaptation leaves of that.
  *	Prints: RESULT net_<SIZE>_<SEND>_<RECV> GB/s and
@@ -38,6 +40,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -265,6 +268,7 @@ static int cmd_write(int argc, char **argv)
 #define NET_DEPTH 16
 #define RING_BUF_SIZE (64 * 1024)
 static unsigned ring_bufs = 64;
+static unsigned spin_us;	/* bl_uring_params.spin_us of both rings */
 
 struct sender {
 	struct bl_uring *u;
@@ -304,6 +308,7 @@ struct receiver {
 	struct bl_uring_bufring *br;
 	int err, rearms;
 	bool eof;
+	struct bl__uring_counters cnt;	/* the ring's, before it went */
 };
 
 static void recv_cb(void *arg, ssize_t res, struct bl_list *data, bool more)
@@ -332,7 +337,11 @@ static void *receiver_thread(void *arg)
 	struct receiver *r = arg;
 
 	if (r->ring) {
-		r->u = bl_uring_create(NULL);
+		struct bl_uring_params p;
+
+		memset(&p, 0, sizeof(p));
+		p.spin_us = spin_us;
+		r->u = bl_uring_create(&p);
 		if (!r->u || bl_uring_backend(r->u) != BL_URING_IO_URING)
 			die("receiver ring", -ENOSYS);
 		r->br = bl_uring_bufring_create(r->u, ring_bufs, RING_BUF_SIZE,
@@ -344,6 +353,7 @@ static void *receiver_thread(void *arg)
 		while (r->got < r->total && !r->eof && !r->err)
 			if (bl_uring_run(r->u, 1, -1) < 0)
 				die("bl_uring_run", -EIO);
+		bl__uring_counters(r->u, &r->cnt);
 		bl_uring_bufring_destroy(r->br);
 		bl_uring_destroy(r->u);
 	} else {
@@ -385,6 +395,18 @@ static void tcp_pair(int fds[2])
 	close(ls);
 }
 
+static void print_spins(const char *name, const char *side,
+			const struct bl__uring_counters *c)
+{
+	printf("# %s: %s waits: %llu spun (%llu ended by a completion), "
+	       "%llu slept at once (%llu backing off, %llu after nothing "
+	       "new)\n", name, side,
+	       (unsigned long long)c->spins, (unsigned long long)c->spin_hits,
+	       (unsigned long long)(c->spin_skips + c->spin_idle),
+	       (unsigned long long)c->spin_skips,
+	       (unsigned long long)c->spin_idle);
+}
+
 static int cmd_net(int argc, char **argv)
 {
 	struct bl_uring_params p;
@@ -411,6 +433,9 @@ static int cmd_net(int argc, char **argv)
 			total = parse_size(argv[i + 1]);
 		else if (!strcmp(argv[i], "-r"))
 			ring_bufs = (unsigned)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "-S"))
+			spin_us = atoi(argv[i + 1]) > 0 ?
+				  (unsigned)atoi(argv[i + 1]) : UINT_MAX;
 	}
 	if (size < 1024)
 		goto usage;
@@ -421,6 +446,7 @@ static int cmd_net(int argc, char **argv)
 	tcp_pair(fds);
 	memset(&p, 0, sizeof(p));
 	p.zc_threshold = zc ? 1 : SIZE_MAX;
+	p.spin_us = spin_us;
 	memset(&s, 0, sizeof(s));
 	s.u = bl_uring_create(&p);
 	if (!s.u || bl_uring_backend(s.u) != BL_URING_IO_URING)
@@ -464,16 +490,20 @@ static int cmd_net(int argc, char **argv)
 	if (r.rearms)
 		printf("# %s: the ring ran dry %d times (re-armed)\n", name,
 		       r.rearms);
-	if (zc) {
+	{
 		struct bl__uring_counters c;
 
 		bl__uring_counters(s.u, &c);
-		printf("# %s: %llu zero-copy requests for %llu sends, %llu "
-		       "reported copied by the kernel (loopback copies "
-		       "anyway)\n", name,
-		       (unsigned long long)c.zc,
-		       (unsigned long long)(total / size),
-		       (unsigned long long)c.zc_copied);
+		print_spins(name, "sender", &c);
+		if (ring)
+			print_spins(name, "receiver", &r.cnt);
+		if (zc)
+			printf("# %s: %llu zero-copy requests for %llu sends, "
+			       "%llu reported copied by the kernel (loopback "
+			       "copies anyway)\n", name,
+			       (unsigned long long)c.zc,
+			       (unsigned long long)(total / size),
+			       (unsigned long long)c.zc_copied);
 	}
 	bl_list_clear(&s.msg);
 	bl_uring_destroy(s.u);
@@ -482,7 +512,7 @@ static int cmd_net(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: bench_uring net SIZE copy|zc|zcraw ring|read "
-			"[-t TOTAL] [-r RINGBUFS]\n");
+			"[-t TOTAL] [-r RINGBUFS] [-S US]\n");
 	return 1;
 }
 
@@ -494,6 +524,6 @@ int main(int argc, char **argv)
 		return cmd_net(argc - 2, argv + 2);
 	fprintf(stderr,
 		"usage: bench_uring write FILE [-d] [-b] [-F] [-s SEG] [-t TOTAL] [-q DEPTH]\n"
-		"       bench_uring net SIZE copy|zc|zcraw ring|read [-t TOTAL] [-r RINGBUFS]\n");
+		"       bench_uring net SIZE copy|zc|zcraw ring|read [-t TOTAL] [-r RINGBUFS] [-S US]\n");
 	return 1;
 }

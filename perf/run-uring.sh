@@ -35,7 +35,9 @@
 #    ("zc": the library stops using zero copy on a socket whose
 #    notifications report that the kernel copied anyway) and by zero copy
 #    for every send ("zcraw"); received with read(2) into a malloc'd buffer
-#    or into a provided-buffer ring.  GB/s and CPU seconds per GB of the
+#    or into a provided-buffer ring, the latter also with the ring's spin
+#    before a sleep turned off (-S 0, "ring, no spin").  GB/s and CPU
+#    seconds per GB of the
 #    whole process (getrusage).  On loopback the kernel copies the payload
 #    whatever the sender asks for: zero copy can only lose here, and the
 #    table says so.
@@ -69,14 +71,24 @@ trap 'rm -rf "$tmp"; rm -f "$file"' EXIT INT TERM
 : >"$tmp/results"
 
 # One measurement: "name value unit" lines appended to the results.
-ours() {
+# SUFFIX (may be empty) is added to every result's name.
+ours_as() {
+	suffix=$1
+	shift
 	rm -f "$file"
 	if ! "$dir/bench_uring" "$@" >"$tmp/out" 2>"$tmp/err"; then
 		echo "warning: bench_uring $*: $(head -c 300 "$tmp/err")" >&2
 	fi
 	rm -f "$file"
-	awk '$1 == "RESULT" { print $2, $3, $4 }' "$tmp/out" >>"$tmp/results"
-	grep '^#' "$tmp/out" >>"$tmp/notes" 2>/dev/null
+	awk -v s="$suffix" '$1 == "RESULT" {
+		n = $2
+		if (s != "") { if (sub(/_cpu$/, "", n)) n = n s "_cpu"; else n = n s }
+		print n, $3, $4 }' "$tmp/out" >>"$tmp/results"
+	grep '^#' "$tmp/out" | grep -v ' waits: ' >>"$tmp/notes"
+}
+
+ours() {
+	ours_as "" "$@"
 }
 
 fio_run() {	# fio_run NAME DIRECT
@@ -113,7 +125,8 @@ fi
 file_jobs="buf64 buf4m fiobuf dio64 dio4m fiodio"
 net_jobs=""
 for sz in 4k 64k 1m; do
-	net_jobs="$net_jobs $sz:copy:read $sz:copy:ring $sz:zc:read $sz:zcraw:read"
+	net_jobs="$net_jobs $sz:copy:read $sz:copy:ring $sz:copy:ringnospin"
+	net_jobs="$net_jobs $sz:zc:read $sz:zcraw:read"
 done
 
 run_job() {
@@ -137,6 +150,11 @@ run_job() {
 	dio4m)	ours write "$file" -d -s 4m ;;
 	fiobuf)	command -v fio >/dev/null 2>&1 && fio_run fio_write_buffered 0 ;;
 	fiodio)	command -v fio >/dev/null 2>&1 && fio_run fio_write_direct 1 ;;
+	*:*:ringnospin)
+		sz=${1%%:*}
+		rest=${1#*:}
+		ours_as _nospin net "$sz" "${rest%%:*}" ring -t 1G -S 0
+		;;
 	*:*:*)
 		sz=${1%%:*}
 		rest=${1#*:}
@@ -217,13 +235,13 @@ END {
 		print "\"zc\" is the library default (zero copy, abandoned per socket once the kernel reports it copied),"
 		print "\"zcraw\" forces SENDMSG_ZC on every send."
 		print ""
-		print "| message | send copy, recv read() | send copy, recv ring | send zc, recv read() | send zcraw, recv read() |"
-		print "|---|---|---|---|---|"
+		print "| message | send copy, recv read() | send copy, recv ring | send copy, recv ring, no spin | send zc, recv read() | send zcraw, recv read() |"
+		print "|---|---|---|---|---|---|"
 		n = split("4k 64k 1m", sz, " ")
 		for (i = 1; i <= n; i++) {
 			s = sz[i]
 			line = "| " s " |"
-			m = split("copy_read copy_ring zc_read zcraw_read", v, " ")
+			m = split("copy_read copy_ring copy_ring_nospin zc_read zcraw_read", v, " ")
 			for (j = 1; j <= m; j++) {
 				k = "net_" s "_" v[j]
 				line = line sprintf(" %s GB/s, %s s/GB |",

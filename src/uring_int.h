@@ -30,10 +30,19 @@ struct bl__uring_counters {
 	uint64_t spins;		/* waits that spun before sleeping */
 	uint64_t spin_hits;	/* of which a completion ended the spin */
 	uint64_t spin_skips;	/* waits that slept at once (backing off) */
+	uint64_t spin_idle;	/* waits that slept at once (no answer
+				 * due: uring_kernel.c spin_wait) */
 };
 
 void bl__uring_counters(const struct bl_uring *u,
 			struct bl__uring_counters *out);
+
+/*
+ * The caller wrote to a socket itself, outside the ring (the messenger's
+ * direct sendmsg() of replies): the ring's next waits are for its answer,
+ * worth a spin as a request's are (uring_kernel.c: spin_wait).
+ */
+void bl__uring_note_sent(struct bl_uring *u);
 
 /* Operations called back but still waiting for the kernel (zero copy). */
 unsigned bl__uring_retiring(const struct bl_uring *u);

@@ -18,6 +18,9 @@
 #include <errno.h>
 #include <string.h>
 
+/* waits that may spin after a request: its own completion, then its answer */
+#define SPIN_FRESH_WAITS 2
+
 /* 6.18: a write that fails with EPIPE raises no SIGPIPE */
 #ifndef RWF_NOSIGNAL
 #define RWF_NOSIGNAL 0x00000100
@@ -279,6 +282,8 @@ static void pooled_cqe(struct bl_uring *u, struct uop *op,
 						       &op->data)
 				  : -EIO;
 
+		if ((size_t)res == br->buf_size)	/* the peer is ahead */
+			u->spin_fresh = SPIN_FRESH_WAITS;
 		if (ret)
 			res = ret;
 	}
@@ -478,6 +483,11 @@ static void get_events(struct bl_uring *u)
 	io_uring_enter(u->ring->ring_fd, 0, 0, IORING_ENTER_GETEVENTS, NULL);
 }
 
+void bl__uring_note_sent(struct bl_uring *u)
+{
+	u->spin_fresh = SPIN_FRESH_WAITS;
+}
+
 /*
  * Before a wait sleeps: a sleep and its wake-up (the scheduler, an
  * interrupt to the idle CPU, the switch back) cost several microseconds,
@@ -487,15 +497,35 @@ static void get_events(struct bl_uring *u)
  * work that posts a receive's completion runs in this thread's entry).
  * Adaptive, since a wait that outlasts the window wastes it: after a miss
  * the next 1, 2, 4 ... 64 waits sleep at once, and a hit starts over.
+ *
+ * And only where an answer is due soon: the two waits after the ring
+ * issued a request (its own completion, then the peer's answer) or the
+ * caller sent on a socket itself (bl__uring_note_sent()), and after a
+ * pooled receive filled its whole buffer (the peer is ahead, so more is
+ * queued, and a receiver asleep costs the sender a wake-up per arrival).
+ * A thread that only drains a stream it keeps up with would otherwise
+ * spin on every arrival: each spin ends at once, so the back-off never
+ * starts, but it takes the stream a few kilobytes at a time, a CQE and
+ * a callback each, where after a sleep it takes tens of kilobytes at
+ * once (docs/BENCHMARKS.md, io_uring: 4 KiB messages).
  * Return: true when completions beyond @keep are in the CQ.
  */
 static bool spin_wait(struct bl_uring *u, unsigned keep, uint64_t deadline_us)
 {
 	uint64_t end;
 
+	if (u->cnt.sqes != u->spin_sqes) {
+		u->spin_sqes = u->cnt.sqes;
+		u->spin_fresh = SPIN_FRESH_WAITS;
+	}
 	if (!u->spin_us || u->attached || u->enter_always ||
 	    io_uring_sq_ready(u->ring))
 		return false;
+	if (!u->spin_fresh) {
+		u->cnt.spin_idle++;
+		return false;
+	}
+	u->spin_fresh--;
 	if (u->spin_skip) {
 		u->spin_skip--;
 		u->cnt.spin_skips++;

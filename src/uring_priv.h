@@ -159,6 +159,8 @@ struct bl_uring {
 	unsigned spin_us;	/* 0: never (uring_kernel.c: spin_wait) */
 	unsigned spin_skip;	/* waits left that do not spin */
 	unsigned spin_backoff;	/* the next skip after a missed spin */
+	uint64_t spin_sqes;	/* cnt.sqes at the last wait */
+	unsigned spin_fresh;	/* waits left that may spin */
 	bool reaping;		/* callbacks may run: no nested reap */
 	bool cq_reaping;	/* handling CQEs of the CQ ring (not the done
 				 * queue): reap_at is valid */

@@ -2805,6 +2805,65 @@ START_TEST(replies_from_on_frame_go_out_directly_in_order)
 END_TEST
 
 /*
+ * The server's ring spins for the next request after a direct reply: the
+ * reply is a sendmsg() of the connection's own, not a request of the
+ * ring's (its request count stays put), so the connection notes it
+ * (bl__uring_note_sent) and the next wait is let spin where it would
+ * otherwise sleep at once.  The blocking back end never spins.
+ */
+START_TEST(a_direct_reply_lets_the_ring_spin_for_the_next_request)
+{
+	struct bl__uring_counters c0, c1;
+	struct bl_msgr_conn_opts ob;
+	struct peer b;
+	struct bl_uring *u = mk_uring();
+	struct pollfd pfd;
+	unsigned char *req, buf[256];
+	size_t n;
+	int s0, s1;
+
+	unix_pair(&s0, &s1);
+	peer_init(&b, "b");
+	opts_for(&ob, &b);
+	ob.on_frame = echo_frame;
+	b.c = bl_msgr_conn_new(u, s0, &ob);
+	ck_assert_ptr_nonnull(b.c);
+	/* the waits after arming the receive, then waits that sleep */
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(bl_uring_run(u, 1, 2), 0);
+	bl__uring_counters(u, &c0);
+	req = frame_bytes(3, 1, 16, 0, &n);
+	write_all(s1, req, n);
+	run_until(u, &b.rx, 1, &b.rx, 1);
+	pfd.fd = s1;
+	pfd.events = POLLIN;
+	ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+	ck_assert_int_gt(read(s1, buf, sizeof(buf)), 0);
+	bl__uring_counters(u, &c1);
+	if (blocking || bl_uring_backend(u) != BL_URING_IO_URING) {
+		ck_assert_int_eq(bl_uring_run(u, 1, 2), 0);
+		bl__uring_counters(u, &c1);
+		ck_assert_uint_eq(c1.spins + c1.spin_skips + c1.spin_idle, 0);
+	} else {
+		/* the reply was a system call of the connection's own */
+		ck_assert_uint_eq(c1.sqes, c0.sqes);
+		c0 = c1;
+		ck_assert_int_eq(bl_uring_run(u, 1, 2), 0);
+		bl__uring_counters(u, &c1);
+		ck_assert_uint_eq(c1.spin_idle, c0.spin_idle);
+		ck_assert_uint_eq(c1.spins + c1.spin_skips,
+				  c0.spins + c0.spin_skips + 1);
+	}
+	ck_assert_msg(!b.bad, "b: %d bad, first: %s", b.bad, b.bad_msg);
+	bl_msgr_conn_close(b.c, 0, NULL);
+	run_until_closed(u, &b, NULL);
+	bl_uring_destroy(u);
+	close(s1);
+	free(req);
+}
+END_TEST
+
+/*
  * The replier's socket buffer is tiny and the requester does not read: the
  * direct sendmsg() gets EAGAIN or takes part of a batch, the rest goes
  * through the ring, and later batches queue behind it.  Once the
@@ -3476,6 +3535,7 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 	tcase_add_test(tc, allocation_failures_return_enomem_and_leak_nothing);
 	tcase_add_test(tc, conn_and_server_new_set_errno);
 	tcase_add_test(tc, replies_from_on_frame_go_out_directly_in_order);
+	tcase_add_test(tc, a_direct_reply_lets_the_ring_spin_for_the_next_request);
 	tcase_add_test(tc,
 		direct_reply_falls_back_to_the_ring_when_the_socket_is_full);
 	tcase_add_test(tc,

@@ -3014,6 +3014,8 @@ END_TEST
  * Waits that outlast the window: after each miss the next 1, 2, 4 ...
  * waits sleep at once, so 20 timed-out runs of one wait each spin 5
  * times (waits 1, 3, 6, 11 and 20), and spin_us UINT_MAX never spins.
+ * Each wait follows a send of the caller's own (bl__uring_note_sent), so
+ * that an answer is due in every one.
  */
 START_TEST(test_waits_that_outlast_the_window_back_off_from_spinning)
 {
@@ -3027,14 +3029,17 @@ START_TEST(test_waits_that_outlast_the_window_back_off_from_spinning)
 		rec_init(&r);
 		ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, rec_cb, &r), 0);
 		ck_assert_int_eq(bl_uring_run(u, 0, 0), 0);
-		for (int i = 0; i < 20; i++)
+		for (int i = 0; i < 20; i++) {
+			bl__uring_note_sent(u);
 			ck_assert_int_eq(bl_uring_run(u, 1, 2), 0);
+		}
 		ck_assert_int_eq(r.calls, 0);
 		c = counters(u);
 		ck_assert_uint_eq(c.spin_hits, 0);
 		if (blocking || never) {
 			ck_assert_uint_eq(c.spins, 0);
 			ck_assert_uint_eq(c.spin_skips, 0);
+			ck_assert_uint_eq(c.spin_idle, 0);
 		} else {
 			/* an early wake-up would add a wait (up to 36: 5) */
 			ck_assert_uint_eq(c.spins, 5);
@@ -3046,6 +3051,104 @@ START_TEST(test_waits_that_outlast_the_window_back_off_from_spinning)
 		close(sv[0]);
 		close(sv[1]);
 	}
+}
+END_TEST
+
+/* Waits of one timed-out run each: how many were let spin, how many not. */
+struct spin_tally {
+	uint64_t allowed;	/* spun, or would have but for the back-off */
+	uint64_t idle;		/* no answer due */
+};
+
+static struct spin_tally tally_waits(struct bl_uring *u, int runs)
+{
+	struct bl__uring_counters c0 = counters(u), c1;
+	struct spin_tally t;
+
+	for (int i = 0; i < runs; i++)
+		ck_assert_int_eq(bl_uring_run(u, 1, 2), 0);
+	c1 = counters(u);
+	t.allowed = (c1.spins + c1.spin_skips) - (c0.spins + c0.spin_skips);
+	t.idle = c1.spin_idle - c0.spin_idle;
+	return t;
+}
+
+/*
+ * A wait spins only where an answer is due: in the two waits after the
+ * ring issued a request (here: arming the receive, then a send), after
+ * the caller noted a send of its own, and after a pooled receive filled
+ * its whole buffer (the peer is ahead).  A receiver that only drains
+ * small chunks sleeps at once.  Timed-out runs are the waits; an early
+ * wake-up may add one, which can only add to "idle".  The blocking back
+ * end never spins.
+ */
+START_TEST(test_a_wait_spins_only_where_an_answer_is_due)
+{
+	struct bl_uring *u = new_ring_spin(0, 1000);
+	struct bl_uring_bufring *br = bl_uring_bufring_create(u, 4, 4096, 11);
+	static char big[8192];
+	struct spin_tally t;
+	struct chunk_rec k;
+	struct bl_list l;
+	struct rec r;
+	char sink[64];
+	int sv[2];
+
+	ck_assert_ptr_nonnull(br);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	memset(&k, 0, sizeof(k));
+	bl_list_init(&k.data);
+	ck_assert_int_eq(bl_uring_recv_pooled(u, sv[1], br, true, chunk_cb, &k),
+			 0);
+	ck_assert_int_eq(bl_uring_run(u, 0, 0), 0);
+	/* the receive was a request: two waits may spin, then none */
+	t = tally_waits(u, 6);
+	if (blocking) {
+		ck_assert_uint_eq(t.allowed + t.idle, 0);
+		goto out;
+	}
+	ck_assert_uint_eq(t.allowed, 2);
+	ck_assert_uint_ge(t.idle, 4);
+
+	/* a chunk that leaves most of its buffer empty: nothing is due */
+	ck_assert_int_eq(write(sv[0], "small", 5), 5);
+	while (bl_list_length(&k.data) < 5)
+		ck_assert_int_ge(bl_uring_run(u, 0, 100), 0);
+	t = tally_waits(u, 3);
+	ck_assert_uint_eq(t.allowed, 0);
+	ck_assert_uint_ge(t.idle, 3);
+
+	/* chunks that fill their buffers: the peer is ahead */
+	ck_assert_int_eq(write(sv[0], big, sizeof(big)), (ssize_t)sizeof(big));
+	while (bl_list_length(&k.data) < 5 + sizeof(big))
+		ck_assert_int_ge(bl_uring_run(u, 0, 100), 0);
+	ck_assert_int_eq(k.res, 4096);
+	t = tally_waits(u, 3);
+	ck_assert_uint_eq(t.allowed, 2);
+
+	/* a send the ring issued, then one the caller made itself */
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "ping", 4), 0);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_send(u, sv[1], &l, 0, rec_cb, &r), 0);
+	while (!r.calls)
+		ck_assert_int_ge(bl_uring_run(u, 0, 100), 0);
+	ck_assert_int_eq(r.res, 4);
+	t = tally_waits(u, 1);
+	ck_assert_uint_eq(t.allowed, 1);
+	t = tally_waits(u, 3);
+	ck_assert_uint_le(t.allowed, 1);
+	ck_assert_uint_ge(t.idle, 2);
+	bl__uring_note_sent(u);
+	t = tally_waits(u, 1);
+	ck_assert_uint_eq(t.allowed, 1);
+	ck_assert_int_eq(read(sv[0], sink, sizeof(sink)), 4);
+	bl_list_clear(&l);
+out:
+	bl_uring_destroy(u);	/* and br, with the receive cancelled */
+	bl_list_clear(&k.data);
+	close(sv[0]);
+	close(sv[1]);
 }
 END_TEST
 
@@ -3655,6 +3758,7 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_destroy_from_a_thread_a_single_issuer_ring_refuses_returns);
 		tcase_add_test(tc, test_a_wait_spins_and_an_answer_in_the_window_ends_it);
 		tcase_add_test(tc, test_waits_that_outlast_the_window_back_off_from_spinning);
+		tcase_add_test(tc, test_a_wait_spins_only_where_an_answer_is_due);
 		tcase_add_test(tc, test_recv_sees_zero_when_the_peer_closes);
 		tcase_add_test(tc, test_write_to_a_gone_reader_is_epipe_without_sigpipe);
 		tcase_add_test(tc, test_run_with_min_complete_zero_advances_waiting_ops);

@@ -114,7 +114,12 @@ enum bl_uring_backend {
  *                  entering the kernel only when completion work is due.
  *                  A sleep and its wake-up cost more than that on most
  *                  machines, so a request/response exchange whose answer
- *                  comes within the window runs without either.  Adaptive:
+ *                  comes within the window runs without either.  Only
+ *                  where an answer is due soon: in the two waits after
+ *                  the ring issued a request, and after a pooled receive
+ *                  filled its whole buffer (a thread that only drains a
+ *                  stream it keeps up with sleeps, and takes more per
+ *                  wake-up).  Adaptive:
  *                  when waits keep outlasting the window, spinning stops
  *                  for a growing number of waits (up to 64) and is tried
  *                  again after them.  Not on an attached ring, not while
