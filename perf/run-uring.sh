@@ -37,10 +37,9 @@
 #    for every send ("zcraw"); received with read(2) into a malloc'd buffer
 #    or into a provided-buffer ring, the latter also with the ring's spin
 #    before a sleep turned off (-S 0, "ring, no spin").  GB/s and CPU
-#    seconds per GB of the
-#    whole process (getrusage).  On loopback the kernel copies the payload
-#    whatever the sender asks for: zero copy can only lose here, and the
-#    table says so.
+#    seconds per GB of the whole process (getrusage).  On loopback the
+#    kernel copies the payload whatever the sender asks for: zero copy can
+#    only lose here, and the table says so.
 #
 # Environment:
 #   BL_BENCH_ROUNDS   rounds (default 5)

@@ -282,7 +282,7 @@ static void pooled_cqe(struct bl_uring *u, struct uop *op,
 						       &op->data)
 				  : -EIO;
 
-		if ((size_t)res == br->buf_size)	/* the peer is ahead */
+		if ((size_t)res >= br->buf_size / 2)	/* see spin_wait */
 			u->spin_fresh = SPIN_FRESH_WAITS;
 		if (ret)
 			res = ret;
@@ -496,18 +496,21 @@ void bl__uring_note_sent(struct bl_uring *u)
  * kernel only when it flags completion work as due (TASKRUN_FLAG: the
  * work that posts a receive's completion runs in this thread's entry).
  * Adaptive, since a wait that outlasts the window wastes it: after a miss
- * the next 1, 2, 4 ... 64 waits sleep at once, and a hit starts over.
+ * the next 1, 2, 4 ... 64 waits that could spin sleep at once, and a hit
+ * starts over.
  *
  * And only where an answer is due soon: the two waits after the ring
  * issued a request (its own completion, then the peer's answer) or the
  * caller sent on a socket itself (bl__uring_note_sent()), and after a
- * pooled receive filled its whole buffer (the peer is ahead, so more is
- * queued, and a receiver asleep costs the sender a wake-up per arrival).
- * A thread that only drains a stream it keeps up with would otherwise
- * spin on every arrival: each spin ends at once, so the back-off never
- * starts, but it takes the stream a few kilobytes at a time, a CQE and
- * a callback each, where after a sleep it takes tens of kilobytes at
- * once (docs/BENCHMARKS.md, io_uring: 4 KiB messages).
+ * pooled receive filled at least half its buffer.  A thread that only
+ * drains, through a multishot receive, a stream it keeps up with would
+ * otherwise spin on every arrival: each spin ends at once, so the
+ * back-off never starts, but it takes the stream a few kilobytes at a
+ * time, a CQE and a callback each, where after a sleep it takes tens of
+ * kilobytes at once (docs/BENCHMARKS.md, io_uring: 4 KiB messages).
+ * Chunks of half a buffer and more gain at most twice as much from a
+ * sleep, less than the wake-up that a sleeping receiver costs the sender
+ * for every arrival.
  * Return: true when completions beyond @keep are in the CQ.
  */
 static bool spin_wait(struct bl_uring *u, unsigned keep, uint64_t deadline_us)

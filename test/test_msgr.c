@@ -2807,13 +2807,15 @@ END_TEST
 /*
  * The server's ring spins for the next request after a direct reply: the
  * reply is a sendmsg() of the connection's own, not a request of the
- * ring's (its request count stays put), so the connection notes it
- * (bl__uring_note_sent) and the next wait is let spin where it would
- * otherwise sleep at once.  The blocking back end never spins.
+ * ring's (its request count stays put while the multishot receive stays
+ * armed), so the connection notes it (bl__uring_note_sent) and the next
+ * wait is let spin where it would otherwise sleep at once.  The blocking
+ * back end never spins.
  */
 START_TEST(a_direct_reply_lets_the_ring_spin_for_the_next_request)
 {
 	struct bl__uring_counters c0, c1;
+	struct bl__uring_features f;
 	struct bl_msgr_conn_opts ob;
 	struct peer b;
 	struct bl_uring *u = mk_uring();
@@ -2830,7 +2832,7 @@ START_TEST(a_direct_reply_lets_the_ring_spin_for_the_next_request)
 	ck_assert_ptr_nonnull(b.c);
 	/* the waits after arming the receive, then waits that sleep */
 	for (int i = 0; i < 4; i++)
-		ck_assert_int_eq(bl_uring_run(u, 1, 2), 0);
+		ck_assert_int_eq(bl_uring_run(u, 1, 10), 0);
 	bl__uring_counters(u, &c0);
 	req = frame_bytes(3, 1, 16, 0, &n);
 	write_all(s1, req, n);
@@ -2840,18 +2842,19 @@ START_TEST(a_direct_reply_lets_the_ring_spin_for_the_next_request)
 	ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
 	ck_assert_int_gt(read(s1, buf, sizeof(buf)), 0);
 	bl__uring_counters(u, &c1);
+	bl__uring_features(u, &f);
 	if (blocking || bl_uring_backend(u) != BL_URING_IO_URING) {
-		ck_assert_int_eq(bl_uring_run(u, 1, 2), 0);
+		ck_assert_int_eq(bl_uring_run(u, 1, 10), 0);
 		bl__uring_counters(u, &c1);
 		ck_assert_uint_eq(c1.spins + c1.spin_skips + c1.spin_idle, 0);
-	} else {
+	} else if (f.recv_multishot) {
 		/* the reply was a system call of the connection's own */
 		ck_assert_uint_eq(c1.sqes, c0.sqes);
 		c0 = c1;
-		ck_assert_int_eq(bl_uring_run(u, 1, 2), 0);
+		ck_assert_int_eq(bl_uring_run(u, 1, 10), 0);
 		bl__uring_counters(u, &c1);
-		ck_assert_uint_eq(c1.spin_idle, c0.spin_idle);
-		ck_assert_uint_eq(c1.spins + c1.spin_skips,
+		/* let spin (an early wake-up may add a look of either kind) */
+		ck_assert_uint_ge(c1.spins + c1.spin_skips,
 				  c0.spins + c0.spin_skips + 1);
 	}
 	ck_assert_msg(!b.bad, "b: %d bad, first: %s", b.bad, b.bad_msg);

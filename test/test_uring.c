@@ -3066,7 +3066,7 @@ static struct spin_tally tally_waits(struct bl_uring *u, int runs)
 	struct spin_tally t;
 
 	for (int i = 0; i < runs; i++)
-		ck_assert_int_eq(bl_uring_run(u, 1, 2), 0);
+		ck_assert_int_eq(bl_uring_run(u, 1, 10), 0);
 	c1 = counters(u);
 	t.allowed = (c1.spins + c1.spin_skips) - (c0.spins + c0.spin_skips);
 	t.idle = c1.spin_idle - c0.spin_idle;
@@ -3077,16 +3077,20 @@ static struct spin_tally tally_waits(struct bl_uring *u, int runs)
  * A wait spins only where an answer is due: in the two waits after the
  * ring issued a request (here: arming the receive, then a send), after
  * the caller noted a send of its own, and after a pooled receive filled
- * its whole buffer (the peer is ahead).  A receiver that only drains
- * small chunks sleeps at once.  Timed-out runs are the waits; an early
- * wake-up may add one, which can only add to "idle".  The blocking back
- * end never spins.
+ * at least half its buffer.  A receiver that only drains
+ * small chunks of a multishot receive sleeps at once (a kernel without
+ * multishot receives re-arms it per chunk, a request each time).
+ * Timed-out runs are the waits.  An early wake-up would add a look
+ * within a run: spent on "allowed" while the two last, else on "idle";
+ * so a single run asserts only that it was let spin, and counts over
+ * several runs hold either way.  The blocking back end never spins.
  */
 START_TEST(test_a_wait_spins_only_where_an_answer_is_due)
 {
 	struct bl_uring *u = new_ring_spin(0, 1000);
 	struct bl_uring_bufring *br = bl_uring_bufring_create(u, 4, 4096, 11);
 	static char big[8192];
+	struct bl__uring_features f;
 	struct spin_tally t;
 	struct chunk_rec k;
 	struct bl_list l;
@@ -3110,17 +3114,21 @@ START_TEST(test_a_wait_spins_only_where_an_answer_is_due)
 	ck_assert_uint_eq(t.allowed, 2);
 	ck_assert_uint_ge(t.idle, 4);
 
-	/* a chunk that leaves most of its buffer empty: nothing is due */
-	ck_assert_int_eq(write(sv[0], "small", 5), 5);
-	while (bl_list_length(&k.data) < 5)
+	/* a chunk just under half its buffer: nothing is due */
+	ck_assert_int_eq(write(sv[0], big, 2047), 2047);
+	while (bl_list_length(&k.data) < 2047)
 		ck_assert_int_ge(bl_uring_run(u, 0, 100), 0);
+	ck_assert_int_eq(k.res, 2047);
 	t = tally_waits(u, 3);
-	ck_assert_uint_eq(t.allowed, 0);
-	ck_assert_uint_ge(t.idle, 3);
+	bl__uring_features(u, &f);
+	if (f.recv_multishot) {
+		ck_assert_uint_eq(t.allowed, 0);
+		ck_assert_uint_ge(t.idle, 3);
+	}
 
-	/* chunks that fill their buffers: the peer is ahead */
+	/* chunks of half a buffer and more */
 	ck_assert_int_eq(write(sv[0], big, sizeof(big)), (ssize_t)sizeof(big));
-	while (bl_list_length(&k.data) < 5 + sizeof(big))
+	while (bl_list_length(&k.data) < 2047 + sizeof(big))
 		ck_assert_int_ge(bl_uring_run(u, 0, 100), 0);
 	ck_assert_int_eq(k.res, 4096);
 	t = tally_waits(u, 3);
@@ -3135,13 +3143,13 @@ START_TEST(test_a_wait_spins_only_where_an_answer_is_due)
 		ck_assert_int_ge(bl_uring_run(u, 0, 100), 0);
 	ck_assert_int_eq(r.res, 4);
 	t = tally_waits(u, 1);
-	ck_assert_uint_eq(t.allowed, 1);
+	ck_assert_uint_ge(t.allowed, 1);
 	t = tally_waits(u, 3);
 	ck_assert_uint_le(t.allowed, 1);
 	ck_assert_uint_ge(t.idle, 2);
 	bl__uring_note_sent(u);
 	t = tally_waits(u, 1);
-	ck_assert_uint_eq(t.allowed, 1);
+	ck_assert_uint_ge(t.allowed, 1);
 	ck_assert_int_eq(read(sv[0], sink, sizeof(sink)), 4);
 	bl_list_clear(&l);
 out:

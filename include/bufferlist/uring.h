@@ -116,12 +116,15 @@ enum bl_uring_backend {
  *                  machines, so a request/response exchange whose answer
  *                  comes within the window runs without either.  Only
  *                  where an answer is due soon: in the two waits after
- *                  the ring issued a request, and after a pooled receive
- *                  filled its whole buffer (a thread that only drains a
- *                  stream it keeps up with sleeps, and takes more per
- *                  wake-up).  Adaptive:
- *                  when waits keep outlasting the window, spinning stops
- *                  for a growing number of waits (up to 64) and is tried
+ *                  the ring issued a request (the messenger's direct
+ *                  replies count as such), and after a pooled receive
+ *                  filled half its buffer or more.  A thread that only
+ *                  drains, through a multishot receive, a stream it
+ *                  keeps up with sleeps, and takes more per wake-up; one
+ *                  that writes to its sockets itself, outside the ring,
+ *                  gets no spin for the answers.  Adaptive: when those
+ *                  waits keep outlasting the window, spinning stops for
+ *                  a growing number of them (up to 64) and is tried
  *                  again after them.  Not on an attached ring, not while
  *                  submissions wait in the SQ (the wait submits them), and
  *                  not on a ring that must enter the kernel for every look
