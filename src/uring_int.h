@@ -37,13 +37,6 @@ struct bl__uring_counters {
 void bl__uring_counters(const struct bl_uring *u,
 			struct bl__uring_counters *out);
 
-/*
- * The caller wrote to a socket itself, outside the ring (the messenger's
- * direct sendmsg() of replies): the ring's next waits are for its answer,
- * worth a spin as a request's are (uring_kernel.c: spin_wait).
- */
-void bl__uring_note_sent(struct bl_uring *u);
-
 /* Operations called back but still waiting for the kernel (zero copy). */
 unsigned bl__uring_retiring(const struct bl_uring *u);
 

@@ -483,9 +483,10 @@ static void get_events(struct bl_uring *u)
 	io_uring_enter(u->ring->ring_fd, 0, 0, IORING_ENTER_GETEVENTS, NULL);
 }
 
-void bl__uring_note_sent(struct bl_uring *u)
+void bl_uring_expect_answer(struct bl_uring *u)
 {
-	u->spin_fresh = SPIN_FRESH_WAITS;
+	if (u)
+		u->spin_fresh = SPIN_FRESH_WAITS;
 }
 
 /*
@@ -501,7 +502,7 @@ void bl__uring_note_sent(struct bl_uring *u)
  *
  * And only where an answer is due soon: the two waits after the ring
  * issued a request (its own completion, then the peer's answer) or the
- * caller sent on a socket itself (bl__uring_note_sent()), and after a
+ * caller sent on a socket itself (bl_uring_expect_answer()), and after a
  * pooled receive filled at least half its buffer.  A thread that only
  * drains, through a multishot receive, a stream it keeps up with would
  * otherwise spin on every arrival: each spin ends at once, so the

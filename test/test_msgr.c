@@ -2808,7 +2808,7 @@ END_TEST
  * The server's ring spins for the next request after a direct reply: the
  * reply is a sendmsg() of the connection's own, not a request of the
  * ring's (its request count stays put while the multishot receive stays
- * armed), so the connection notes it (bl__uring_note_sent) and the next
+ * armed), so the connection notes it (bl_uring_expect_answer) and the next
  * wait is let spin where it would otherwise sleep at once.  The blocking
  * back end never spins.
  */

@@ -117,15 +117,14 @@ enum bl_uring_backend {
  *                  comes within the window runs without either.  Only
  *                  where an answer is due soon: in the two waits after
  *                  the ring issued a request (the messenger's direct
- *                  replies count as such), and after a pooled receive
- *                  filled half its buffer or more.  A thread that only
- *                  drains, through a multishot receive, a stream it
- *                  keeps up with sleeps, and takes more per wake-up; one
- *                  that writes to its sockets itself, outside the ring,
- *                  gets no spin for the answers.  Adaptive: when those
- *                  waits keep outlasting the window, spinning stops for
- *                  a growing number of them (up to 64) and is tried
- *                  again after them.  Not on an attached ring, not while
+ *                  replies and bl_uring_expect_answer() count as such),
+ *                  and after a pooled receive filled half its buffer or
+ *                  more.  A thread that only drains, through a multishot
+ *                  receive, a stream it keeps up with sleeps, and takes
+ *                  more per wake-up.  Adaptive: when those waits keep
+ *                  outlasting the window, spinning stops for a growing
+ *                  number of them (up to 64) and is tried again after
+ *                  them.  Not on an attached ring, not while
  *                  submissions wait in the SQ (the wait submits them), and
  *                  not on a ring that must enter the kernel for every look
  *                  (the caller's DEFER_TASKRUN or COOP_TASKRUN without
@@ -436,6 +435,18 @@ BL_API int bl_uring_handle_cqe(struct bl_uring *u, struct io_uring_cqe *cqe);
  * notification is due excluded).
  */
 BL_API unsigned bl_uring_inflight(const struct bl_uring *u);
+
+/**
+ * bl_uring_expect_answer() - the caller just started something outside
+ * the ring whose answer the ring will bring: a request written to a
+ * socket with send(2) or write(2) while a receive on it is armed.  The
+ * next two waits of bl_uring_run() may then spin (bl_uring_params
+ * spin_us), as after a request the ring issued itself; otherwise a
+ * thread whose receive is a multishot one would sleep at once.  A hint:
+ * nothing else changes.  NULL is a no-op.
+ * Return: nothing; it cannot fail.
+ */
+BL_API void bl_uring_expect_answer(struct bl_uring *u);
 
 /* ---- one operation, waited for ------------------------------------------ */
 
