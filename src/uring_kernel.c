@@ -18,9 +18,6 @@
 #include <errno.h>
 #include <string.h>
 
-/* waits that may spin after a request: its own completion, then its answer */
-#define SPIN_FRESH_WAITS 2
-
 /* 6.18: a write that fails with EPIPE raises no SIGPIPE */
 #ifndef RWF_NOSIGNAL
 #define RWF_NOSIGNAL 0x00000100
@@ -283,7 +280,7 @@ static void pooled_cqe(struct bl_uring *u, struct uop *op,
 				  : -EIO;
 
 		if ((size_t)res >= br->buf_size / 2)	/* see spin_wait */
-			u->spin_fresh = SPIN_FRESH_WAITS;
+			u->spin_due = SPIN_ANSWERS;
 		if (ret)
 			res = ret;
 	}
@@ -485,8 +482,8 @@ static void get_events(struct bl_uring *u)
 
 void bl_uring_expect_answer(struct bl_uring *u)
 {
-	if (u)
-		u->spin_fresh = SPIN_FRESH_WAITS;
+	if (u && !u->spin_due)
+		u->spin_due = 1;	/* no completion of its own comes */
 }
 
 /*
@@ -500,36 +497,34 @@ void bl_uring_expect_answer(struct bl_uring *u)
  * the next 1, 2, 4 ... 64 waits that could spin sleep at once, and a hit
  * starts over.
  *
- * And only where an answer is due soon: the two waits after the ring
- * issued a request (its own completion, then the peer's answer) or the
- * caller sent on a socket itself (bl_uring_expect_answer()), and after a
- * pooled receive filled at least half its buffer.  A thread that only
- * drains, through a multishot receive, a stream it keeps up with would
- * otherwise spin on every arrival: each spin ends at once, so the
- * back-off never starts, but it takes the stream a few kilobytes at a
- * time, a CQE and a callback each, where after a sleep it takes tens of
- * kilobytes at once (docs/BENCHMARKS.md, io_uring: 4 KiB messages).
- * Chunks of half a buffer and more gain at most twice as much from a
- * sleep, less than the wake-up that a sleeping receiver costs the sender
- * for every arrival.
+ * And only while an answer is due: after the ring issued a request, until
+ * two callbacks have run (the request's own, then the peer's answer);
+ * after the caller sent on a socket itself (bl_uring_expect_answer()),
+ * until one has; after a pooled receive filled at least half its buffer,
+ * until the next chunk.  What is not an answer (a zero-copy notification,
+ * a linked poll, a cancel, a wait that timed out) uses none of it up.
+ * A thread that only drains, through a multishot receive, a stream it
+ * keeps up with would otherwise spin on every arrival: each spin ends at
+ * once, so the back-off never starts, but it takes the stream a few
+ * kilobytes at a time, a CQE and a callback each, where after a sleep it
+ * takes tens of kilobytes at once (docs/BENCHMARKS.md, io_uring: 4 KiB
+ * messages).  Chunks of half a buffer and more gain at most twice as
+ * much from a sleep, less than the wake-up that a sleeping receiver
+ * costs the sender for every arrival.
  * Return: true when completions beyond @keep are in the CQ.
  */
 static bool spin_wait(struct bl_uring *u, unsigned keep, uint64_t deadline_us)
 {
 	uint64_t end;
 
-	if (u->cnt.sqes != u->spin_sqes) {
-		u->spin_sqes = u->cnt.sqes;
-		u->spin_fresh = SPIN_FRESH_WAITS;
-	}
+	bl__uring_spin_sync(u);
 	if (!u->spin_us || u->attached || u->enter_always ||
 	    io_uring_sq_ready(u->ring))
 		return false;
-	if (!u->spin_fresh) {
+	if (!u->spin_due) {
 		u->cnt.spin_idle++;
 		return false;
 	}
-	u->spin_fresh--;
 	if (u->spin_skip) {
 		u->spin_skip--;
 		u->cnt.spin_skips++;

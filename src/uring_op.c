@@ -228,7 +228,7 @@ void bl__uring_op_finish(struct bl_uring *u, struct uop *op)
 			op_collect(op);
 	}
 	bl__uring_mark_called(u, op);
-	u->ncomplete++;
+	bl__uring_count_call(u);
 	if (op->cb)		/* NULL: fire and forget */
 		op->cb(op->arg, op->res, data);
 	bl_list_clear(&op->data);

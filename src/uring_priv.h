@@ -159,8 +159,9 @@ struct bl_uring {
 	unsigned spin_us;	/* 0: never (uring_kernel.c: spin_wait) */
 	unsigned spin_skip;	/* waits left that do not spin */
 	unsigned spin_backoff;	/* the next skip after a missed spin */
-	uint64_t spin_sqes;	/* cnt.sqes at the last wait */
-	unsigned spin_fresh;	/* waits left that may spin */
+	uint64_t spin_sqes;	/* cnt.sqes when spin_due last looked */
+	unsigned spin_due;	/* answers due: waits may spin until they
+				 * come (uring_kernel.c: spin_wait) */
 	bool reaping;		/* callbacks may run: no nested reap */
 	bool cq_reaping;	/* handling CQEs of the CQ ring (not the done
 				 * queue): reap_at is valid */
@@ -354,6 +355,27 @@ static inline short bl__uring_op_events(const struct uop *op)
 	return op->kind == OP_WRITE || op->kind == OP_SEND ? POLLOUT : POLLIN;
 }
 
+/* answers due after a request: its own completion, then the peer's */
+#define SPIN_ANSWERS 2
+
+/* Requests issued since the last look make their answers due. */
+static inline void bl__uring_spin_sync(struct bl_uring *u)
+{
+	if (u->cnt.sqes != u->spin_sqes) {
+		u->spin_sqes = u->cnt.sqes;
+		u->spin_due = SPIN_ANSWERS;
+	}
+}
+
+/* A callback is about to run: one completion more, one answer fewer due. */
+static inline void bl__uring_count_call(struct bl_uring *u)
+{
+	u->ncomplete++;
+	bl__uring_spin_sync(u);
+	if (u->spin_due)
+		u->spin_due--;
+}
+
 static inline void bl__uring_mark_called(struct bl_uring *u, struct uop *op)
 {
 	op->called = 1;
@@ -367,7 +389,7 @@ static inline void bl__uring_pooled_call(struct bl_uring *u, struct uop *op,
 {
 	if (!more)
 		bl__uring_mark_called(u, op);
-	u->ncomplete++;
+	bl__uring_count_call(u);
 	if (op->rcb)		/* NULL: fire and forget */
 		op->rcb(op->arg, res, &op->data, more);
 	bl_list_clear(&op->data);

@@ -115,13 +115,15 @@ enum bl_uring_backend {
  *                  A sleep and its wake-up cost more than that on most
  *                  machines, so a request/response exchange whose answer
  *                  comes within the window runs without either.  Only
- *                  where an answer is due soon: in the two waits after
- *                  the ring issued a request (the messenger's direct
- *                  replies and bl_uring_expect_answer() count as such),
- *                  and after a pooled receive filled half its buffer or
- *                  more.  A thread that only drains, through a multishot
- *                  receive, a stream it keeps up with sleeps, and takes
- *                  more per wake-up.  Adaptive: when those waits keep
+ *                  while an answer is due: after the ring issued a
+ *                  request, until its completion and one more have been
+ *                  called back; after bl_uring_expect_answer() (the
+ *                  messenger's direct replies), until one more has; after
+ *                  a pooled receive filled half its buffer or more, until
+ *                  the next chunk.  A thread that only drains, through a
+ *                  multishot receive, a stream it keeps up with sleeps,
+ *                  and takes more per wake-up.  Adaptive: when those
+ *                  waits keep
  *                  outlasting the window, spinning stops for a growing
  *                  number of them (up to 64) and is tried again after
  *                  them.  Not on an attached ring, not while
@@ -440,10 +442,10 @@ BL_API unsigned bl_uring_inflight(const struct bl_uring *u);
  * bl_uring_expect_answer() - the caller just started something outside
  * the ring whose answer the ring will bring: a request written to a
  * socket with send(2) or write(2) while a receive on it is armed.  The
- * next two waits of bl_uring_run() may then spin (bl_uring_params
- * spin_us), as after a request the ring issued itself; otherwise a
- * thread whose receive is a multishot one would sleep at once.  A hint:
- * nothing else changes.  NULL is a no-op.
+ * waits of bl_uring_run() until the next callback may then spin
+ * (bl_uring_params spin_us), as after a request the ring issued itself;
+ * otherwise a thread whose receive is a multishot one would sleep at
+ * once.  A hint: nothing else changes.  NULL is a no-op.
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_uring_expect_answer(struct bl_uring *u);
