@@ -140,7 +140,7 @@ static bool send_direct(struct bl_msgr_conn *c)
 	c->st.direct_sends++;
 	if (r <= 0)
 		return false;
-	bl_uring_expect_answer(c->u);	/* the next request */
+	bl_uring_expect_answer(c->u);	/* the peer's next frame */
 	/* from offset 0: cannot fail */
 	bl_list_splice(&c->outq, 0, (size_t)r, NULL);
 	c->out_bytes -= (size_t)r;

@@ -557,6 +557,12 @@ unsigned bl_uring_inflight(const struct bl_uring *u)
 	return u->inflight;
 }
 
+void bl_uring_expect_answer(struct bl_uring *u)
+{
+	if (u)
+		bl__uring_spin_add(u, 1);	/* no completion of its own */
+}
+
 /*
  * Completions waiting to be handled: on the done queue (or behind the one
  * being delivered), or in the CQ ring past the one being handled now

@@ -279,7 +279,8 @@ static void pooled_cqe(struct bl_uring *u, struct uop *op,
 						       &op->data)
 				  : -EIO;
 
-		if ((size_t)res >= br->buf_size / 2)	/* see spin_wait */
+		if ((size_t)res >= br->buf_size / 2 &&	/* see spin_wait */
+		    u->spin_due < SPIN_ANSWERS)
 			u->spin_due = SPIN_ANSWERS;
 		if (ret)
 			res = ret;
@@ -480,12 +481,6 @@ static void get_events(struct bl_uring *u)
 	io_uring_enter(u->ring->ring_fd, 0, 0, IORING_ENTER_GETEVENTS, NULL);
 }
 
-void bl_uring_expect_answer(struct bl_uring *u)
-{
-	if (u && !u->spin_due)
-		u->spin_due = 1;	/* no completion of its own comes */
-}
-
 /*
  * Before a wait sleeps: a sleep and its wake-up (the scheduler, an
  * interrupt to the idle CPU, the switch back) cost several microseconds,
@@ -497,12 +492,13 @@ void bl_uring_expect_answer(struct bl_uring *u)
  * the next 1, 2, 4 ... 64 waits that could spin sleep at once, and a hit
  * starts over.
  *
- * And only while an answer is due: after the ring issued a request, until
- * two callbacks have run (the request's own, then the peer's answer);
- * after the caller sent on a socket itself (bl_uring_expect_answer()),
- * until one has; after a pooled receive filled at least half its buffer,
- * until the next chunk.  What is not an answer (a zero-copy notification,
- * a linked poll, a cancel, a wait that timed out) uses none of it up.
+ * And only while an answer is due: for each request the ring issued, two
+ * callbacks (the request's own, then the peer's answer); for each send
+ * the caller made itself (bl_uring_expect_answer()), one; after a pooled
+ * receive filled at least half its buffer, the next chunk.  What has no
+ * callback (a zero-copy notification, a linked poll, a wait that timed
+ * out) uses none of it up; an answer that never comes leaves the waits
+ * to the back-off below, one window in up to 65 waits.
  * A thread that only drains, through a multishot receive, a stream it
  * keeps up with would otherwise spin on every arrival: each spin ends at
  * once, so the back-off never starts, but it takes the stream a few

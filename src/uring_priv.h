@@ -355,25 +355,47 @@ static inline short bl__uring_op_events(const struct uop *op)
 	return op->kind == OP_WRITE || op->kind == OP_SEND ? POLLOUT : POLLIN;
 }
 
-/* answers due after a request: its own completion, then the peer's */
+/*
+ * Answers due (uring_kernel.c: spin_wait): two per request, its own
+ * completion and then the peer's, up to SPIN_DUE_MAX, which only bounds
+ * how long a burst of requests that go unanswered keeps waits spinning.
+ */
 #define SPIN_ANSWERS 2
+#define SPIN_DUE_MAX 64
+
+static inline void bl__uring_spin_add(struct bl_uring *u, uint64_t n)
+{
+	u->spin_due = n >= SPIN_DUE_MAX - u->spin_due ?
+		      SPIN_DUE_MAX : u->spin_due + (unsigned)n;
+}
 
 /* Requests issued since the last look make their answers due. */
 static inline void bl__uring_spin_sync(struct bl_uring *u)
 {
 	if (u->cnt.sqes != u->spin_sqes) {
+		bl__uring_spin_add(u, (u->cnt.sqes - u->spin_sqes) *
+				      SPIN_ANSWERS);
 		u->spin_sqes = u->cnt.sqes;
-		u->spin_due = SPIN_ANSWERS;
 	}
 }
 
-/* A callback is about to run: one completion more, one answer fewer due. */
+/*
+ * A callback is about to run: one completion more, one answer fewer due
+ * (a cancellation's or an error's too: a callback is all the ring can
+ * tell).  What the callback starts is counted right after it
+ * (bl__uring_called), before another callback can take its due.
+ */
 static inline void bl__uring_count_call(struct bl_uring *u)
 {
 	u->ncomplete++;
 	bl__uring_spin_sync(u);
 	if (u->spin_due)
 		u->spin_due--;
+}
+
+static inline void bl__uring_called(struct bl_uring *u)
+{
+	bl__uring_spin_sync(u);
 }
 
 static inline void bl__uring_mark_called(struct bl_uring *u, struct uop *op)
@@ -392,6 +414,7 @@ static inline void bl__uring_pooled_call(struct bl_uring *u, struct uop *op,
 	bl__uring_count_call(u);
 	if (op->rcb)		/* NULL: fire and forget */
 		op->rcb(op->arg, res, &op->data, more);
+	bl__uring_called(u);
 	bl_list_clear(&op->data);
 }
 

@@ -115,18 +115,17 @@ enum bl_uring_backend {
  *                  A sleep and its wake-up cost more than that on most
  *                  machines, so a request/response exchange whose answer
  *                  comes within the window runs without either.  Only
- *                  while an answer is due: after the ring issued a
- *                  request, until its completion and one more have been
- *                  called back; after bl_uring_expect_answer() (the
- *                  messenger's direct replies), until one more has; after
- *                  a pooled receive filled half its buffer or more, until
- *                  the next chunk.  A thread that only drains, through a
- *                  multishot receive, a stream it keeps up with sleeps,
- *                  and takes more per wake-up.  Adaptive: when those
- *                  waits keep
- *                  outlasting the window, spinning stops for a growing
- *                  number of them (up to 64) and is tried again after
- *                  them.  Not on an attached ring, not while
+ *                  while an answer is due: two callbacks for each
+ *                  request the ring issued (its own, then the answer),
+ *                  one for each bl_uring_expect_answer() (the messenger's
+ *                  direct sends), and after a pooled receive filled half
+ *                  its buffer or more, the next chunk.  A thread that
+ *                  only drains, through a multishot receive, a stream it
+ *                  keeps up with sleeps, and takes more per wake-up.
+ *                  Adaptive: when those waits keep outlasting the
+ *                  window, spinning stops for a growing number of them
+ *                  (up to 64) and is tried again after them.  Not on an
+ *                  attached ring, not while
  *                  submissions wait in the SQ (the wait submits them), and
  *                  not on a ring that must enter the kernel for every look
  *                  (the caller's DEFER_TASKRUN or COOP_TASKRUN without
@@ -441,11 +440,12 @@ BL_API unsigned bl_uring_inflight(const struct bl_uring *u);
 /**
  * bl_uring_expect_answer() - the caller just started something outside
  * the ring whose answer the ring will bring: a request written to a
- * socket with send(2) or write(2) while a receive on it is armed.  The
- * waits of bl_uring_run() until the next callback may then spin
- * (bl_uring_params spin_us), as after a request the ring issued itself;
- * otherwise a thread whose receive is a multishot one would sleep at
- * once.  A hint: nothing else changes.  NULL is a no-op.
+ * socket with send(2) or write(2) while a receive on it is armed.  One
+ * more callback is then due, and the waits of bl_uring_run() until it
+ * runs may spin (bl_uring_params spin_us), as after a request the ring
+ * issued itself; otherwise a thread whose receive is a multishot one
+ * would sleep at once.  A hint: nothing else changes.  From @u's thread,
+ * as bl_uring_run().  NULL is a no-op.
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_uring_expect_answer(struct bl_uring *u);
