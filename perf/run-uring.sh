@@ -149,15 +149,13 @@ run_job() {
 	dio4m)	ours write "$file" -d -s 4m ;;
 	fiobuf)	command -v fio >/dev/null 2>&1 && fio_run fio_write_buffered 0 ;;
 	fiodio)	command -v fio >/dev/null 2>&1 && fio_run fio_write_direct 1 ;;
-	*:*:ringnospin)
-		sz=${1%%:*}
-		rest=${1#*:}
-		ours_as _nospin net "$sz" "${rest%%:*}" ring -t 1G -S 0
-		;;
 	*:*:*)
 		sz=${1%%:*}
 		rest=${1#*:}
-		ours net "$sz" "${rest%%:*}" "${rest#*:}" -t 1G
+		case ${rest#*:} in
+		ringnospin) ours_as _nospin net "$sz" "${rest%%:*}" ring -t 1G -S 0 ;;
+		*)	ours net "$sz" "${rest%%:*}" "${rest#*:}" -t 1G ;;
+		esac
 		;;
 	esac
 }

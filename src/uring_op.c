@@ -231,7 +231,6 @@ void bl__uring_op_finish(struct bl_uring *u, struct uop *op)
 	bl__uring_count_call(u);
 	if (op->cb)		/* NULL: fire and forget */
 		op->cb(op->arg, op->res, data);
-	bl__uring_called(u);
 	bl_list_clear(&op->data);
 	bl__uring_op_maybe_free(u, op);
 }

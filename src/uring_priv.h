@@ -382,8 +382,10 @@ static inline void bl__uring_spin_sync(struct bl_uring *u)
 /*
  * A callback is about to run: one completion more, one answer fewer due
  * (a cancellation's or an error's too: a callback is all the ring can
- * tell).  What the callback starts is counted right after it
- * (bl__uring_called), before another callback can take its due.
+ * tell).  The requests started since the last look, inside the previous
+ * callback or before this op's own start, are added first: what is due
+ * only adds up, so one look per callback keeps the count exact, while
+ * taking one from a count that has not added them yet would be lost at 0.
  */
 static inline void bl__uring_count_call(struct bl_uring *u)
 {
@@ -391,11 +393,6 @@ static inline void bl__uring_count_call(struct bl_uring *u)
 	bl__uring_spin_sync(u);
 	if (u->spin_due)
 		u->spin_due--;
-}
-
-static inline void bl__uring_called(struct bl_uring *u)
-{
-	bl__uring_spin_sync(u);
 }
 
 static inline void bl__uring_mark_called(struct bl_uring *u, struct uop *op)
@@ -414,7 +411,6 @@ static inline void bl__uring_pooled_call(struct bl_uring *u, struct uop *op,
 	bl__uring_count_call(u);
 	if (op->rcb)		/* NULL: fire and forget */
 		op->rcb(op->arg, res, &op->data, more);
-	bl__uring_called(u);
 	bl_list_clear(&op->data);
 }
 
