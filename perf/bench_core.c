@@ -55,6 +55,13 @@
  *                 outlives its operation pays it (substr_100 and
  *                 parse_frames_list take and drop one each, as do Ceph's
  *                 and bytes' own).
+ *  refpair_local  the same on a thread-local raw (bl_raw_set_thread_local()):
+ *                 a plain load and store each way.
+ *  substr_100_local, parse_frames_list_local  substr_100 and
+ *                 parse_frames_list over lists whose raws were made
+ *                 thread-local: what a thread that shares nothing pays.
+ *                 The peers have no such mode: run-core.sh sets their
+ *                 plain rows beside these.
  *  parse_frames_list  per frame of a list of 100,000 [u32 len][16..64
  *                 bytes] frames: bl_decode_u32() then bl_iter_copy_list()
  *                 of the payload into a list of its own (zero copy), which
@@ -699,6 +706,14 @@ int main(int argc, char **argv)
 			bench_ns("substr_100", w_substr_small, &s);
 		seglist_free(&s);
 	}
+	if (bench_want("substr_100_local")) {
+		bl_raw_set_thread_local(true);
+		seglist_init(&s, BENCH_NSEG);
+		seglist_build(&s);
+		bench_ns("substr_100_local", w_substr_small, &s);
+		seglist_free(&s);
+		bl_raw_set_thread_local(false);
+	}
 
 	for (i = 0; i < sizeof(claim_nsegs) / sizeof(claim_nsegs[0]); i++) {
 		static struct claimset c;
@@ -779,6 +794,17 @@ int main(int argc, char **argv)
 		bench_ns("refpair", w_refpair, r);
 		bl_raw_put(r);
 	}
+	if (bench_want("refpair_local")) {
+		struct bl_raw *r;
+
+		bl_raw_set_thread_local(true);
+		r = bl_raw_create(64);
+		bl_raw_set_thread_local(false);
+		if (!r || !bl_raw_is_thread_local(r))
+			bench_fail("bl_raw_create", -ENOMEM);
+		bench_ns("refpair_local", w_refpair, r);
+		bl_raw_put(r);
+	}
 
 	if (bench_want("parse_frames_list") | bench_want("parse_frames_ptr")) {
 		static struct frames f;
@@ -793,6 +819,15 @@ int main(int argc, char **argv)
 		if (bench_want("parse_frames_ptr"))
 			bench_ns("parse_frames_ptr", w_parse_ptr, &f);
 		bl_list_clear(&f.bl);
+	}
+	if (bench_want("parse_frames_list_local")) {
+		static struct frames f;
+
+		bl_raw_set_thread_local(true);
+		frames_build(&f);
+		bench_ns("parse_frames_list_local", w_parse_list, &f);
+		bl_list_clear(&f.bl);
+		bl_raw_set_thread_local(false);
 	}
 
 	for (i = 0; i < sizeof(lookup_nsegs) / sizeof(lookup_nsegs[0]); i++) {

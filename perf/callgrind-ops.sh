@@ -48,6 +48,8 @@ substr_4K 20000 40000 bl_list_substr_of 4 KiB out of 1024 x 4 KiB segments
 substr_100 100000 200000 bl_list_substr_of 100 B inside one of 1024 x 4 KiB segments into a new list, and its clear
 splice_1M_cut 200 400 bl_list_splice of 1 MiB from 1.5 MiB + 123 of 1024 x 4 KiB (rebuilding the list and clearing the other included)
 parse_frames_list 100000 200000 one frame: bl_decode_u32 + bl_iter_copy_list of its 16..64 B payload into a list + its clear
+substr_100_local 100000 200000 substr_100 over thread-local raws (bl_raw_set_thread_local)
+parse_frames_list_local 100000 200000 parse_frames_list over thread-local raws
 parse_frames_ptr 100000 200000 one frame: bl_decode_u32 + bl_iter_get_ptr_and_advance over its 16..64 B payload
 iovec_1024 1000 2000 bl_list_to_iovec of 1024 segments
 crc32c_4M_first 4 8 bl_list_crc32c of 4 MiB, first call (cache invalidated)

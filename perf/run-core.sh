@@ -17,10 +17,14 @@
 # runs once in each program, back to back, in an order that rotates from
 # round to round; the table gives medians over the rounds.  Nothing is
 # pinned: on a shared machine expect noise, and look at min-max.
+# A workload ending in _local (bench_core's only: its raws thread-local,
+# bl_raw_set_thread_local(3)) is set against the peers' row of the same
+# name without the suffix, which they run in the same round.
 #
 # Environment:
 #   BL_BENCH_ROUNDS   rounds (default 5)
-#   BL_BENCH_FILTER   only workloads whose name contains this (default all)
+#   BL_BENCH_FILTER   only workloads whose name contains one of these
+#                     words (default all)
 #   BL_BENCH_MALLOC   "notrim": run every program with glibc tunables that
 #                     stop heap trimming and fix the mmap threshold at 32 MiB
 #                     (steady-state allocator, no page faults from re-growing
@@ -58,7 +62,15 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 # Workload lists, in each program's order, without repeats.
 for p in $progs; do
-	"$dir/bench_$p" -l | awk -v f="$filter" '!seen[$0]++ && index($0, f)' \
+	"$dir/bench_$p" -l | awk -v f="$filter" '
+		function want(w,   n, i, fw) {
+			n = split(f, fw, " ")
+			for (i = 1; i <= n; i++)
+				if (index(w, fw[i]))
+					return 1
+			return !n
+		}
+		!seen[$0]++ && want($0)' \
 		>"$tmp/list.$p"
 done
 # The rows: bench_core's workloads first, then any only a peer has.
@@ -162,10 +174,14 @@ FILENAME == ARGV[1] {
 		header = 1
 	}
 	u = unit[w]
+	# a _local row (thread-local raws) faces the only kind the peers have:
+	# the plain row of the same workload, run in the same round
+	pw = w
+	sub(/_local$/, "", pw)
 	ours = (("core", w) in med) ? med["core", w] : ""
-	ceph = (("ceph", w) in med) ? med["ceph", w] : ""
-	ev = (("evbuffer", w) in med) ? med["evbuffer", w] : ""
-	by = (("bytes", w) in med) ? med["bytes", w] : ""
+	ceph = (("ceph", pw) in med) ? med["ceph", pw] : ""
+	ev = (("evbuffer", pw) in med) ? med["evbuffer", pw] : ""
+	by = (("bytes", pw) in med) ? med["bytes", pw] : ""
 	o = ours == "" ? "-" : fmt(ours) " (" fmt(lo["core", w]) "-" fmt(hi["core", w]) ")"
 	printf "| %s | %s | %s | %s | %s | %s | %s |", w, (u == "ns" ? "ns/op" : u), o,
 		(ceph == "" ? "-" : fmt(ceph)), ratio(ours, ceph, u),
@@ -194,12 +210,15 @@ END {
 			a = w; sub(/^memcpy_/, "rebuild_", a)
 			if (("core", a) in med)
 				cmp = sprintf("%s: ours %s GB/s = %.0f%% of memcpy", a, fmt(med["core", a]), 100 * med["core", a] / med["core", w])
-		} else if (w == "refpair") {
+		} else if (w ~ /^refpair/) {
 			cmp = ""
+			sfx = w == "refpair_local" ? "_local" : ""
 			n = split("substr_100 parse_frames_list", rw, " ")
-			for (k = 1; k <= n; k++)
-				if (("core", rw[k]) in med)
-					cmp = cmp (cmp == "" ? "" : "; ") sprintf("%s: ours %s ns = %.2fx a get+put", rw[k], fmt(med["core", rw[k]]), med["core", rw[k]] / med["core", w])
+			for (k = 1; k <= n; k++) {
+				a = rw[k] sfx
+				if (("core", a) in med)
+					cmp = cmp (cmp == "" ? "" : "; ") sprintf("%s: ours %s ns = %.2fx a get+put", a, fmt(med["core", a]), med["core", a] / med["core", w])
+			}
 			if (cmp == "")
 				cmp = "-"
 		}

@@ -157,7 +157,11 @@ static inline size_t bl__class_size(unsigned cls)
  * frees blocks without seeing the header's definition, which belongs to
  * the layer above: raw.c asserts that sizeof(struct bl_raw) is this.
  */
+#ifdef BL_DEBUG	/* one more pointer: a thread-local raw's owner */
+#define BL__RAW_HDR_BYTES (sizeof(void *) == 8 ? 96u : 60u)
+#else
 #define BL__RAW_HDR_BYTES (sizeof(void *) == 8 ? 88u : 56u)
+#endif
 
 static inline size_t bl__class_block_size(unsigned cls)
 {

@@ -16,6 +16,11 @@ _Static_assert(sizeof(struct bl_raw) <= 128, "raw header grew past 2 lines");
 _Static_assert(sizeof(struct bl_raw) == BL__RAW_HDR_BYTES,
 	       "the pool's cache sizes its blocks with BL__RAW_HDR_BYTES");
 
+__thread uint8_t bl__raw_local_tls __attribute__((tls_model("initial-exec")));
+#ifdef BL_DEBUG
+__thread char bl__raw_thread_token __attribute__((tls_model("initial-exec")));
+#endif
+
 static inline struct bl_pool *pool_or_default(struct bl_pool *p)
 {
 	return p ? p : &bl__pools[0];
@@ -36,7 +41,11 @@ static inline void raw_init(struct bl__tstats *t, struct bl_raw *r,
 
 	atomic_init(&r->nref, 1);
 	r->kind = kind;
-	r->flags = kind == BL__RAW_STATIC ? BL__RAW_RDONLY : 0;
+	r->flags = (uint8_t)((kind == BL__RAW_STATIC ? BL__RAW_RDONLY : 0) |
+			     bl__raw_local_tls);
+#ifdef BL_DEBUG
+	r->owner = bl__raw_thread();
+#endif
 	r->pool = (uint8_t)pool;
 	r->cls = BL__NOCLASS;
 	r->data = data;
@@ -107,7 +116,7 @@ struct bl_raw *bl__raw_create_owned(struct bl_pool *p, size_t cap)
 	struct bl_raw *r = create_combined(p, cap, 0);
 
 	if (r)
-		r->flags = BL__RAW_OWNED;
+		r->flags |= BL__RAW_OWNED;
 	return r;
 }
 
@@ -312,6 +321,19 @@ void bl__raw_free(struct bl_raw *r)
 		}
 	}
 	raw_free_slow(r);
+}
+
+bool bl_raw_set_thread_local(bool on)
+{
+	bool was = bl__raw_local_tls != 0;
+
+	bl__raw_local_tls = on ? BL__RAW_LOCAL : 0;
+	return was;
+}
+
+bool bl_raw_is_thread_local(const struct bl_raw *r)
+{
+	return r->flags & BL__RAW_LOCAL;
 }
 
 struct bl_raw *bl_raw_get(struct bl_raw *r)

@@ -25,6 +25,21 @@ enum bl__raw_kind {
  */
 #define BL__RAW_RDONLY	1u
 #define BL__RAW_OWNED	2u
+/*
+ * LOCAL: made while its thread had bl_raw_set_thread_local() on.  Only
+ * that thread ever holds a reference, so the count moves with a plain
+ * load and store: the lock prefix of a read-modify-write is the whole
+ * cost of sharing a slice (refpair, BENCHMARKS.md), and no second thread
+ * can be racing this one for the count.
+ */
+#define BL__RAW_LOCAL	4u
+
+/*
+ * BL__RAW_LOCAL while the thread's raws are to be thread-local, else 0:
+ * raw_init() ORs it into each new raw's flags.
+ */
+extern __thread uint8_t bl__raw_local_tls
+	__attribute__((tls_model("initial-exec")));
 
 /*
  * Layout: the first 64 bytes hold everything the hot paths touch (count,
@@ -37,7 +52,7 @@ enum bl__raw_kind {
 struct bl_raw {
 	_Atomic uint32_t nref;
 	uint8_t kind;		/* enum bl__raw_kind */
-	uint8_t flags;		/* BL__RAW_RDONLY, BL__RAW_OWNED */
+	uint8_t flags;		/* BL__RAW_RDONLY, _OWNED, _LOCAL */
 	uint8_t pool;		/* index into bl__pools */
 	uint8_t cls;		/* cache size class, or BL__NOCLASS */
 	char *data;
@@ -66,7 +81,24 @@ struct bl_raw {
 	_Atomic uint32_t crc_val;
 	_Atomic size_t crc_off;
 	_Atomic size_t crc_len;
+#ifdef BL_DEBUG
+	const void *owner;	/* a LOCAL raw's thread (bl__raw_thread()) */
+#endif
 };
+
+#ifdef BL_DEBUG
+/* A token unique to the calling thread while it lives. */
+extern __thread char bl__raw_thread_token
+	__attribute__((tls_model("initial-exec")));
+#define bl__raw_thread() ((const void *)&bl__raw_thread_token)
+#define BL__RAW_CHECK_OWNER(r, what)					\
+	BL_DEBUG_CHECK(!((r)->flags & BL__RAW_LOCAL) ||			\
+		       (r)->owner == bl__raw_thread(),			\
+		       what ": raw %p is thread-local to another thread "	\
+		       "(bl_raw_set_thread_local)", (void *)(r))
+#else
+#define BL__RAW_CHECK_OWNER(r, what) ((void)0)
+#endif
 
 void bl__raw_free(struct bl_raw *r);
 
@@ -87,8 +119,13 @@ static inline void bl__raw_put(struct bl_raw *r)
 
 	BL_DEBUG_CHECK(n != 0, "bl_raw_put: raw %p released twice (its "
 		       "reference count is already 0)", (void *)r);
-	if (n == 1 ||
-	    atomic_fetch_sub_explicit(&r->nref, 1, memory_order_acq_rel) == 1)
+	BL__RAW_CHECK_OWNER(r, "bl_raw_put");
+	if (n == 1)
+		bl__raw_free(r);
+	else if (r->flags & BL__RAW_LOCAL)
+		atomic_store_explicit(&r->nref, n - 1, memory_order_relaxed);
+	else if (atomic_fetch_sub_explicit(&r->nref, 1,
+					   memory_order_acq_rel) == 1)
 		bl__raw_free(r);
 }
 
@@ -97,10 +134,21 @@ static inline void bl__raw_put(struct bl_raw *r)
  * holds it.  Any thread may take a reference on a raw that another one
  * holds (raw.h), so two threads could both read 1 and store 2, losing a
  * reference.  test_raw's test_concurrent_get_put_keeps_count catches
- * exactly that.
+ * exactly that.  A thread-local raw is the exception by contract: only
+ * its thread holds references, so nobody else can be taking one.
  */
 static inline struct bl_raw *bl__raw_get(struct bl_raw *r)
 {
+	BL__RAW_CHECK_OWNER(r, "bl_raw_get");
+	if (r->flags & BL__RAW_LOCAL) {
+		uint32_t n = atomic_load_explicit(&r->nref,
+						  memory_order_relaxed);
+
+		BL_DEBUG_CHECK(n != 0, "bl_raw_get: raw %p used after its "
+			       "last release", (void *)r);
+		atomic_store_explicit(&r->nref, n + 1, memory_order_relaxed);
+		return r;
+	}
 #ifdef BL_DEBUG
 	BL_DEBUG_CHECK(atomic_fetch_add_explicit(&r->nref, 1,
 						 memory_order_relaxed) != 0,

@@ -4,12 +4,14 @@
  *
  * Each misuse runs in a child, which must die of abort() with the
  * library's message naming it: a raw released twice (from a pool cache
- * or freed to malloc), a reference taken on a released raw, a cursor
+ * or freed to malloc), a reference taken on a released raw, a reference
+ * taken or dropped in another thread on a thread-local raw, a cursor
  * used after its list changed, a list's offset index left stale.  A child
  * that uses the library correctly must exit cleanly.  In an ASan build
  * ASan may report the misuse first: that counts as caught too.  Builds
  * without BL_DEBUG exit 77, which the test driver reports as SKIP.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +104,62 @@ START_TEST(reference_taken_after_release_aborts)
 {
 	assert_caught(tu_run_child(get_after_release, err, sizeof(err)),
 		      "used after its last release");
+}
+END_TEST
+
+static void *get_and_put(void *arg)
+{
+	bl_raw_put(bl_raw_get(arg));
+	return NULL;
+}
+
+static void *put_only(void *arg)
+{
+	bl_raw_put(arg);
+	return NULL;
+}
+
+/* A thread-local raw handed to another thread, which takes a reference. */
+static void local_raw_taken_elsewhere(void)
+{
+	struct bl_raw *x;
+	pthread_t t;
+
+	bl_raw_set_thread_local(true);
+	x = bl_raw_create(100);
+	if (!x || pthread_create(&t, NULL, get_and_put, x))
+		_exit(4);
+	pthread_join(t, NULL);
+}
+
+START_TEST(thread_local_raw_taken_in_another_thread_aborts)
+{
+	assert_caught(tu_run_child(local_raw_taken_elsewhere, err, sizeof(err)),
+		      "thread-local to another thread");
+}
+END_TEST
+
+/* The same raw, shared twice, dropped once by another thread. */
+static void local_raw_dropped_elsewhere(void)
+{
+	struct bl_raw *x;
+	pthread_t t;
+
+	bl_raw_set_thread_local(true);
+	x = bl_raw_create(100);
+	if (!x)
+		_exit(4);
+	bl_raw_get(x);
+	if (pthread_create(&t, NULL, put_only, x))
+		_exit(5);
+	pthread_join(t, NULL);
+}
+
+START_TEST(thread_local_raw_dropped_in_another_thread_aborts)
+{
+	assert_caught(tu_run_child(local_raw_dropped_elsewhere, err,
+				   sizeof(err)),
+		      "thread-local to another thread");
 }
 END_TEST
 
@@ -285,6 +343,26 @@ static void correct_use(void)
 	}
 	bl_list_clear(&l);
 	bl_list_clear(&m);
+	/* thread-local raws used in their own thread pass too */
+	bl_raw_set_thread_local(true);
+	for (int i = 0; i < 1000; i++)
+		if (bl_list_append(&l, "abcdefgh", 1 + i % 8))
+			_exit(12);
+	if (bl_list_substr_of(&m, &l, 3, 100))
+		_exit(13);
+	bl_list_clear(&l);
+	bl_list_clear(&m);
+	bl_raw_set_thread_local(false);
+	{
+		/* a shared raw made here may be dropped in another thread */
+		pthread_t t;
+
+		r = bl_raw_create(100);
+		if (!r || pthread_create(&t, NULL, get_and_put, r))
+			_exit(14);
+		pthread_join(t, NULL);
+		bl_raw_put(r);
+	}
 	bl_pool_cache_flush();
 }
 
@@ -307,6 +385,8 @@ static Suite *debug_suite(void)
 	tcase_add_test(tc, double_release_without_the_cache_aborts);
 	tcase_add_test(tc, slice_copied_without_reference_aborts);
 	tcase_add_test(tc, reference_taken_after_release_aborts);
+	tcase_add_test(tc, thread_local_raw_taken_in_another_thread_aborts);
+	tcase_add_test(tc, thread_local_raw_dropped_in_another_thread_aborts);
 	tcase_add_test(tc, cursor_used_after_its_list_changed_aborts);
 	tcase_add_test(tc, cursor_used_after_its_list_was_cleared_aborts);
 	tcase_add_loop_test(tc, cursor_inline_move_after_its_list_changed_aborts,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_raw.c - the raw layer: constructors of every kind, reference
- * counting (also across threads), the free callback of claimed memory and
- * the raws_created / raws_freed counters.
+ * counting (also across threads, and thread-local raws that count without
+ * atomics), the free callback of claimed memory and the raws_created /
+ * raws_freed counters.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -589,6 +590,133 @@ START_TEST(test_concurrent_get_put_keeps_count)
 }
 END_TEST
 
+/* ---- thread-local raws ------------------------------------------------- */
+
+/*
+ * Every constructor makes a thread-local raw while the switch is on, and
+ * such a raw counts, frees, calls its claim callback and keeps its
+ * counters exactly as a shared one does; raws made before and after keep
+ * what they were made as.
+ */
+START_TEST(test_thread_local_raws_count_and_free_like_shared_ones)
+{
+	static char mem[16], smem[8];
+	struct claim_rec rec = { 0 };
+	struct bl_stats s0 = stats_now(), s1;
+	struct bl_raw *before = bl_raw_create(10), *r[6], *after;
+
+	ck_assert_ptr_nonnull(before);
+	ck_assert(!bl_raw_set_thread_local(true));
+	ck_assert(bl_raw_set_thread_local(true));	/* reports it is on */
+	r[0] = bl_raw_create(10);
+	r[1] = bl_raw_create_empty(64);
+	r[2] = bl_raw_create_aligned(4096, 4096);
+	r[3] = bl_raw_create_static(smem, sizeof(smem));
+	r[4] = bl_raw_claim(mem, sizeof(mem), claim_cb, &rec);
+	r[5] = bl_raw_create_in(bl_pool_create("test_local", NULL), 70000);
+	ck_assert(bl_raw_set_thread_local(false));
+	after = bl_raw_create(10);
+	ck_assert_ptr_nonnull(after);
+	ck_assert(!bl_raw_is_thread_local(before));
+	ck_assert(!bl_raw_is_thread_local(after));
+	for (int k = 0; k < 6; k++) {
+		ck_assert_ptr_nonnull(r[k]);
+		ck_assert_msg(bl_raw_is_thread_local(r[k]), "raw %d", k);
+		ck_assert_uint_eq(bl_raw_nref(r[k]), 1);
+		for (unsigned i = 2; i <= 5; i++) {
+			ck_assert_ptr_eq(bl_raw_get(r[k]), r[k]);
+			ck_assert_uint_eq(bl_raw_nref(r[k]), i);
+		}
+		for (unsigned i = 4; i >= 1; i--) {
+			bl_raw_put(r[k]);
+			ck_assert_uint_eq(bl_raw_nref(r[k]), i);
+		}
+	}
+	ck_assert(bl_raw_is_static(r[3]));
+	ck_assert_uint_eq(rec.calls, 0);
+	s1 = stats_now();
+	ck_assert_uint_eq(s1.raws_created - s0.raws_created, 8);
+	ck_assert_uint_eq(s1.raws_freed, s0.raws_freed);
+	for (int k = 0; k < 6; k++)
+		bl_raw_put(r[k]);
+	ck_assert_uint_eq(rec.calls, 1);
+	ck_assert_ptr_eq(rec.data, mem);
+	bl_raw_put(before);
+	bl_raw_put(after);
+	s1 = stats_now();
+	ck_assert_uint_eq(s1.raws_freed - s0.raws_freed, 8);
+}
+END_TEST
+
+/*
+ * The raws the library makes for the thread are thread-local too (a
+ * list's append buffer), slices shared out of them count without losing a
+ * reference, and a thread-local raw made empty still grows through the
+ * slice at its frontier (the flag is not one of the two that forbid it).
+ */
+START_TEST(test_thread_local_reaches_append_buffers_and_slices)
+{
+	struct bl_list l, m;
+	struct bl_ptr p = BL_PTR_INIT, q = BL_PTR_INIT;
+	struct bl_raw *e;
+	unsigned n0;
+	char out[5];
+
+	bl_raw_set_thread_local(true);
+	bl_list_init(&l);
+	bl_list_init(&m);
+	ck_assert_int_eq(bl_list_append(&l, "hello world", 11), 0);
+	ck_assert_int_eq(bl_list_get_ptr(&l, 0, &p), 0);
+	ck_assert(bl_raw_is_thread_local(p.raw));
+	n0 = bl_raw_nref(p.raw);	/* the segment, p, the append buffer */
+	ck_assert_uint_ge(n0, 2);
+	ck_assert_int_eq(bl_list_substr_of(&m, &l, 6, 5), 0);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), n0 + 1);
+	ck_assert_int_eq(bl_list_copy_out(&m, 0, 5, out), 0);
+	ck_assert_mem_eq(out, "world", 5);
+	bl_list_clear(&m);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), n0);
+	bl_list_clear(&l);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), 1);	/* p's alone */
+	bl_ptr_release(&p);
+
+	e = bl_raw_create_empty(32);
+	ck_assert_ptr_nonnull(e);
+	ck_assert(bl_raw_is_thread_local(e));
+	bl_ptr_from_raw(&q, e);
+	ck_assert_uint_eq(bl_ptr_unused_tail(&q), 32);
+	ck_assert_int_eq(bl_ptr_append(&q, "abc", 3), 0);
+	ck_assert_uint_eq(q.len, 3);
+	bl_ptr_release(&q);
+	bl_raw_set_thread_local(false);
+}
+END_TEST
+
+static void *made_in_new_thread(void *arg)
+{
+	struct bl_raw *r = bl_raw_create(10);
+	bool *local = arg;
+
+	*local = r && bl_raw_is_thread_local(r);
+	bl_raw_put(r);
+	return NULL;
+}
+
+/* The switch is the calling thread's: a new thread starts with it off. */
+START_TEST(test_thread_local_is_per_thread)
+{
+	bool local = true;
+	pthread_t t;
+
+	bl_raw_set_thread_local(true);
+	ck_assert_int_eq(pthread_create(&t, NULL, made_in_new_thread, &local),
+			 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert(!local);
+	ck_assert(bl_raw_set_thread_local(false));
+}
+END_TEST
+
 /* ---- allocation failure ------------------------------------------------ */
 
 START_TEST(test_constructors_fail_cleanly_without_memory)
@@ -689,6 +817,9 @@ static Suite *raw_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_cross_thread_release);
 	tcase_add_test(tc, test_concurrent_get_put_keeps_count);
+	tcase_add_test(tc, test_thread_local_raws_count_and_free_like_shared_ones);
+	tcase_add_test(tc, test_thread_local_reaches_append_buffers_and_slices);
+	tcase_add_test(tc, test_thread_local_is_per_thread);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("alloc");

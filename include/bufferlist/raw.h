@@ -5,7 +5,9 @@
  * A raw owns (or borrows) one contiguous block and counts the references
  * to it.  Slices (struct bl_ptr) and lists hold references; the block is
  * released when the last one goes.  The count is atomic, so slices of one
- * raw may live in lists owned by different threads.
+ * raw may live in lists owned by different threads; a thread that shares
+ * nothing can make its raws thread-local instead (bl_raw_set_thread_local())
+ * and count without atomic instructions.
  *
  * Kinds:
  *  - combined: header and data in ONE allocation, data 64-byte aligned;
@@ -101,6 +103,41 @@ BL_API struct bl_raw *bl_raw_create_aligned_in(struct bl_pool *p, size_t len,
  * cannot fail.
  */
 BL_API struct bl_pool *bl_raw_pool(const struct bl_raw *r);
+
+/**
+ * bl_raw_set_thread_local() - make the raws this thread creates from now on
+ * thread-local (@on true), or shared again (@on false).
+ *
+ * A thread-local raw counts its references with a plain load and store
+ * instead of an atomic read-modify-write, which is most of the cost of
+ * sharing a slice (a substr_of, a copy into a list, an append into a
+ * list's append buffer).  It is for a thread that shares nothing, as a
+ * run-to-completion server's threads do (Ceph's crimson OSD builds its
+ * bufferlist without atomics for the same reason): every raw the library
+ * makes in the thread while this is on is thread-local, including a
+ * list's append buffers and the lz4 codec's output, and raws made before
+ * the call keep what they were.
+ *
+ * The contract is the caller's: a thread-local raw, and every slice,
+ * list, iterator and ring operation that holds it, stays in the thread
+ * that made it and is released there.  Moving such a list to another
+ * thread loses or doubles counts and frees memory that is still in use.
+ * An --enable-debug build aborts with a message when another thread takes
+ * or drops a reference to one; other builds cannot tell.  To hand data to
+ * another thread, copy it first, in the owning thread with this off, into
+ * raws that are not thread-local (bl_list_rebuild(), or bl_list_append()
+ * of the bytes into a new list).
+ *
+ * Return: whether it was on before this call; it cannot fail.
+ */
+BL_API bool bl_raw_set_thread_local(bool on);
+
+/**
+ * bl_raw_is_thread_local() - whether @r was made thread-local.
+ * Return: true for a raw made while bl_raw_set_thread_local() was on in
+ * its thread; it cannot fail.
+ */
+BL_API bool bl_raw_is_thread_local(const struct bl_raw *r);
 
 /**
  * bl_raw_get() - take one more reference.
