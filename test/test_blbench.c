@@ -767,7 +767,8 @@ START_TEST(test_msgbench_help_lists_every_option_on_stdout)
 	static const char *const opts[] = {
 		"--size", "--conns", "--seconds", "--mode", "--parse",
 		"--impl", "--zc", "--align", "--blocking", "--direct-min",
-		"--no-regpool", "--lz4", "--ring", "--spin", "--frames", "--quiet",
+		"--no-regpool", "--lz4", "--ring", "--spin", "--local", "--frames",
+		"--quiet",
 		"--help", "--version",
 	};
 	struct res r;
@@ -817,6 +818,27 @@ START_TEST(test_msgbench_takes_sizes_with_suffixes)
 			"RESULT msgbench pingpong size=64 conns=1 impl=ours "));
 		res_free(&r);
 	}
+
+	/*
+	 * thread-local raws on both sides and in the parse benchmark: an
+	 * --enable-debug build aborts if a raw crossed threads
+	 */
+	RUN_MSGBENCH(&r, "--mode", "pingpong", "--local", "--seconds", "0.1",
+		     "--impl", "ours", "-q");
+	expect_status(&r, 0);
+	ck_assert_ptr_nonnull(strstr(r.out,
+		"RESULT msgbench pingpong size=64 conns=1 impl=ours "));
+	res_free(&r);
+	RUN_MSGBENCH(&r, "--size", "64K", "--conns", "2", "--local",
+		     "--seconds", "0.1", "--impl", "ours", "-q");
+	expect_status(&r, 0);
+	ck_assert_ptr_nonnull(strstr(r.out,
+		"RESULT msgbench stream size=65536 conns=2 impl=ours "));
+	res_free(&r);
+	RUN_MSGBENCH(&r, "--parse", "--local", "--frames", "1000", "-q");
+	expect_status(&r, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "RESULT msgbench parse size=0 conns=0 impl=ours "));
+	res_free(&r);
 }
 END_TEST
 

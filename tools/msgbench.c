@@ -6,7 +6,7 @@
  *   msgbench [--size SIZE] [--conns N] [--seconds S] [--mode pingpong|stream]
  *            [--parse] [--impl ours|base|both] [--zc] [--align] [--blocking]
  *            [--direct-min SIZE] [--no-regpool] [--busy-poll US] [--lz4]
- *            [--ring coop|defer] [--spin US] [--frames N] [-q]
+ *            [--ring coop|defer] [--spin US] [--local] [--frames N] [-q]
  *
  * SIZE as blbench takes it (blb_parse_size of tools/blbench_util.c, linked
  * in): K, M, G.  Every option is checked; a bad one is a reason and the
@@ -37,6 +37,9 @@
  *   --spin        ours' rings watch their completion queue for up to US
  *                 microseconds before a wait sleeps (bl_uring_params.
  *                 spin_us; default: the library's; 0: never)
+ *   --local       ours' threads make their raws thread-local
+ *                 (bl_raw_set_thread_local(): counts without atomic
+ *                 instructions; each side's raws stay in its thread)
  *
  * Both sides speak the same wire format (msgr.h: 24-byte preamble with its
  * own crc32c, payload, payload crc32c) and verify both crcs with the same
@@ -258,7 +261,7 @@ static const char usage_text[] =
 	"usage: msgbench [--size SIZE] [--conns N] [--seconds S] [--mode stream|pingpong]\n"
 	"                [--parse] [--impl ours|base|both] [--zc] [--align] [--blocking]\n"
 	"                [--direct-min SIZE] [--no-regpool] [--busy-poll US] [--lz4]\n"
-	"                [--ring coop|defer] [--spin US] [--frames N] [-q]\n"
+	"                [--ring coop|defer] [--spin US] [--local] [--frames N] [-q]\n"
 	"\n"
 	"Without --size, --conns, --mode or --parse: the whole matrix (parse; stream\n"
 	"64 B and 1 MiB over 1 and 4 connections; pingpong 64 B and 1 MiB).\n"
@@ -285,6 +288,7 @@ static const char usage_text[] =
 	"  -S, --spin US          ours: rings watch for completions up to US\n"
 	"                         microseconds before sleeping, 0 to 1000000\n"
 	"                         (0: never; default: the library's)\n"
+	"  -T, --local            ours: each thread's raws thread-local\n"
 	"  -f, --frames N         frames for the parse benchmark, 1 to 10000000\n"
 	"                         (100000)\n"
 	"  -q, --quiet            only the RESULT lines\n"
@@ -351,6 +355,7 @@ static int parse_opts(struct mb_cfg *cfg, bool *parse, bool *net,
 		{ "lz4", no_argument, NULL, 'L' },
 		{ "ring", required_argument, NULL, 'r' },
 		{ "spin", required_argument, NULL, 'S' },
+		{ "local", no_argument, NULL, 'T' },
 		{ "frames", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -366,7 +371,7 @@ static int parse_opts(struct mb_cfg *cfg, bool *parse, bool *net,
 	/* getopt's messages name argv[0]: libtool's .libs path, uninstalled */
 	if (argc > 0)
 		argv[0] = (char *)"msgbench";
-	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabd:RP:Lr:S:f:qh", lo,
+	while ((o = getopt_long(argc, argv, "s:c:t:m:pi:zabd:RP:Lr:S:Tf:qh", lo,
 				NULL)) != -1) {
 		switch (o) {
 		case 's':
@@ -434,6 +439,9 @@ static int parse_opts(struct mb_cfg *cfg, bool *parse, bool *net,
 			break;
 		case 'L':
 			cfg->lz4 = true;
+			break;
+		case 'T':
+			cfg->local = true;
 			break;
 		case 'S':
 			if (parse_count(optarg, 0, 1000000, &n))

@@ -37,6 +37,7 @@ struct mb_cfg {
 	unsigned busy_poll_us;	/* ours: the connections' busy_poll_us */
 	bool ring_defer;	/* ours: rings with single_issuer */
 	long spin_us;		/* ours: the rings' spin_us (-1: default) */
+	bool local;		/* ours: each thread's raws thread-local */
 	bool lz4;		/* payloads compressed on the wire */
 	bool quiet;
 	int impl;		/* 1 ours, 2 base, 3 both */

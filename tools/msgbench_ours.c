@@ -117,6 +117,8 @@ static void ours_srv_close(void *arg, struct bl_msgr_conn *c, int err,
 void *mb_ours_server(void *arg)
 {
 	struct mb_srv *s = arg;
+	/* before anything is made: no raw of this thread leaves it */
+	bool was_local = bl_raw_set_thread_local(s->cfg.local);
 	struct bl_uring *u = make_uring(&s->cfg);
 	struct bl_msgr_conn_opts o;
 	struct bl_msgr_server *srv;
@@ -149,6 +151,7 @@ void *mb_ours_server(void *arg)
 	bl_msgr_server_destroy(srv);
 	bl_uring_regpool_destroy(rp);
 	bl_uring_destroy(u);
+	bl_raw_set_thread_local(was_local);
 	return NULL;
 }
 
@@ -238,6 +241,8 @@ static void ours_cli_close(void *arg, struct bl_msgr_conn *c, int err,
 void mb_ours_client(const struct mb_cfg *cfg, const struct sockaddr_in *sa,
 		    struct mb_result *r)
 {
+	/* before anything is made: no raw of this thread leaves it */
+	bool was_local = bl_raw_set_thread_local(cfg->local);
 	struct bl_uring *u = make_uring(cfg);
 	struct bl_msgr_conn_opts o;
 	struct client cl;
@@ -319,4 +324,5 @@ void mb_ours_client(const struct mb_cfg *cfg, const struct sockaddr_in *sa,
 	bl_list_clear(&cl.payload);
 	bl_uring_regpool_destroy(rp);
 	bl_uring_destroy(u);
+	bl_raw_set_thread_local(was_local);
 }

@@ -35,6 +35,7 @@ void mb_bench_parse(const struct mb_cfg *cfg, double *ours_ns,
 	size_t n, total_payload = 0;
 	double t_ours[MB_PARSE_PASSES], t_base[MB_PARSE_PASSES];
 	volatile uint64_t sink = 0;
+	bool was_local = bl_raw_set_thread_local(cfg->local);
 
 	for (int i = 0; i < 64; i++)
 		payload[i] = (unsigned char)(i * 131 + 7);
@@ -124,4 +125,5 @@ void mb_bench_parse(const struct mb_cfg *cfg, double *ours_ns,
 	*base_ns = median(t_base, MB_PARSE_PASSES);
 	bl_list_clear(&master);
 	free(flat);
+	bl_raw_set_thread_local(was_local);
 }
