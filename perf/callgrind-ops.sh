@@ -23,7 +23,8 @@
 # run on a VPCLMULQDQ machine takes.
 #
 # Environment:
-#   BL_BENCH_FILTER   only workloads whose name contains this (default all)
+#   BL_BENCH_FILTER   only workloads whose name contains one of these
+#                     words (default all)
 #   VALGRIND          the valgrind command (default valgrind)
 set -u
 
@@ -84,7 +85,13 @@ echo "| workload | one operation | N1 | N2 | Ir(N1) | Ir(N2) | Ir/op |"
 echo "|---|---|---|---|---|---|---|"
 status=0
 while read -r w n1 n2 what; do
-	case $w in *"$filter"*) ;; *) continue ;; esac
+	if [ -n "$filter" ]; then
+		keep=
+		for f in $filter; do
+			case $w in *"$f"*) keep=1 ;; esac
+		done
+		[ -n "$keep" ] || continue
+	fi
 	echo "#   $w" >&2
 	a=$(ir "$w" "$n1") || { status=1; continue; }
 	b=$(ir "$w" "$n2") || { status=1; continue; }

@@ -62,7 +62,9 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 # Workload lists, in each program's order, without repeats.
 for p in $progs; do
-	"$dir/bench_$p" -l | awk -v f="$filter" '
+	# a peer also runs the plain row of every _local row bench_core runs
+	"$dir/bench_$p" -l | awk -v f="$filter" -v p="$p" \
+		-v core="$tmp/list.core" '
 		function want(w,   n, i, fw) {
 			n = split(f, fw, " ")
 			for (i = 1; i <= n; i++)
@@ -70,7 +72,12 @@ for p in $progs; do
 					return 1
 			return !n
 		}
-		!seen[$0]++ && want($0)' \
+		BEGIN {
+			if (p != "core")
+				while ((getline x < core) > 0)
+					mine[x] = 1
+		}
+		!seen[$0]++ && (want($0) || ($0 "_local") in mine)' \
 		>"$tmp/list.$p"
 done
 # The rows: bench_core's workloads first, then any only a peer has.

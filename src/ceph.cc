@@ -21,6 +21,11 @@
  * computation in pacific; bufferlist::c_str() would rebuild a
  * multi-segment list and is never called here.
  *
+ * The one exception is an aio write of thread-local raws
+ * (bl_raw_set_thread_local(3)): its holder is dropped on a librados
+ * thread, where such a raw may not be touched, so those bytes go as a copy
+ * in one shared raw, counted by bl_rados_copied_bytes().
+ *
  * No exception leaves this file: every entry point catches std::bad_alloc
  * as -ENOMEM and anything else as -EIO.
  */
@@ -47,8 +52,8 @@
 
 namespace {
 
-// Bytes this file copied.  No path copies today; the counter is what a
-// future fallback (and the tests that prove there is none) would use.
+// Bytes this file copied: only an aio write of thread-local raws copies
+// (aio_write_common), and the tests prove that no other path does.
 std::atomic<uint64_t> g_copied{0};
 std::atomic<long> g_live_ptrs{0};
 
@@ -519,6 +524,38 @@ int aio_submit(aio_op *op, F submit)
 	return 0;
 }
 
+bool has_thread_local(const struct bl_list *l) noexcept
+{
+	struct bl_list_seg_iter it;
+	const struct bl_ptr *seg;
+
+	BL_LIST_FOREACH_SEG(l, it, seg)
+		if (bl_raw_is_thread_local(seg->raw))
+			return true;
+	return false;
+}
+
+// @l's bytes into one new raw that is not thread-local, appended to @out.
+int copy_shared(const struct bl_list *l, struct bl_list *out) noexcept
+{
+	size_t len = bl_list_length(l);
+	bool was = bl_raw_set_thread_local(false);
+	struct bl_ptr p;
+	int e = bl_ptr_alloc(&p, len);
+
+	bl_raw_set_thread_local(was);
+	if (e < 0)
+		return e;
+	bl_list_copy_out(l, 0, len, bl_ptr_data(&p));	// in range: no error
+	e = bl_list_append_ptr_move(out, &p);
+	if (e < 0) {
+		bl_ptr_release(&p);
+		return e;
+	}
+	g_copied.fetch_add(len, std::memory_order_relaxed);
+	return 0;
+}
+
 int aio_write_common(struct bl_rados *r, const char *oid,
 		     const struct bl_list *l, uint64_t off, wkind k,
 		     bl_rados_cb cb, void *arg)
@@ -533,7 +570,15 @@ int aio_write_common(struct bl_rados *r, const char *oid,
 	} catch (...) {
 		return -ENOMEM;
 	}
-	int e = bl::ceph::to_ceph(l, &op->bl, &op->hold);
+	// op->hold is dropped in aio_done, on a librados thread
+	tmp_list shared;
+	int e = 0;
+	if (has_thread_local(l)) {
+		e = copy_shared(l, &shared.l);
+		l = &shared.l;
+	}
+	if (e >= 0)
+		e = bl::ceph::to_ceph(l, &op->bl, &op->hold);
 	if (e < 0) {
 		delete op;
 		return e;

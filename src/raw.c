@@ -18,7 +18,15 @@ _Static_assert(sizeof(struct bl_raw) == BL__RAW_HDR_BYTES,
 
 __thread uint8_t bl__raw_local_tls __attribute__((tls_model("initial-exec")));
 #ifdef BL_DEBUG
-__thread char bl__raw_thread_token __attribute__((tls_model("initial-exec")));
+__thread uintptr_t bl__raw_thread_id __attribute__((tls_model("initial-exec")));
+static _Atomic uintptr_t raw_threads;
+
+uintptr_t bl__raw_thread_number(void)
+{
+	bl__raw_thread_id = atomic_fetch_add_explicit(&raw_threads, 1,
+						      memory_order_relaxed) + 1;
+	return bl__raw_thread_id;
+}
 #endif
 
 static inline struct bl_pool *pool_or_default(struct bl_pool *p)

@@ -82,15 +82,27 @@ struct bl_raw {
 	_Atomic size_t crc_off;
 	_Atomic size_t crc_len;
 #ifdef BL_DEBUG
-	const void *owner;	/* a LOCAL raw's thread (bl__raw_thread()) */
+	uintptr_t owner;	/* a LOCAL raw's thread (bl__raw_thread()) */
 #endif
 };
 
 #ifdef BL_DEBUG
-/* A token unique to the calling thread while it lives. */
-extern __thread char bl__raw_thread_token
+/*
+ * The calling thread's number, from 1, never reused (an address in the
+ * thread's TLS would be: glibc hands a new thread the stack and TLS of
+ * one that ended).
+ */
+extern __thread uintptr_t bl__raw_thread_id
 	__attribute__((tls_model("initial-exec")));
-#define bl__raw_thread() ((const void *)&bl__raw_thread_token)
+uintptr_t bl__raw_thread_number(void);
+
+static inline uintptr_t bl__raw_thread(void)
+{
+	uintptr_t id = bl__raw_thread_id;
+
+	return id ? id : bl__raw_thread_number();
+}
+
 #define BL__RAW_CHECK_OWNER(r, what)					\
 	BL_DEBUG_CHECK(!((r)->flags & BL__RAW_LOCAL) ||			\
 		       (r)->owner == bl__raw_thread(),			\

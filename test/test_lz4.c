@@ -648,6 +648,44 @@ START_TEST(test_roundtrip_small_sizes)
 }
 END_TEST
 
+/*
+ * In a thread that makes its raws thread-local (bl_raw_set_thread_local),
+ * the codec's output is thread-local too, and the round trip holds.
+ */
+START_TEST(test_output_of_a_thread_local_thread_is_thread_local)
+{
+	uint64_t rng = seed;
+	size_t len = 200001;
+	unsigned char *data = make_data(len, MIXED, &rng), *back;
+	struct bl_list in, z, out;
+	struct bl_list_seg_iter it;
+	const struct bl_ptr *seg;
+
+	ck_assert(!bl_raw_set_thread_local(true));
+	bl_list_init(&in);
+	bl_list_init(&z);
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_list_append(&in, data, len), 0);
+	ck_assert_int_gt(bl_lz4_compress(&in, &z, NULL), 0);
+	ck_assert_int_eq(bl_lz4_decompress(&z, &out, 0), (ssize_t)len);
+	ck_assert_uint_gt(bl_list_num_buffers(&z), 0);
+	BL_LIST_FOREACH_SEG(&z, it, seg)
+		ck_assert(bl_raw_is_thread_local(seg->raw));
+	BL_LIST_FOREACH_SEG(&out, it, seg)
+		ck_assert(bl_raw_is_thread_local(seg->raw));
+	back = malloc(len);
+	ck_assert_ptr_nonnull(back);
+	ck_assert_int_eq(bl_list_copy_out(&out, 0, len, back), 0);
+	ck_assert_mem_eq(back, data, len);
+	bl_list_clear(&in);
+	bl_list_clear(&z);
+	bl_list_clear(&out);
+	ck_assert(bl_raw_set_thread_local(false));
+	free(back);
+	free(data);
+}
+END_TEST
+
 /* 10 MiB inputs cut at random boundaries from 1 byte to 1 MiB. */
 START_TEST(test_roundtrip_10mib)
 {
@@ -2381,6 +2419,7 @@ static Suite *lz4_suite(void)
 	tc = tcase_create("roundtrip");
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_roundtrip_small_sizes);
+	tcase_add_test(tc, test_output_of_a_thread_local_thread_is_thread_local);
 	tcase_add_loop_test(tc, test_roundtrip_10mib, 0, 3);
 	tcase_add_test(tc, test_roundtrip_segments_over_one_raw);
 	tcase_add_test(tc, test_bad_options_are_einval);

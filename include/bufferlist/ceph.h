@@ -176,6 +176,9 @@ typedef void (*bl_rados_cb)(int res, void *arg);
  * bl_rados_aio_write() - bl_rados_write() in the background.
  * Shares: the bridge holds references to @l's bytes until the completion,
  * so @l itself may be cleared or reused as soon as the call returns.
+ * Copies instead when @l holds a thread-local raw (bl_raw_set_thread_local()):
+ * the references go on a librados thread, where such a raw may not be
+ * touched, so @l's bytes go as one copy (bl_rados_copied_bytes()).
  * Return: 0 (queued), or -errno: -EINVAL (@r, @oid or @l is NULL), -E2BIG
  * (@l longer than 4 GiB - 1), -ENOMEM, -EIO, or librados' refusal.
  */
@@ -221,9 +224,11 @@ BL_API int bl_rados_aio_remove(struct bl_rados *r, const char *oid,
 
 /**
  * bl_rados_copied_bytes() - payload bytes the bridge itself copied on the
- * client side, summed over all handles since the process started.  No
- * path of this version copies, so it stays 0; what librados does inside
- * is not counted here.
+ * client side, summed over all handles since the process started.  Only
+ * an aio write of a list holding thread-local raws (bl_raw_set_thread_local())
+ * copies: the bridge's references go on a librados thread, so those lists
+ * go as one copy in a shared raw.  What librados does inside is not
+ * counted here.
  * Return: that count; it cannot fail.
  */
 BL_API uint64_t bl_rados_copied_bytes(void);

@@ -115,8 +115,8 @@ BL_API struct bl_pool *bl_raw_pool(const struct bl_raw *r);
  * run-to-completion server's threads do (Ceph's crimson OSD builds its
  * bufferlist without atomics for the same reason): every raw the library
  * makes in the thread while this is on is thread-local, including a
- * list's append buffers and the lz4 codec's output, and raws made before
- * the call keep what they were.
+ * list's append buffers, a ring's received buffers and the lz4 codec's
+ * output, and raws made before the call keep what they were.
  *
  * The contract is the caller's: a thread-local raw, and every slice,
  * list, iterator and ring operation that holds it, stays in the thread
@@ -124,9 +124,11 @@ BL_API struct bl_pool *bl_raw_pool(const struct bl_raw *r);
  * thread loses or doubles counts and frees memory that is still in use.
  * An --enable-debug build aborts with a message when another thread takes
  * or drops a reference to one; other builds cannot tell.  To hand data to
- * another thread, copy it first, in the owning thread with this off, into
- * raws that are not thread-local (bl_list_rebuild(), or bl_list_append()
- * of the bytes into a new list).
+ * another thread, copy its bytes in the owning thread, with this off, into
+ * a new raw and a new list (bl_ptr_alloc(), bl_list_copy_out(),
+ * bl_list_append_ptr_move()), and hand over that list.  bl_list_rebuild()
+ * is not such a copy: it keeps a one-segment list as it is, and the list's
+ * append buffer in any case.  bl_rados_aio_write() makes the copy itself.
  *
  * Return: whether it was on before this call; it cannot fail.
  */
