@@ -18,7 +18,8 @@
 #
 # Environment:
 #   BL_BENCH_ROUNDS   rounds (default 5)
-#   BL_BENCH_FILTER   only workloads whose name contains this (default all)
+#   BL_BENCH_FILTER   only workloads whose name contains one of these
+#                     words (default all)
 #   BL_BENCH_MALLOC   "notrim": run every program with glibc tunables that
 #                     stop heap trimming and fix the mmap threshold at 32 MiB;
 #                     default: glibc as it comes
@@ -52,7 +53,15 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/blpool.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 for p in $progs; do
-	"$dir/bench_$p" -l | awk -v f="$filter" '!seen[$0]++ && index($0, f)' \
+	"$dir/bench_$p" -l | awk -v f="$filter" '
+		function want(w,   n, i, fw) {
+			n = split(f, fw, " ")
+			for (i = 1; i <= n; i++)
+				if (index(w, fw[i]))
+					return 1
+			return !n
+		}
+		!seen[$0]++ && want($0)' \
 		>"$tmp/list.$p"
 done
 cat "$tmp/list.pool" >"$tmp/order"
