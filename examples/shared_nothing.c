@@ -41,7 +41,8 @@ static void frame_bytes(char *p, size_t len, unsigned w, unsigned i)
 /* Encodes the batch, then takes it apart again: all in this thread. */
 static int work(struct worker *w, struct bl_list *crcs)
 {
-	struct bl_list frames = BL_LIST_INIT(frames), payload;
+	struct bl_list frames = BL_LIST_INIT(frames);
+	struct bl_list payload = BL_LIST_INIT(payload);
 	struct bl_iter it;
 	char buf[256];
 	int ret = 0;
@@ -56,7 +57,6 @@ static int work(struct worker *w, struct bl_list *crcs)
 	}
 	if (!ret)
 		ret = bl_iter_init(&it, &frames, 0);
-	bl_list_init(&payload);
 	for (unsigned i = 0; i < FRAMES && !ret; i++) {
 		uint32_t len;
 
@@ -86,7 +86,7 @@ static int hand_over(const struct bl_list *crcs, struct bl_list *out)
 	bl_raw_set_thread_local(was);
 	if (ret)
 		return ret;
-	bl_list_copy_out(crcs, 0, len, bl_ptr_data(&p));
+	bl_list_copy_out(crcs, 0, len, bl_ptr_data(&p));	/* in range */
 	ret = bl_list_append_ptr_move(out, &p);
 	if (ret)
 		bl_ptr_release(&p);
@@ -101,11 +101,14 @@ static void *worker_main(void *arg)
 
 	bl_raw_set_thread_local(true);	/* before this thread makes a raw */
 	w->err = work(w, &crcs);
-	if (!w->err && (bl_list_get_ptr(&crcs, 0, &first) ||
-			!bl_raw_is_thread_local(first.raw)))
-		w->err = -1;	/* the setting did not take */
-	else if (!w->err)
-		bl_ptr_release(&first);
+	if (!w->err) {
+		w->err = bl_list_get_ptr(&crcs, 0, &first);
+		if (!w->err) {
+			if (!bl_raw_is_thread_local(first.raw))
+				w->err = -1;	/* the setting did not take */
+			bl_ptr_release(&first);
+		}
+	}
 	if (!w->err)
 		w->err = hand_over(&crcs, &w->report);
 	bl_list_clear(&crcs);
@@ -116,10 +119,19 @@ static void *worker_main(void *arg)
 static int check(struct worker *w)
 {
 	struct bl_iter it;
+	struct bl_ptr p;
 	char buf[256];
 
 	if (w->err || bl_list_length(&w->report) != FRAMES * 4u)
 		return -1;
+	/* what crossed threads is a shared raw */
+	if (bl_list_get_ptr(&w->report, 0, &p))
+		return -1;
+	if (bl_raw_is_thread_local(p.raw)) {
+		bl_ptr_release(&p);
+		return -1;
+	}
+	bl_ptr_release(&p);
 	if (bl_iter_init(&it, &w->report, 0))
 		return -1;
 	for (unsigned i = 0; i < FRAMES; i++) {
@@ -142,8 +154,14 @@ int main(void)
 		memset(&w[k], 0, sizeof(w[k]));
 		w[k].id = k;
 		bl_list_init(&w[k].report);
+	}
+	for (unsigned k = 0; k < WORKERS; k++) {
 		if (pthread_create(&w[k].thread, NULL, worker_main, &w[k])) {
 			fprintf(stderr, "shared_nothing: pthread_create failed\n");
+			while (k--)	/* the ones already started */
+				pthread_join(w[k].thread, NULL);
+			for (k = 0; k < WORKERS; k++)
+				bl_list_clear(&w[k].report);
 			return 1;
 		}
 	}

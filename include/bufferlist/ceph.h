@@ -188,6 +188,7 @@ BL_API int bl_rados_aio_write(struct bl_rados *r, const char *oid,
 
 /**
  * bl_rados_aio_write_full() - bl_rados_write_full() in the background.
+ * Shares, or copies thread-local raws, as bl_rados_aio_write().
  * Return: as bl_rados_aio_write().
  */
 BL_API int bl_rados_aio_write_full(struct bl_rados *r, const char *oid,
@@ -196,6 +197,7 @@ BL_API int bl_rados_aio_write_full(struct bl_rados *r, const char *oid,
 
 /**
  * bl_rados_aio_append() - bl_rados_append() in the background.
+ * Shares, or copies thread-local raws, as bl_rados_aio_write().
  * Return: as bl_rados_aio_write().
  */
 BL_API int bl_rados_aio_append(struct bl_rados *r, const char *oid,

@@ -128,7 +128,8 @@ BL_API struct bl_pool *bl_raw_pool(const struct bl_raw *r);
  * a new raw and a new list (bl_ptr_alloc(), bl_list_copy_out(),
  * bl_list_append_ptr_move()), and hand over that list.  bl_list_rebuild()
  * is not such a copy: it keeps a one-segment list as it is, and the list's
- * append buffer in any case.  bl_rados_aio_write() makes the copy itself.
+ * append buffer in any case.  bl_rados_aio_write(), _write_full() and
+ * _append() make the copy themselves.
  *
  * Return: whether it was on before this call; it cannot fail.
  */
