@@ -57,28 +57,20 @@ progs="core"
 [ -x "$dir/bench_evbuffer" ] && progs="$progs evbuffer"
 [ -x "$dir/bench_bytes" ] && progs="$progs bytes"
 
+. "$(dirname "$0")/bench-filter.sh"
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/blbench.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-# Workload lists, in each program's order, without repeats.
+# Workload lists, in each program's order, without repeats.  A peer also
+# runs the plain row of every _local row bench_core runs.
+: >"$tmp/plain"
 for p in $progs; do
-	# a peer also runs the plain row of every _local row bench_core runs
-	"$dir/bench_$p" -l | awk -v f="$filter" -v p="$p" \
-		-v core="$tmp/list.core" '
-		function want(w,   n, i, fw) {
-			n = split(f, fw, " ")
-			for (i = 1; i <= n; i++)
-				if (index(w, fw[i]))
-					return 1
-			return !n
-		}
-		BEGIN {
-			if (p != "core")
-				while ((getline x < core) > 0)
-					mine[x] = 1
-		}
-		!seen[$0]++ && (want($0) || ($0 "_local") in mine)' \
+	"$dir/bench_$p" -l | bench_filter "$filter" "$tmp/plain" \
 		>"$tmp/list.$p"
+	if [ "$p" = core ]; then
+		sed -n 's/_local$//p' "$tmp/list.core" >"$tmp/plain"
+	fi
 done
 # The rows: bench_core's workloads first, then any only a peer has.
 cat "$tmp/list.core" >"$tmp/order"

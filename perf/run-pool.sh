@@ -49,19 +49,13 @@ esac
 progs="pool"
 [ -x "$dir/bench_pool_ceph" ] && progs="$progs pool_ceph"
 
+. "$(dirname "$0")/bench-filter.sh"
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/blpool.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 for p in $progs; do
-	"$dir/bench_$p" -l | awk -v f="$filter" '
-		function want(w,   n, i, fw) {
-			n = split(f, fw, " ")
-			for (i = 1; i <= n; i++)
-				if (index(w, fw[i]))
-					return 1
-			return !n
-		}
-		!seen[$0]++ && want($0)' \
+	"$dir/bench_$p" -l | bench_filter "$filter" \
 		>"$tmp/list.$p"
 done
 cat "$tmp/list.pool" >"$tmp/order"
