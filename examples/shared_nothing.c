@@ -9,7 +9,7 @@
  * list, parses it back with a cursor, sharing each payload into a list of
  * its own (a reference taken and dropped per frame, with plain loads and
  * stores), keeps the crc32c of every payload, and hands the main thread
- * its report: the crcs, copied into a new shared list.
+ * its report: the crcs, copied into a shared raw (bl_list_copy_shared).
  * Build: cc shared_nothing.c $(pkg-config --cflags --libs bufferlist) -lpthread
  */
 #include <pthread.h>
@@ -72,27 +72,6 @@ static int work(struct worker *w, struct bl_list *crcs)
 	return ret;
 }
 
-/*
- * The report leaves this thread, so it may not hold a thread-local raw:
- * its bytes go into a new raw made with the setting off.
- */
-static int hand_over(const struct bl_list *crcs, struct bl_list *out)
-{
-	size_t len = bl_list_length(crcs);
-	bool was = bl_raw_set_thread_local(false);
-	struct bl_ptr p;
-	int ret = bl_ptr_alloc(&p, len);
-
-	bl_raw_set_thread_local(was);
-	if (ret)
-		return ret;
-	bl_list_copy_out(crcs, 0, len, bl_ptr_data(&p));	/* in range */
-	ret = bl_list_append_ptr_move(out, &p);
-	if (ret)
-		bl_ptr_release(&p);
-	return ret;
-}
-
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -109,8 +88,12 @@ static void *worker_main(void *arg)
 			bl_ptr_release(&first);
 		}
 	}
+	/*
+	 * The report leaves this thread, so it may not hold a thread-local
+	 * raw: its bytes go into a new raw that is not.
+	 */
 	if (!w->err)
-		w->err = hand_over(&crcs, &w->report);
+		w->err = bl_list_copy_shared(&w->report, &crcs);
 	bl_list_clear(&crcs);
 	return NULL;
 }

@@ -535,27 +535,6 @@ bool has_thread_local(const struct bl_list *l) noexcept
 	return false;
 }
 
-// @l's bytes into one new raw that is not thread-local, appended to @out.
-int copy_shared(const struct bl_list *l, struct bl_list *out) noexcept
-{
-	size_t len = bl_list_length(l);
-	bool was = bl_raw_set_thread_local(false);
-	struct bl_ptr p;
-	int e = bl_ptr_alloc(&p, len);
-
-	bl_raw_set_thread_local(was);
-	if (e < 0)
-		return e;
-	bl_list_copy_out(l, 0, len, bl_ptr_data(&p));	// in range: no error
-	e = bl_list_append_ptr_move(out, &p);
-	if (e < 0) {
-		bl_ptr_release(&p);
-		return e;
-	}
-	g_copied.fetch_add(len, std::memory_order_relaxed);
-	return 0;
-}
-
 int aio_write_common(struct bl_rados *r, const char *oid,
 		     const struct bl_list *l, uint64_t off, wkind k,
 		     bl_rados_cb cb, void *arg)
@@ -574,7 +553,10 @@ int aio_write_common(struct bl_rados *r, const char *oid,
 	tmp_list shared;
 	int e = 0;
 	if (has_thread_local(l)) {
-		e = copy_shared(l, &shared.l);
+		e = bl_list_copy_shared(&shared.l, l);
+		if (e >= 0)
+			g_copied.fetch_add(bl_list_length(l),
+					   std::memory_order_relaxed);
 		l = &shared.l;
 	}
 	if (e >= 0)

@@ -2,7 +2,8 @@
 /*
  * list_reshape.c - changing how a list's bytes are laid out without
  * changing the bytes: rebuild into one segment (and c_str, which hands
- * that segment out), rebuild_aligned and the
+ * that segment out), copy_shared (the same into another list, in a raw
+ * that is never thread-local), rebuild_aligned and the
  * O_DIRECT preparation (alignment of addresses and lengths, a cap on the
  * segment count), compact (copy small values out of large buffers they
  * pin).  All but rebuild go through bl__list_reshape(): segments that can
@@ -49,6 +50,32 @@ int bl__list_rebuild_one(struct bl_list *l)
 int bl_list_rebuild(struct bl_list *l)
 {
 	return l->_nseg <= 1 ? 0 : bl__list_rebuild_one(l);
+}
+
+/* ---- a copy another thread may hold ------------------------------------ */
+
+int bl_list_copy_shared(struct bl_list *dst, const struct bl_list *src)
+{
+	size_t len;
+	struct bl_raw *r;
+	bool was;
+
+	if (!dst || !src)
+		return -EINVAL;
+	len = src->_len;
+	if (!len)
+		return 0;
+	was = bl_raw_set_thread_local(false);
+	r = raw_for_copy(dst->_pool, len, BL_CACHELINE);
+	bl_raw_set_thread_local(was);
+	if (!r)
+		return -ENOMEM;
+	bl_list_copy_out(src, 0, len, r->data);	/* before @dst changes */
+	if (push_seg(dst, r, 0, len, NULL)) {
+		bl_raw_put(r);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* ---- c_str ------------------------------------------------------------ */

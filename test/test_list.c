@@ -2006,6 +2006,83 @@ START_TEST(test_c_str_multi_segment_becomes_one)
 }
 END_TEST
 
+/*
+ * bl_list_copy_shared: a thread-local list's bytes, copied into one new
+ * segment of @dst whose raw is shared; @src unchanged; @dst may be @src;
+ * an empty @src appends nothing; NULL is -EINVAL; each allocation that
+ * fails (the raw, then the chunk for its slot) is -ENOMEM with @dst as
+ * it was.
+ */
+START_TEST(test_copy_shared_copies_a_thread_local_list_into_a_shared_raw)
+{
+	static unsigned char big[200000];
+	struct bl_list l, d, e;
+	struct bl_ptr p, last;
+	struct snap sl, sd;
+	uint64_t c0;
+
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (unsigned char)(i * 7 + 1);
+	bl_raw_set_thread_local(true);
+	bl_list_init(&l);
+	bl_list_init(&d);
+	bl_list_init(&e);
+	for (int k = 0; k < 3; k++) {
+		ck_assert_int_eq(bl_ptr_alloc(&p, 1000), 0);
+		memcpy(bl_ptr_data(&p), big + k * 1000, 1000);
+		ck_assert_int_eq(bl_list_append_ptr_move(&l, &p), 0);
+	}
+	ck_assert_int_eq(bl_list_append(&l, big + 3000, 197000), 0);
+	ck_assert_int_eq(bl_list_append(&d, "xy", 2), 0);
+	snap_take(&sl, &l);
+	c0 = copied_now();
+	ck_assert_int_eq(bl_list_copy_shared(&d, &l), 0);
+	ck_assert_uint_eq(copied_now() - c0, sizeof(big));
+	snap_check(&sl, &l);
+	ck_assert_uint_eq(bl_list_length(&d), 2 + sizeof(big));
+	ck_assert_uint_eq(bl_list_num_buffers(&d), 2);
+	last = seg_of(&d, 1);
+	ck_assert(!bl_raw_is_thread_local(last.raw));
+	ck_assert(bl_raw_is_thread_local(seg_of(&d, 0).raw));
+	ck_assert_uint_eq(bl_raw_nref(last.raw), 1);
+	ck_assert_mem_eq(bl_ptr_data(&last), big, sizeof(big));
+	ck_assert_uint_eq((uintptr_t)bl_ptr_data(&last) % 64, 0);
+
+	/* into itself: the copy is made before the list changes */
+	ck_assert_int_eq(bl_list_copy_shared(&l, &l), 0);
+	ck_assert_uint_eq(bl_list_length(&l), 2 * sizeof(big));
+	{
+		unsigned char *back = malloc(sizeof(big));
+
+		ck_assert_ptr_nonnull(back);
+		ck_assert_int_eq(bl_list_copy_out(&l, sizeof(big), sizeof(big),
+						  back), 0);
+		ck_assert_mem_eq(back, big, sizeof(big));
+		free(back);
+	}
+
+	/* an empty source, and NULL */
+	snap_take(&sd, &d);
+	ck_assert_int_eq(bl_list_copy_shared(&d, &e), 0);
+	snap_check(&sd, &d);
+	ck_assert_int_eq(bl_list_copy_shared(NULL, &l), -EINVAL);
+	ck_assert_int_eq(bl_list_copy_shared(&d, NULL), -EINVAL);
+
+	/* no memory for the raw, then none for the chunk of its slot */
+	for (uint64_t at = 1; at <= 2; at++) {
+		tu_alloc_install(at, 1);
+		ck_assert_int_eq(bl_list_copy_shared(&d, &l), -ENOMEM);
+		tu_alloc_uninstall();
+		snap_check(&sd, &d);
+	}
+	bl_raw_set_thread_local(false);
+	snap_free(&sl);
+	snap_free(&sd);
+	bl_list_clear(&l);
+	bl_list_clear(&d);
+}
+END_TEST
+
 /* ---- the private API of list_int.h -------------------------------------- */
 
 /* The segment cursor visits every segment in order, across chunks and past
@@ -3844,6 +3921,7 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_c_str_of_empty_is_static_empty_string);
 	tcase_add_test(tc, test_c_str_single_segment_is_not_copied);
 	tcase_add_test(tc, test_c_str_multi_segment_becomes_one);
+	tcase_add_test(tc, test_copy_shared_copies_a_thread_local_list_into_a_shared_raw);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("pad_to");

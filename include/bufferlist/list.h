@@ -248,6 +248,17 @@ BL_API int bl_list_zero(struct bl_list *l, size_t off, size_t len);
 BL_API int bl_list_rebuild(struct bl_list *l);
 
 /**
+ * bl_list_copy_shared() - appends to @dst a copy of @src's bytes in one new
+ * segment (64-byte aligned) whose raw is never thread-local, whatever the
+ * calling thread's bl_raw_set_thread_local() setting: the way to hand the
+ * data of a thread-local list to another thread.  @dst may be @src.
+ * Copies: @src is borrowed and unchanged; @dst owns the new raw.  An empty
+ * @src appends nothing.
+ * Return: 0, -EINVAL (@dst or @src is NULL) or -ENOMEM (@dst unchanged).
+ */
+BL_API int bl_list_copy_shared(struct bl_list *dst, const struct bl_list *src);
+
+/**
  * bl_list_rebuild_aligned() - afterwards every segment starts on an
  * @align boundary and every segment but the last is a multiple of @align
  * long.  Segments already so are kept; only misaligned runs are copied.

@@ -124,10 +124,9 @@ BL_API struct bl_pool *bl_raw_pool(const struct bl_raw *r);
  * thread loses or doubles counts and frees memory that is still in use.
  * An --enable-debug build aborts with a message when another thread takes
  * or drops a reference to one; other builds cannot tell.  To hand data to
- * another thread, copy its bytes in the owning thread, with this off, into
- * a new raw and a new list (bl_ptr_alloc(), bl_list_copy_out(),
- * bl_list_append_ptr_move()), and hand over that list.  bl_list_rebuild()
- * is not such a copy: it keeps a one-segment list as it is, and the list's
+ * another thread, copy it in the owning thread with bl_list_copy_shared()
+ * into a new list, and hand over that list.  bl_list_rebuild() is not
+ * such a copy: it keeps a one-segment list as it is, and the list's
  * append buffer in any case.  bl_rados_aio_write(), _write_full() and
  * _append() make the copy themselves.
  *
