@@ -86,8 +86,7 @@ size_t bl_ptr_unused_tail(const struct bl_ptr *p)
 	const struct bl_raw *r = p->raw;
 	size_t used;
 
-	if (!r || (r->flags & (BL__RAW_RDONLY | BL__RAW_OWNED)))
-		/* read-only, or grown by its owner alone */
+	if (!r || !bl__raw_slice_grows(r))
 		return 0;
 	used = bl__raw_used(r);
 	if (p->off + p->len != used)
@@ -106,7 +105,7 @@ int bl_ptr_append(struct bl_ptr *p, const void *src, size_t len)
 		return -EROFS;
 	if (!len)
 		return 0;
-	if (!r || (r->flags & (BL__RAW_RDONLY | BL__RAW_OWNED)))
+	if (!r || !bl__raw_slice_grows(r))
 		return -ENOSPC;
 	/*
 	 * Only the slice ending at the frontier may grow, and the frontier

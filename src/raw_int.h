@@ -151,24 +151,19 @@ static inline void bl__raw_put(struct bl_raw *r)
  */
 static inline struct bl_raw *bl__raw_get(struct bl_raw *r)
 {
-	BL__RAW_CHECK_OWNER(r, "bl_raw_get");
-	if (r->flags & BL__RAW_LOCAL) {
-		uint32_t n = atomic_load_explicit(&r->nref,
-						  memory_order_relaxed);
+	uint32_t n;
 
-		BL_DEBUG_CHECK(n != 0, "bl_raw_get: raw %p used after its "
-			       "last release", (void *)r);
+	BL__RAW_CHECK_OWNER(r, "bl_raw_get");
+	if (bl__unlikely(r->flags & BL__RAW_LOCAL)) {	/* off the shared path */
+		n = atomic_load_explicit(&r->nref, memory_order_relaxed);
 		atomic_store_explicit(&r->nref, n + 1, memory_order_relaxed);
-		return r;
+	} else {
+		n = atomic_fetch_add_explicit(&r->nref, 1,
+					      memory_order_relaxed);
 	}
-#ifdef BL_DEBUG
-	BL_DEBUG_CHECK(atomic_fetch_add_explicit(&r->nref, 1,
-						 memory_order_relaxed) != 0,
-		       "bl_raw_get: raw %p used after its last release",
-		       (void *)r);
-#else
-	atomic_fetch_add_explicit(&r->nref, 1, memory_order_relaxed);
-#endif
+	BL_DEBUG_CHECK(n != 0, "bl_raw_get: raw %p used after its last "
+		       "release", (void *)r);
+	(void)n;
 	return r;
 }
 
@@ -186,6 +181,15 @@ struct bl_raw *bl__raw_create_owned(struct bl_pool *p, size_t cap);
 static inline bool bl__raw_readonly(const struct bl_raw *r)
 {
 	return r->flags & BL__RAW_RDONLY;
+}
+
+/*
+ * Whether a slice may grow @r through bl_ptr_append(): not a read-only
+ * raw, nor one that its owner alone grows (BL__RAW_OWNED).
+ */
+static inline bool bl__raw_slice_grows(const struct bl_raw *r)
+{
+	return !(r->flags & (BL__RAW_RDONLY | BL__RAW_OWNED));
 }
 
 /*
