@@ -68,7 +68,7 @@ int bl_encode_bytes(struct bl_list *l, const void *p, size_t len)
 
 int bl_encode_list(struct bl_list *l, const struct bl_list *src)
 {
-	size_t len = bl__list_len(src);
+	size_t len = bl_list_length(src);
 	struct bl_list tmp;
 	int ret;
 
@@ -79,7 +79,7 @@ int bl_encode_list(struct bl_list *l, const struct bl_list *src)
 	 * the tail chunk, so neither append can fail after the first succeeds.
 	 */
 	if (l != src && bl__list_abuf_room(l) >= 4 &&
-	    bl__list_tail_room(l) > bl__list_nseg(src)) {
+	    bl__list_tail_room(l) > bl_list_num_buffers(src)) {
 		ret = bl_encode_u32(l, (uint32_t)len);
 		if (!ret)
 			ret = bl_list_append_list(l, src);

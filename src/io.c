@@ -116,7 +116,7 @@ static int write_all(const struct bl_list *l, int fd, bool positional,
 	struct iovec iov[BL__IOV_MAX];
 	struct bl__sigpipe_guard guard;
 	enum bl__nosig how = BL__NOSIG_NONE;
-	size_t total = bl__list_len(l), pos = 0;
+	size_t total = bl_list_length(l), pos = 0;
 	int cnt = 0, i = 0, ret = 0;
 
 	if (positional) {
@@ -476,7 +476,7 @@ int bl_list_prepare_dio(struct bl_list *l, int fd)
 
 	if (ret)
 		return ret;
-	if (bl__list_len(l) % off)
+	if (bl_list_length(l) % off)
 		return -EINVAL;
 	return bl_list_rebuild_aligned_size_and_memory(l, off, mem,
 						       BL__IOV_MAX);

@@ -18,7 +18,7 @@ int bl_iter_init(struct bl_iter *it, const struct bl_list *l, size_t off)
 	struct bl__seg_cursor c;
 	size_t inner = 0;
 
-	if (off > bl__list_len(l))
+	if (off > bl_list_length(l))
 		return -ERANGE;
 	if (off)	/* found, not walked to: a long list has an offset index */
 		bl__list_seek(l, off, &c, &inner);
@@ -32,15 +32,10 @@ int bl_iter_init(struct bl_iter *it, const struct bl_list *l, size_t off)
 	return 0;
 }
 
-size_t bl_iter_offset(const struct bl_iter *it)
-{
-	return bl__iter_off(it);
-}
-
-size_t bl_iter_remaining(const struct bl_iter *it)
+size_t bl__iter_remaining_slow(const struct bl_iter *it)
 {
 	bl__iter_check(it);
-	return bl__list_len(it->_l) - bl__iter_off(it);
+	return bl_list_length(it->_l) - bl__iter_off(it);
 }
 
 /*
@@ -68,7 +63,7 @@ static void walk(struct bl_iter *it, size_t n)
 
 	while (inner >= s->len) {
 		if (bl__unlikely(++steps == WALK_MAX) &&
-		    bl__list_nseg(it->_l) > BL__LINDEX_MIN) {
+		    bl_list_num_buffers(it->_l) > BL__LINDEX_MIN) {
 			bl__list_seek(it->_l, off, &c, &inner);
 			break;
 		}
@@ -224,7 +219,7 @@ int bl_iter_copy_list(struct bl_iter *it, size_t len, struct bl_list *dst)
 
 	/* len - 1 wraps for 0: one test takes 1 .. the window's bytes */
 	if (bl__unlikely(len - 1 >= bl__iter_window(it) ||
-			 bl__list_nseg(dst)))
+			 bl_list_num_buffers(dst)))
 		return copy_list_slow(it, len, dst);
 	s = bl__iter_seg(it);
 	bl__list_put_lone(dst, bl__raw_get(s->raw),

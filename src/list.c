@@ -113,11 +113,6 @@ void bl_list_set_pool(struct bl_list *l, struct bl_pool *p)
 	l->_pool = p;
 }
 
-void bl_list_init(struct bl_list *l)
-{
-	bl__list_init(l);
-}
-
 void bl__list_drop_segments(struct bl_list *l)
 {
 	struct bl__chunk_hdr *c = inl(l);
@@ -190,21 +185,6 @@ void bl_list_swap(struct bl_list *a, struct bl_list *b)
 	 * from the third chunk, so still right */
 	BL__LIST_TOUCH(a);
 	BL__LIST_TOUCH(b);
-}
-
-size_t bl_list_length(const struct bl_list *l)
-{
-	return l->_len;
-}
-
-unsigned bl_list_num_buffers(const struct bl_list *l)
-{
-	return l->_nseg;
-}
-
-bool bl_list_is_empty(const struct bl_list *l)
-{
-	return l->_len == 0;
 }
 
 /* ---- claim ------------------------------------------------------------ */

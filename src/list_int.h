@@ -46,24 +46,12 @@ static inline uint32_t bl__list_gen(const struct bl_list *l)
 
 /* ---- reading a list's state ------------------------------------------- */
 
-/* Bytes in @l (bl_list_length() without the call). */
-static inline size_t bl__list_len(const struct bl_list *l)
-{
-	return l->_len;
-}
-
 /*
  * A list of more segments than this looks offsets past its second chunk
  * up in its offset index (list_index.c); a shorter one walks, which costs
  * as little at that length.
  */
 #define BL__LINDEX_MIN 256
-
-/* Segments in @l (bl_list_num_buffers() without the call). */
-static inline unsigned bl__list_nseg(const struct bl_list *l)
-{
-	return l->_nseg;
-}
 
 /* Where @l's appends allocate (NULL: the default pool). */
 static inline struct bl_pool *bl__list_pool(const struct bl_list *l)
@@ -206,18 +194,6 @@ static inline void bl__list_reset(struct bl_list *l)
 	bl__lindex_drop(l);
 }
 
-/* bl_list_init() inline, for the paths that build many lists. */
-static inline void bl__list_init(struct bl_list *l)
-{
-	l->_pool = NULL;
-	l->_abuf = NULL;
-	l->_abuf_next = 0;
-	l->_inl.cap = BL_LIST_INLINE;
-	l->_inl._gen = 0;
-	l->_lidx = NULL;
-	bl__list_reset(l);
-}
-
 /*
  * The segment of a list that is exactly one slice, held in its inline
  * slots, and owns nothing else (no heap chunk, no append buffer, hence
@@ -267,7 +243,7 @@ static inline void bl__list_fill_one(struct bl_list *l, struct bl_raw *raw,
 static inline void bl__list_set_one(struct bl_list *l, struct bl_raw *raw,
 				    size_t off, size_t len)
 {
-	bl__list_init(l);
+	bl_list_init(l);
 	bl__list_fill_one(l, raw, off, len);
 }
 

@@ -211,7 +211,8 @@ static inline bool locate_near(const struct bl_list *l, size_t off,
 {
 	struct bl__chunk_hdr *c = inl(l);
 
-	return scan_chunk(c, NULL, &off, p) ||
+	/* a long list's inline chunk is often empty: one test skips it */
+	return (c->count && scan_chunk(c, NULL, &off, p)) ||
 	       (c->next && scan_chunk(c->next, c, &off, p));
 }
 

@@ -66,7 +66,7 @@ void bl__msgr_gather(const struct bl_list *l, size_t off, size_t n, void *dst)
 	size_t got;
 	char *o = dst;
 
-	if (bl__list_len(l)) {
+	if (bl_list_length(l)) {
 		const struct bl_ptr *s = bl__list_front(l);
 
 		if (off + n <= s->len) {
@@ -154,7 +154,7 @@ static uint32_t copy_crc(const struct bl_list *l, size_t n,
 int bl_msgr_encode(struct bl_list *out, uint16_t type, uint64_t seq,
 		   const struct bl_list *payload, unsigned flags)
 {
-	size_t plen = payload ? bl__list_len(payload) : 0;
+	size_t plen = payload ? bl_list_length(payload) : 0;
 	unsigned char pre[BL_MSGR_PREAMBLE], tr[BL_MSGR_TRAILER];
 
 	if (!out || (flags & ~(0xffffu | BL_MSGR_ENC_COPY)) || payload == out)
@@ -294,7 +294,7 @@ static inline __attribute__((always_inline)) int
 parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 	   crc_fn crc)
 {
-	size_t have = bl__list_len(in), total;
+	size_t have = bl_list_length(in), total;
 	unsigned char buf[BL_MSGR_PREAMBLE];
 	const unsigned char *p;
 	const struct bl_ptr *s;

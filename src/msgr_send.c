@@ -28,7 +28,7 @@ static void send_cb(void *arg, ssize_t res, struct bl_list *data);
 /* Hands outq to the ring as one send.  0 or -errno (nothing changed). */
 static int flush(struct bl_msgr_conn *c)
 {
-	size_t n = bl__list_len(&c->outq);
+	size_t n = bl_list_length(&c->outq);
 	int ret = bl_uring_send(c->u, c->fd, &c->outq, 0, send_cb, c);
 
 	if (ret)
@@ -85,7 +85,7 @@ static void send_cb(void *arg, ssize_t res, struct bl_list *data)
 	if (res < 0) {
 		bl__msgr_conn_end(c, (int)res, res != -ECANCELED,
 				  "send failed: %s", strerror((int)-res));
-	} else if (!c->closing && !c->send_busy && bl__list_len(&c->outq)) {
+	} else if (!c->closing && !c->send_busy && bl_list_length(&c->outq)) {
 		int ret = flush(c);
 
 		if (ret)
@@ -121,7 +121,7 @@ static void send_cb(void *arg, ssize_t res, struct bl_list *data)
 static bool send_direct(struct bl_msgr_conn *c)
 {
 	struct iovec iov[DIRECT_SEND_IOV];
-	size_t n = bl__list_len(&c->outq);
+	size_t n = bl_list_length(&c->outq);
 	struct msghdr mh;
 	ssize_t r;
 	int k;
@@ -164,10 +164,10 @@ void bl__msgr_rx_end(struct bl_msgr_conn *c)
 	if (!c->flush_due)
 		return;
 	c->flush_due = false;
-	if (c->closing || c->send_busy || !bl__list_len(&c->outq))
+	if (c->closing || c->send_busy || !bl_list_length(&c->outq))
 		return;
 	if (send_direct(c) &&
-	    (c->closing || c->send_busy || !bl__list_len(&c->outq)))
+	    (c->closing || c->send_busy || !bl_list_length(&c->outq)))
 		return;
 	ret = flush(c);
 	if (ret)
@@ -202,8 +202,8 @@ static int rec_reserve(struct bl_msgr_conn *c)
 int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
 		 const struct bl_list *payload, bl_msgr_send_fn cb, void *arg)
 {
-	size_t plen = payload ? bl__list_len(payload) : 0;
-	size_t mark = bl__list_len(&c->outq);
+	size_t plen = payload ? bl_list_length(payload) : 0;
+	size_t mark = bl_list_length(&c->outq);
 	uint64_t reply_end = c->reply_end;
 	unsigned flags = 0;
 	size_t n;
@@ -222,7 +222,7 @@ int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
 		return ret;
 	c->tx_seq++;
 	c->outq_frames++;
-	n = bl__list_len(&c->outq) - mark;
+	n = bl_list_length(&c->outq) - mark;
 	c->out_bytes += n;
 	c->tx_bytes += n;
 	/* a reply: sent from on_frame, or answering a request */
@@ -245,7 +245,7 @@ int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
 		c->out_bytes -= n;
 		c->tx_bytes -= n;
 		c->reply_end = reply_end;
-		bl_list_splice(&c->outq, mark, bl__list_len(&c->outq) - mark,
+		bl_list_splice(&c->outq, mark, bl_list_length(&c->outq) - mark,
 			       NULL);
 		c->tx_seq--;
 		c->outq_frames--;

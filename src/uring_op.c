@@ -106,7 +106,7 @@ void bl__uring_op_share_list(struct uop *op, const struct bl_list *l)
 		op->raws[k++] = bl__raw_get(s->raw);
 	}
 	op->niov = op->nraws = k;
-	op->total = bl__list_len(l);
+	op->total = bl_list_length(l);
 }
 
 static void iov_advance(struct uop *op, size_t n)

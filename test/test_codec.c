@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
-#include "iter_ops.h"
+#include "inline_ops.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -470,6 +470,8 @@ static const struct iter_ops inline_iter_ops = {
 	.u16 = in_u16,
 	.u32 = in_u32,
 	.u64 = in_u64,
+	.offset = bl_iter_offset,
+	.remaining = bl_iter_remaining,
 };
 
 /* Loop tests run _i = 0 (the inline copies) and 1 (the exported ones). */
@@ -805,6 +807,8 @@ START_TEST(test_inline_random_walk_matches_model)
 			break;
 		}
 		assert_at(&it, pos, sizeof(data) - pos);
+		ck_assert_uint_eq(o->offset(&it), pos);
+		ck_assert_uint_eq(o->remaining(&it), sizeof(data) - pos);
 	}
 	bl_list_clear(&l);
 }

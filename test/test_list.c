@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/uio.h>
 #include "testutil.h"
+#include "inline_ops.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -181,6 +182,40 @@ START_TEST(test_init_is_empty_and_allocates_nothing)
 	tu_alloc_stats(&st);
 	ck_assert_uint_eq(st.allocs, 0);
 	tu_alloc_uninstall();
+}
+END_TEST
+
+/* list.h's inline functions, as inlined here (i = 0) and as exported */
+static const struct list_ops inline_list_ops = {
+	.name = "inline",
+	.init = bl_list_init,
+	.length = bl_list_length,
+	.num_buffers = bl_list_num_buffers,
+	.is_empty = bl_list_is_empty,
+};
+
+START_TEST(test_inline_init_and_counts_match_exported_symbols)
+{
+	const struct list_ops *ops = _i ? &exported_list_ops
+					: &inline_list_ops;
+	struct bl_ptr p;
+	struct bl_list l;
+
+	ck_assert_int_eq(bl_ptr_alloc(&p, 64), 0);
+	memset(&l, 0x5a, sizeof(l));	/* init writes every field */
+	ops->init(&l);
+	ck_assert_msg(bl__list_validate(&l) == 0, "%s", ops->name);
+	ck_assert_uint_eq(ops->length(&l), 0);
+	ck_assert_uint_eq(ops->num_buffers(&l), 0);
+	ck_assert(ops->is_empty(&l));
+	ck_assert_int_eq(bl_list_append(&l, "hello", 5), 0);
+	ck_assert_int_eq(bl_list_append_ptr(&l, &p), 0);
+	ck_assert_uint_eq(ops->length(&l), 69);
+	ck_assert_uint_eq(ops->num_buffers(&l), 2);
+	ck_assert(!ops->is_empty(&l));
+	bl_list_clear(&l);
+	ck_assert(ops->is_empty(&l));
+	bl_ptr_release(&p);
 }
 END_TEST
 
@@ -2172,14 +2207,14 @@ START_TEST(test_lone_slice_moves_in_and_out)
 	memset(&l, 0x5a, sizeof(l));	/* set_one needs no bl_list_init */
 	bl__list_set_one(&l, p.raw, 8, 48);
 	ck_assert_int_eq(bl__list_validate(&l), 0);
-	ck_assert_uint_eq(bl__list_len(&l), 48);
-	ck_assert_uint_eq(bl__list_nseg(&l), 1);
+	ck_assert_uint_eq(bl_list_length(&l), 48);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 1);
 	ck_assert_ptr_null(bl__list_pool(&l));
 	ck_assert_ptr_eq(bl__list_lone(&l), bl__list_front(&l));
 	/* trim_front: 8 bytes off the front segment, the raw's count alone */
 	bl__list_trim_front(&l, bl__list_front(&l), 8);
 	ck_assert_int_eq(bl__list_validate(&l), 0);
-	ck_assert_uint_eq(bl__list_len(&l), 40);
+	ck_assert_uint_eq(bl_list_length(&l), 40);
 	ck_assert_uint_eq(bl__list_front(&l)->off, 16);
 	ck_assert_uint_eq(bl_raw_nref(p.raw), 1);
 	ck_assert(bl__list_take_one(&l, &out));
@@ -2188,7 +2223,7 @@ START_TEST(test_lone_slice_moves_in_and_out)
 	ck_assert_uint_eq(out.len, 40);
 	ck_assert_uint_eq(bl_raw_nref(p.raw), 1);
 	ck_assert_int_eq(bl__list_validate(&l), 0);
-	ck_assert_uint_eq(bl__list_len(&l), 0);
+	ck_assert_uint_eq(bl_list_length(&l), 0);
 	ck_assert(!bl__list_take_one(&l, &out));	/* empty: not lone */
 	bl_raw_put(p.raw);
 }
@@ -3828,6 +3863,8 @@ static Suite *list_suite(void)
 
 	tc = tcase_create("append");
 	tcase_add_test(tc, test_init_is_empty_and_allocates_nothing);
+	tcase_add_loop_test(tc, test_inline_init_and_counts_match_exported_symbols,
+			    0, 2);
 	tcase_add_test(tc, test_small_append_makes_one_segment);
 	tcase_add_test(tc, test_appends_extend_last_segment);
 	tcase_add_test(tc, test_appends_of_every_small_length_land_in_order);

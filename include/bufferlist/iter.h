@@ -56,6 +56,7 @@ static inline size_t bl__iter_window(const struct bl_iter *it)
  * that leave the window.  Exported for them; not for other callers.
  */
 BL_API int bl__iter_advance_slow(struct bl_iter *it, size_t n);
+BL_API size_t bl__iter_remaining_slow(const struct bl_iter *it);
 BL_API size_t bl__iter_get_ptr_slow(struct bl_iter *it, size_t want,
 				    const char **data);
 
@@ -70,13 +71,23 @@ BL_API int bl_iter_init(struct bl_iter *it, const struct bl_list *l,
  * bl_iter_offset() - where @it is.
  * Return: bytes from the start of the list to @it; it cannot fail.
  */
-BL_API size_t bl_iter_offset(const struct bl_iter *it);
+BL_API_INLINE size_t bl_iter_offset(const struct bl_iter *it)
+{
+	return it->_end_off - bl__iter_window(it);
+}
 
 /**
  * bl_iter_remaining() - what is left.
  * Return: bytes left after the cursor; it cannot fail.
  */
-BL_API size_t bl_iter_remaining(const struct bl_iter *it);
+BL_API_INLINE size_t bl_iter_remaining(const struct bl_iter *it)
+{
+	/* an --enable-debug build keeps the window empty: its library call
+	 * checks that the list did not change under the cursor */
+	if (BL__LIKELY(bl__iter_window(it) != 0))
+		return bl_list_length(it->_l) - bl_iter_offset(it);
+	return bl__iter_remaining_slow(it);
+}
 
 /**
  * bl_iter_advance() - moves forward @n bytes.

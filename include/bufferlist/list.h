@@ -78,7 +78,23 @@ struct bl_list {
  * bl_list_init() - an empty list.  No allocation.
  * Return: nothing; it cannot fail.
  */
-BL_API void bl_list_init(struct bl_list *l);
+BL_API_INLINE void bl_list_init(struct bl_list *l)
+{
+	/* inline: a list on the stack per message or per slice is common */
+	l->_tail = &l->_inl;
+	l->_len = 0;
+	l->_nseg = 0;
+	l->_abuf_next = 0;
+	l->_abuf = NULL;
+	l->_ext = NULL;
+	l->_lidx = NULL;
+	l->_inl.next = NULL;
+	l->_inl.start = 0;
+	l->_inl.count = 0;
+	l->_inl.cap = BL_LIST_INLINE;
+	l->_inl._gen = 0;
+	l->_pool = NULL;
+}
 
 /*
  * BL_LIST_INIT(name) - an initializer for the list @name, the very object
@@ -120,19 +136,28 @@ BL_API void bl_list_swap(struct bl_list *a, struct bl_list *b);
  * bl_list_length() - bytes in @l, O(1).
  * Return: that count; it cannot fail.
  */
-BL_API size_t bl_list_length(const struct bl_list *l);
+BL_API_INLINE size_t bl_list_length(const struct bl_list *l)
+{
+	return l->_len;
+}
 
 /**
  * bl_list_num_buffers() - segments in @l, O(1).
  * Return: that count; it cannot fail.
  */
-BL_API unsigned bl_list_num_buffers(const struct bl_list *l);
+BL_API_INLINE unsigned bl_list_num_buffers(const struct bl_list *l)
+{
+	return l->_nseg;
+}
 
 /**
  * bl_list_is_empty() - no bytes.
  * Return: true when @l holds no byte; it cannot fail.
  */
-BL_API bool bl_list_is_empty(const struct bl_list *l);
+BL_API_INLINE bool bl_list_is_empty(const struct bl_list *l)
+{
+	return l->_len == 0;
+}
 
 /**
  * bl_list_append() - copies @len bytes of @data to the end of @l, into
