@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * list_int.h - the list layer's private API: what the other layers may do
- * with a list beyond the public list.h, and the only place outside list*.c
- * that touches the fields of struct bl_list and of its chunks (the guard
- * test/check_layers.sh holds everyone to that).  The readers are inline
- * so that a layer above pays no call for them: lengths and room, the front
- * segment, a segment cursor; the messenger's fast paths move a lone slice
- * in and out of a list without the general machinery.  Includes only
- * raw_int.h.  Never installed.
+ * with a list beyond the public list.h, and, with list.h's inline init and
+ * counts, the only place outside list*.c that touches the fields of
+ * struct bl_list and of its chunks (the guard test/check_layers.sh holds
+ * everyone to that).  The readers are inline so that a layer above pays
+ * no call for them: room, the pool, the front segment, a segment cursor;
+ * the messenger's fast paths move a lone slice in and out of a list
+ * without the general machinery.  Includes only raw_int.h.  Never
+ * installed.
  */
 #ifndef BUFFERLIST_LIST_INT_H
 #define BUFFERLIST_LIST_INT_H

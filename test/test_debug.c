@@ -211,12 +211,13 @@ START_TEST(cursor_used_after_its_list_was_cleared_aborts)
 END_TEST
 
 /*
- * The inline moves and decoders (iter.h, codec.h), each on bytes inside
- * the cursor's segment -- where they would not call the library in other
- * builds -- after the list gained a segment: every one must still be
- * caught.
+ * The inline moves, decoders and bl_iter_remaining (iter.h, codec.h), each
+ * on bytes inside the cursor's segment -- where they would not call the
+ * library in other builds -- after the list gained a segment: every one
+ * must still be caught.
  */
 static int inline_kind;
+static volatile size_t remaining_sink;	/* the call must not be dropped */
 
 static void inline_after_append(void)
 {
@@ -254,8 +255,11 @@ static void inline_after_append(void)
 	case 4:
 		bl_decode_u32(&it, &c);
 		break;
-	default:
+	case 5:
 		bl_decode_u64(&it, &v);
+		break;
+	default:
+		remaining_sink = bl_iter_remaining(&it);
 		break;
 	}
 }
@@ -390,7 +394,7 @@ static Suite *debug_suite(void)
 	tcase_add_test(tc, cursor_used_after_its_list_changed_aborts);
 	tcase_add_test(tc, cursor_used_after_its_list_was_cleared_aborts);
 	tcase_add_loop_test(tc, cursor_inline_move_after_its_list_changed_aborts,
-			    0, 6);
+			    0, 7);
 	tcase_add_test(tc, stale_offset_index_aborts);
 	tcase_add_test(tc, correct_use_passes_every_check);
 	suite_add_tcase(s, tc);

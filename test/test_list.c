@@ -202,9 +202,22 @@ START_TEST(test_inline_init_and_counts_match_exported_symbols)
 	struct bl_list l;
 
 	ck_assert_int_eq(bl_ptr_alloc(&p, 64), 0);
-	memset(&l, 0x5a, sizeof(l));	/* init writes every field */
+	memset(&l, 0x5a, sizeof(l));	/* init must write every field */
 	ops->init(&l);
 	ck_assert_msg(bl__list_validate(&l) == 0, "%s", ops->name);
+	ck_assert_ptr_eq(l._tail, &l._inl);
+	ck_assert_uint_eq(l._len, 0);
+	ck_assert_uint_eq(l._nseg, 0);
+	ck_assert_uint_eq(l._abuf_next, 0);
+	ck_assert_ptr_null(l._abuf);
+	ck_assert_ptr_null(l._ext);
+	ck_assert_ptr_null(l._lidx);
+	ck_assert_ptr_null(l._pool);
+	ck_assert_ptr_null(l._inl.next);
+	ck_assert_uint_eq(l._inl.start, 0);
+	ck_assert_uint_eq(l._inl.count, 0);
+	ck_assert_uint_eq(l._inl.cap, BL_LIST_INLINE);
+	ck_assert_uint_eq(l._inl._gen, 0);
 	ck_assert_uint_eq(ops->length(&l), 0);
 	ck_assert_uint_eq(ops->num_buffers(&l), 0);
 	ck_assert(ops->is_empty(&l));

@@ -11,7 +11,8 @@
  *
  * bl_iter_advance() and bl_iter_get_ptr_and_advance() are inline: inside
  * the cursor's segment they cost a compare and an add, and they call the
- * library only to cross a seam.  The library exports them too.
+ * library only to cross a seam.  bl_iter_offset() and bl_iter_remaining()
+ * are inline too.  The library exports them all.
  */
 #ifndef BUFFERLIST_ITER_H
 #define BUFFERLIST_ITER_H
@@ -24,9 +25,10 @@
 BL_BEGIN_DECLS
 
 /*
- * All fields private.  The first three are what the inline functions below
+ * All fields private.  The first four are what the inline functions below
  * read: [_p, _end) is the window, the bytes from the cursor to the end of
- * its segment.  A move that stays inside the window is done in the
+ * its segment, _end_off gives the cursor's offset and _l the list's
+ * length.  A move that stays inside the window is done in the
  * caller; one that leaves it (a seam, the end of the list, an error) calls
  * the library, which walks the list with the rest of the fields and opens
  * the window on the next segment.  The window is empty past the last
