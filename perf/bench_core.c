@@ -25,6 +25,10 @@
  *                 segment in two.
  *  iovec_1024     bl_list_to_iovec() of the 1024-segment list into a stack
  *                 array of 1024 iovecs.
+ *  iovec_1024_oneraw  baseline: the same over 1024 slices of 4 KiB of one
+ *                 raw, 64 bytes apart (so they do not merge): the export
+ *                 without a different raw header to read per segment (an
+ *                 iovec's base is the raw's data pointer plus the offset).
  *  substr_4K      bl_list_substr_of() of 4 KiB at offset 2 MiB (the middle,
  *                 segment 512) of the 1024-segment list into a list that
  *                 held the previous result.
@@ -213,6 +217,24 @@ static void seglist_build(struct seglist *s)
 	bl_list_clear(&s->bl);
 	for (i = 0; i < s->nseg; i++)
 		must(bl_list_append_ptr(&s->bl, &s->segs[i]), "append_ptr");
+}
+
+/* @s's list as 1024 slices of one raw, 64 bytes apart (they cannot merge). */
+static void seglist_build_oneraw(struct seglist *s)
+{
+	struct bl_ptr big;
+	unsigned i;
+
+	bl_list_clear(&s->bl);
+	must(bl_ptr_alloc(&big, (size_t)s->nseg * (BENCH_SEG + 64)),
+	     "bl_ptr_alloc");
+	for (i = 0; i < s->nseg; i++) {
+		struct bl_ptr p = { big.raw, (size_t)i * (BENCH_SEG + 64),
+				    BENCH_SEG };
+
+		must(bl_list_append_ptr(&s->bl, &p), "append_ptr");
+	}
+	bl_ptr_release(&big);	/* the list holds it now */
 }
 
 static void seglist_free(struct seglist *s)
@@ -690,8 +712,8 @@ int main(int argc, char **argv)
 		bench_ns("append_8", w_append8, NULL);
 
 	if (bench_want("splice_1M") | bench_want("splice_1M_cut") |
-	    bench_want("iovec_1024") | bench_want("substr_4K") |
-	    bench_want("substr_100")) {
+	    bench_want("iovec_1024") | bench_want("iovec_1024_oneraw") |
+	    bench_want("substr_4K") | bench_want("substr_100")) {
 		seglist_init(&s, BENCH_NSEG);
 		if (bench_want("splice_1M"))
 			bench_ns("splice_1M", w_splice, &s);
@@ -700,6 +722,11 @@ int main(int argc, char **argv)
 		seglist_build(&s);
 		if (bench_want("iovec_1024"))
 			bench_ns("iovec_1024", w_iovec, &s);
+		if (bench_want("iovec_1024_oneraw")) {
+			seglist_build_oneraw(&s);
+			bench_ns("iovec_1024_oneraw", w_iovec, &s);
+			seglist_build(&s);
+		}
 		if (bench_want("substr_4K"))
 			bench_ns("substr_4K", w_substr, &s);
 		if (bench_want("substr_100"))

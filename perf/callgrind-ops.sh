@@ -53,6 +53,7 @@ substr_100_local 100000 200000 substr_100 over thread-local raws (bl_raw_set_thr
 parse_frames_list_local 100000 200000 parse_frames_list over thread-local raws
 parse_frames_ptr 100000 200000 one frame: bl_decode_u32 + bl_iter_get_ptr_and_advance over its 16..64 B payload
 iovec_1024 1000 2000 bl_list_to_iovec of 1024 segments
+iovec_1024_oneraw 1000 2000 bl_list_to_iovec of 1024 slices of one raw
 crc32c_4M_first 4 8 bl_list_crc32c of 4 MiB, first call (cache invalidated)
 crc32c_4M_cached 100000 200000 bl_list_crc32c of 4 MiB, cached'
 

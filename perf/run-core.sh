@@ -162,7 +162,7 @@ FILENAME == ARGV[1] {
 }
 {
 	w = $1
-	if (w ~ /^(malloc_|memcpy_|refpair)/) {
+	if (w ~ /^(malloc_|memcpy_|refpair)/ || w == "iovec_1024_oneraw") {
 		base[++nb] = w
 		next
 	}
@@ -209,6 +209,9 @@ END {
 			a = w; sub(/^memcpy_/, "rebuild_", a)
 			if (("core", a) in med)
 				cmp = sprintf("%s: ours %s GB/s = %.0f%% of memcpy", a, fmt(med["core", a]), 100 * med["core", a] / med["core", w])
+		} else if (w == "iovec_1024_oneraw") {
+			if (("core", "iovec_1024") in med)
+				cmp = sprintf("iovec_1024: ours %s ns = %.2fx the export over one raw", fmt(med["core", "iovec_1024"]), med["core", "iovec_1024"] / med["core", w])
 		} else if (w ~ /^refpair/) {
 			cmp = ""
 			sfx = w == "refpair_local" ? "_local" : ""
