@@ -10,6 +10,13 @@
  * stack.  Closing shuts the socket down (both ways), which makes the
  * kernel finish whatever receive or send is pending, and the last
  * completion frees it after on_close.
+ *
+ * An end the peer caused (a malformed frame, a timeout, an error of the
+ * socket) resets the connection instead (reset_socket()); only the
+ * application's close and the peer's own clean end are graceful.  Ends
+ * of our own making (out of memory, a request the ring refused) stay
+ * graceful too: the peer did nothing wrong, and the answers already in
+ * the kernel still reach it.
  */
 #include "msgr_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
@@ -81,20 +88,46 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c)
 	bl__free(c->al, c, sizeof(*c), _Alignof(struct bl_msgr_conn));
 }
 
-void bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
-		       const char *fmt, ...)
+/*
+ * Resets the connection on @fd.  A graceful end queues its FIN behind
+ * whatever the kernel still holds for the peer: a peer that does not read
+ * keeps that socket and its send buffer alive in FIN_WAIT1 until its
+ * window opens or the kernel's retries run out, and a peer cut off for a
+ * fault of its own reads a clean end of stream.  SO_LINGER {1, 0} would
+ * make the last close(2) reset, but that close waits for the receive and
+ * the send in flight to end, and only a shutdown ends them: shutting down
+ * both ways sends a FIN at once when nothing is unsent (the peer then
+ * reads 0 even after the RST), and shutting down the reading side alone
+ * does not end a send waiting for room.  connect(2) to AF_UNSPEC does it
+ * all on TCP: the socket is disconnected now (the RST goes out, both
+ * queues are freed) and every operation pending on it fails.  A socket
+ * that refuses it (AF_UNIX, EINVAL: there is no reset there) is shut down
+ * as on a graceful end; the linger is set first all the same, so that no
+ * close of a TCP socket that failed to disconnect can linger.
+ */
+static void reset_socket(int fd)
 {
-	va_list ap;
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct sockaddr sa;
 
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_family = AF_UNSPEC;
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	if (connect(fd, &sa, sizeof(sa)))
+		shutdown(fd, SHUT_RDWR);
+}
+
+static void end_conn(struct bl_msgr_conn *c, int err, bool log, bool reset,
+		     const char *fmt, va_list ap)
+{
 	if (c->closing)
 		return;
 	c->closing = true;
 	c->err = err;
-	va_start(ap, fmt);
 	vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
-	va_end(ap);
 	if (log)
-		bl__msgr_log(&c->o, c, "fd %d: closing: %s", c->fd, c->reason);
+		bl__msgr_log(&c->o, c, "fd %d: closing%s: %s", c->fd,
+			     reset ? " with a reset" : "", c->reason);
 	c->depth++;
 	/* queued frames never reached the kernel: take them back */
 	c->out_bytes -= bl_list_length(&c->outq);
@@ -107,9 +140,53 @@ void bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
 		c->rec_n--;	/* a send from the callback gets -EPIPE */
 		r.cb(r.arg, -ECANCELED);
 	}
-	shutdown(c->fd, SHUT_RDWR);
+	if (reset) {
+		c->st.resets++;
+		reset_socket(c->fd);
+	} else {
+		shutdown(c->fd, SHUT_RDWR);
+	}
 	c->depth--;
 	bl__msgr_maybe_finish(c);
+}
+
+static void __attribute__((format(printf, 5, 6)))
+end_conn_f(struct bl_msgr_conn *c, int err, bool log, bool reset,
+	   const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	end_conn(c, err, log, reset, fmt, ap);
+	va_end(ap);
+}
+
+void bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
+		       const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	end_conn(c, err, log, false, fmt, ap);
+	va_end(ap);
+}
+
+void bl__msgr_conn_abort(struct bl_msgr_conn *c, int err, const char *fmt,
+			 ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	end_conn(c, err, true, true, fmt, ap);
+	va_end(ap);
+}
+
+void bl__msgr_conn_failed(struct bl_msgr_conn *c, int err, const char *what)
+{
+	/* -ECANCELED: the ring is being destroyed, not the peer's doing */
+	bool peer = err != -ECANCELED;
+
+	end_conn_f(c, err, peer, peer, "%s failed: %s", what, strerror(-err));
 }
 
 void bl__msgr_eof_check(struct bl_msgr_conn *c)
@@ -121,9 +198,10 @@ void bl__msgr_eof_check(struct bl_msgr_conn *c)
 	if (pending) {
 		/* frames that backpressure holds are delivered first */
 		if (!c->paused)
-			bl__msgr_conn_end(c, -EPIPE, true,
-					  "peer closed in the middle of a "
-					  "frame (%zu bytes pending)", pending);
+			bl__msgr_conn_abort(c, -EPIPE,
+					    "peer closed in the middle of a "
+					    "frame (%zu bytes pending)",
+					    pending);
 		return;
 	}
 	/* a half-closed peer still gets its answers */
@@ -148,8 +226,8 @@ bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
 		c->act_at = now;	/* we owe the peer, not it us */
 	if (c->o.idle_timeout_ms &&
 	    now - c->act_at >= (int64_t)c->o.idle_timeout_ms) {
-		bl__msgr_conn_end(c, -ETIMEDOUT, true,
-				  "idle for %u ms", c->o.idle_timeout_ms);
+		bl__msgr_conn_abort(c, -ETIMEDOUT, "idle for %u ms",
+				    c->o.idle_timeout_ms);
 		return false;
 	}
 	/* a preamble begun and not finished (not our own backpressure) */
@@ -162,10 +240,10 @@ bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
 		c->hdr_at = now;
 		c->hdr_frames = c->st.frames_received;
 	} else if (now - c->hdr_at >= (int64_t)c->o.header_timeout_ms) {
-		bl__msgr_conn_end(c, -ETIMEDOUT, true,
-				  "preamble not complete after %u ms "
-				  "(%zu of %d bytes)", c->o.header_timeout_ms,
-				  in, BL_MSGR_PREAMBLE);
+		bl__msgr_conn_abort(c, -ETIMEDOUT,
+				    "preamble not complete after %u ms "
+				    "(%zu of %d bytes)", c->o.header_timeout_ms,
+				    in, BL_MSGR_PREAMBLE);
 		return false;
 	}
 	return true;
@@ -175,7 +253,14 @@ void bl_msgr_conn_close(struct bl_msgr_conn *c, int err, const char *reason)
 {
 	if (!c)
 		return;
-	bl__msgr_conn_end(c, err, false, "%s", reason ? reason : "closed");
+	end_conn_f(c, err, false, false, "%s", reason ? reason : "closed");
+}
+
+void bl_msgr_conn_abort(struct bl_msgr_conn *c, int err, const char *reason)
+{
+	if (!c)
+		return;
+	end_conn_f(c, err, false, true, "%s", reason ? reason : "aborted");
 }
 
 int bl_msgr_conn_fd(const struct bl_msgr_conn *c)

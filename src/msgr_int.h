@@ -165,12 +165,28 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c);
 
 /*
  * Starts closing: drops frames not yet handed to the kernel, shuts the
- * socket down so that the kernel finishes what is pending.  @log: the
- * reason is worth a line (a malformed frame, an I/O error).
+ * socket down so that the kernel finishes what is pending.  For ends the
+ * peer did not cause (its clean end, ours: out of memory, an operation
+ * the ring refused).  @log: the reason is worth a line.
  */
 void __attribute__((format(printf, 4, 5)))
 bl__msgr_conn_end(struct bl_msgr_conn *c, int err, bool log,
 		  const char *fmt, ...);
+
+/*
+ * bl__msgr_conn_end() for an end the peer caused (a malformed frame, a
+ * timeout, a frame cut short): resets the connection instead, which
+ * drops what the kernel still holds for the peer, and logs the reason.
+ */
+void __attribute__((format(printf, 3, 4)))
+bl__msgr_conn_abort(struct bl_msgr_conn *c, int err, const char *fmt, ...);
+
+/*
+ * A receive, read or send of @c failed with @err ("@what failed: ..."):
+ * -ECANCELED (the ring is being destroyed) ends it quietly, any other
+ * error as bl__msgr_conn_abort() does (the socket itself failed).
+ */
+void bl__msgr_conn_failed(struct bl_msgr_conn *c, int err, const char *what);
 
 /*
  * The peer shut its side down (rd_eof): closes @c once every frame it

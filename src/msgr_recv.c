@@ -101,8 +101,7 @@ static void recv_ended(struct bl_msgr_conn *c, ssize_t res)
 		}
 		return;
 	}
-	bl__msgr_conn_end(c, (int)res, res != -ECANCELED, "receive failed: %s",
-			  strerror((int)-res));
+	bl__msgr_conn_failed(c, (int)res, "receive");
 }
 
 static void got_data(struct bl_msgr_conn *c, struct bl_list *data)
@@ -515,9 +514,9 @@ static void direct_done(struct bl_msgr_conn *c, struct bl_list *tail)
 		bl_ptr_release(&d->P);
 		bl_list_clear(&d->headl);
 		bl_list_clear(&d->restl);
-		bl__msgr_conn_end(c, -EBADMSG, true,
-				  "malformed frame: bad payload crc (seq %llu)",
-				  (unsigned long long)d->seq);
+		bl__msgr_conn_abort(c, -EBADMSG,
+				    "malformed frame: bad payload crc "
+				    "(seq %llu)", (unsigned long long)d->seq);
 		return;
 	}
 	f.type = d->type;
@@ -573,11 +572,10 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
 		/* dropped */
 	} else if (res < 0 || (size_t)res < want) {
 		if (res >= 0)
-			bl__msgr_conn_end(c, -EPIPE, true, "peer closed in "
-					  "the middle of a frame");
+			bl__msgr_conn_abort(c, -EPIPE, "peer closed in "
+					    "the middle of a frame");
 		else
-			bl__msgr_conn_end(c, (int)res, true, "read failed: %s",
-					  strerror((int)-res));
+			bl__msgr_conn_failed(c, (int)res, "read");
 	} else if (d->have < d->head) {
 		/* the gap up to P's boundary (and the trailer if P ends it) */
 		size_t gap = d->head - d->have;
@@ -720,16 +718,16 @@ static void process(struct bl_msgr_conn *c)
 
 			bl__msgr_gather(&c->in, 0, n, pre);
 			if (ret == -E2BIG)
-				bl__msgr_conn_end(c, ret, true,
-						  "malformed frame: payload "
-						  "of %u bytes over the "
-						  "limit of %zu",
-						  bl__le32_load(pre + 16),
-						  c->o.max_payload);
+				bl__msgr_conn_abort(c, ret,
+						    "malformed frame: payload "
+						    "of %u bytes over the "
+						    "limit of %zu",
+						    bl__le32_load(pre + 16),
+						    c->o.max_payload);
 			else
-				bl__msgr_conn_end(c, ret, true,
-						  "malformed frame: %s",
-						  bl_msgr_parse_error());
+				bl__msgr_conn_abort(c, ret,
+						    "malformed frame: %s",
+						    bl_msgr_parse_error());
 		} else if (before >= BL_MSGR_PREAMBLE) {
 			if (c->recv_busy ? !stop_for_direct(c)
 					 : !start_direct(c))

@@ -83,8 +83,7 @@ static void send_cb(void *arg, ssize_t res, struct bl_list *data)
 	c->inflight_bytes = 0;
 	pop_records(c, res);
 	if (res < 0) {
-		bl__msgr_conn_end(c, (int)res, res != -ECANCELED,
-				  "send failed: %s", strerror((int)-res));
+		bl__msgr_conn_failed(c, (int)res, "send");
 	} else if (!c->closing && !c->send_busy && bl_list_length(&c->outq)) {
 		int ret = flush(c);
 

@@ -12,7 +12,9 @@
  * (backpressure bounds memory, CPU and what is delivered), streams both
  * ways that must not stall, preambles claiming 2 GiB (address space stays
  * small), half-closed peers (still answered), a server out of descriptors
- * (no spinning, a log line a second) and timeouts.
+ * (no spinning, a log line a second), timeouts, and resets: a peer the
+ * connection gives up on reads ECONNRESET, one closed normally reads all
+ * and then EOF.
  *
  * The connection and server cases run twice, in "*-uring" on the io_uring
  * back end and in "*-blocking" on the blocking one
@@ -1520,6 +1522,10 @@ START_TEST(frame_over_max_payload_closes_the_receiver)
 	ck_assert_uint_eq(b.logs, 1);
 	ck_assert_ptr_nonnull(strstr(b.log, "closing"));
 	ck_assert(b.rx == 10);
+	ck_assert_uint_eq(b.st.resets, 1);
+	/* the sender is told that its connection failed (reset) */
+	ck_assert_msg(a.close_err == -ECONNRESET || a.close_err == -EPIPE,
+		      "sender: %d %s", a.close_err, a.reason);
 	ck_assert_uint_eq(a.sent_ok + a.sent_err + a.sent_cancel, 11);
 	bl_uring_destroy(u);
 }
@@ -1857,14 +1863,15 @@ START_TEST(server_closes_only_the_connection_with_a_malformed_frame)
 	ck_assert_msg(strstr(x.log, "closing") && strstr(x.log, why[kind]),
 		      "log: %s", x.log);
 	ck_assert_uint_eq(bl_msgr_server_nconns(s), 1);
-	/* the bad client sees its connection end */
+	/* the bad client's connection is reset: no clean end of stream */
 	{
 		ssize_t r;
 
 		do
 			r = read(ca, &c, 1);
 		while (r > 0);
-		ck_assert(r == 0 || errno == ECONNRESET);
+		ck_assert_int_eq(r, -1);
+		ck_assert_int_eq(errno, ECONNRESET);
 	}
 	/* the good one leaves cleanly */
 	close(cb);
@@ -2733,6 +2740,236 @@ START_TEST(timeouts_close_stalled_and_idle_connections)
 }
 END_TEST
 
+/* ---- resets --------------------------------------------------------------- */
+
+/* Socket buffers (the kernel doubles them) that a 1 MiB reply overfills. */
+#define SMALL_SOCKBUF 16384
+
+/* listener() whose accepted sockets have a small send buffer. */
+static int small_listener(struct sockaddr_in *sa)
+{
+	int l = listener(sa), sz = SMALL_SOCKBUF;
+
+	ck_assert_int_eq(setsockopt(l, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)),
+			 0);
+	return l;
+}
+
+/* dial() with a small receive buffer, set before the window is offered. */
+static int dial_small(const struct sockaddr_in *sa)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int sz = SMALL_SOCKBUF;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz,
+				    sizeof(sz)), 0);
+	ck_assert_int_eq(connect(fd, (const struct sockaddr *)sa,
+				 sizeof(*sa)), 0);
+	return fd;
+}
+
+/*
+ * Reads @fd until its stream ends (10 s limit a read), adding the bytes
+ * read to *@got.  Return: 0 for the end of the stream (a FIN), else the
+ * errno of the recv(2) that failed (ECONNRESET: the peer reset it).
+ */
+static int read_to_end(int fd, size_t *got)
+{
+	static unsigned char sink[1 << 16];
+	struct timeval tv = { 10, 0 };
+	ssize_t r;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while ((r = recv(fd, sink, sizeof(sink), 0)) > 0)
+		*got += (size_t)r;
+	return r == 0 ? 0 : errno;
+}
+
+static bool bp_closed(void *arg)
+{
+	return ((struct bp *)arg)->closed > 0;
+}
+
+/*
+ * A client sends a request whose 1 MiB reply it never reads, with socket
+ * buffers far smaller than the reply, so the server's send waits for room
+ * when idle_timeout_ms fires.  The connection is reset, not shut down:
+ * the client's read ends with ECONNRESET before it got the reply, where a
+ * graceful end would leave the unsent rest in the server's kernel (in
+ * FIN_WAIT1) and deliver it, then EOF, to the client.  The send waiting
+ * in the kernel and the armed receive still end, so the connection
+ * closes with -ETIMEDOUT, counted in resets, and the server has none
+ * left.
+ */
+START_TEST(a_peer_that_does_not_read_is_reset_when_idle)
+{
+	const size_t reply = (size_t)1 << 20;
+	struct bl_msgr_conn_opts o;
+	struct sockaddr_in sa;
+	struct bl_msgr_server *s;
+	struct bl_uring *u = mk_uring();
+	struct bp x;
+	unsigned char *req;
+	size_t len, got = 0;
+	int l = small_listener(&sa), fa;
+
+	bp_init(&x, &o, reply);
+	o.idle_timeout_ms = 200;
+	o.log = quiet_log;
+	s = bl_msgr_server_new(u, l, &o);
+	ck_assert_ptr_nonnull(s);
+	fa = dial_small(&sa);
+	req = requests(1, &len);
+	write_all(fa, req, len);
+	serve_until(s, bp_closed, &x);
+	ck_assert_uint_eq(x.delivered, 1);
+	ck_assert_int_eq(x.close_err, -ETIMEDOUT);
+	ck_assert_msg(strstr(x.reason, "idle"), "reason: %s", x.reason);
+	ck_assert_uint_eq(x.st.frames_sent, 0);	/* it was still waiting */
+	ck_assert_uint_eq(x.st.resets, 1);
+	ck_assert_uint_eq(bl_msgr_server_nconns(s), 0);
+	ck_assert_int_eq(read_to_end(fa, &got), ECONNRESET);
+	ck_assert_uint_lt(got, reply);
+	bl_msgr_server_destroy(s);
+	free(req);
+	close(fa);
+	close(l);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+static void bp_close_when_sent(void *arg, int res)
+{
+	struct bp *x = arg;
+
+	if (res == 0)
+		bl_msgr_conn_close(x->c, 0, "answered");
+}
+
+/* on_frame: the reply, and a close once the kernel has taken it. */
+static void bp_answer_and_close(void *arg, struct bl_msgr_conn *c,
+				struct bl_msgr_frame *f)
+{
+	struct bp *x = arg;
+	struct bl_list l;
+	struct bl_ptr p;
+
+	(void)f;
+	x->c = c;
+	x->delivered++;
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_ptr_alloc(&p, x->reply), 0);
+	memset(bl_ptr_data(&p), 0x5a, x->reply);
+	ck_assert_int_eq(bl_list_append_ptr_move(&l, &p), 0);
+	ck_assert_int_eq(bl_msgr_send(c, 9, &l, bp_close_when_sent, x), 0);
+	bl_list_clear(&l);
+}
+
+/*
+ * The application closes a healthy connection as soon as its answer went
+ * to the kernel (the send's callback), while most of the answer still
+ * sits in the socket buffers.  That close is graceful: the client reads
+ * the whole answer and then the end of the stream (0), not a reset, and
+ * nothing counts in resets.
+ */
+START_TEST(closing_a_healthy_connection_delivers_its_answer_then_eof)
+{
+	const size_t reply = (size_t)256 << 10;
+	struct bl_msgr_conn_opts o;
+	struct sockaddr_in sa;
+	struct bl_msgr_server *s;
+	struct bl_uring *u = mk_uring();
+	struct bp x;
+	unsigned char *req;
+	size_t len, got = 0;
+	int l = small_listener(&sa), fa;
+	int64_t end;
+
+	bp_init(&x, &o, reply);
+	o.on_frame = bp_answer_and_close;
+	s = bl_msgr_server_new(u, l, &o);
+	ck_assert_ptr_nonnull(s);
+	fa = dial_small(&sa);
+	req = requests(1, &len);
+	write_all(fa, req, len);
+	end = now_ms() + wait_ms;
+	while (!x.closed && now_ms() < end) {
+		ck_assert_int_ge(bl_msgr_server_poll(s, 10), 0);
+		got += drain(fa);
+	}
+	ck_assert_int_eq(x.closed, 1);
+	ck_assert_int_eq(read_to_end(fa, &got), 0);
+	ck_assert_uint_eq(got, reply + BL_MSGR_OVERHEAD);
+	ck_assert_int_eq(x.close_err, 0);
+	ck_assert_str_eq(x.reason, "answered");
+	ck_assert_uint_eq(x.st.frames_sent, 1);
+	ck_assert_uint_eq(x.st.resets, 0);
+	bl_msgr_server_destroy(s);
+	free(req);
+	close(fa);
+	close(l);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/*
+ * bl_msgr_conn_abort() while the connection's 1 MiB answer waits for
+ * room in the socket: on_close gets the application's err and reason
+ * (a close called after it changes nothing), the send waiting in the
+ * kernel ends, and resets counts it.  _i 0, TCP: the client's read ends
+ * with ECONNRESET, short of the answer.  _i 1, AF_UNIX, which has no
+ * reset: the connection is shut down instead and still ends.
+ */
+START_TEST(an_aborted_connection_is_reset)
+{
+	const size_t reply = (size_t)1 << 20;
+	struct bl_msgr_conn_opts o;
+	struct bl_uring *u = mk_uring();
+	struct bp x;
+	unsigned char *req;
+	size_t len, got = 0;
+	int64_t end;
+	int fa, fb, sz = SMALL_SOCKBUF;
+	int want_end = _i == 0 ? ECONNRESET : 0;	/* AF_UNIX: EOF */
+
+	if (_i == 0) {
+		tcp_pair(&fa, &fb);
+		ck_assert_int_eq(setsockopt(fb, SOL_SOCKET, SO_SNDBUF, &sz,
+					    sizeof(sz)), 0);
+	} else {
+		unix_pair(&fa, &fb);
+	}
+	bp_init(&x, &o, reply);
+	x.c = bl_msgr_conn_new(u, fb, &o);
+	ck_assert_ptr_nonnull(x.c);
+	req = requests(1, &len);
+	write_all(fa, req, len);
+	end = now_ms() + wait_ms;
+	while (!x.delivered && now_ms() < end)
+		bl_uring_run(u, 1, 10);
+	ck_assert_uint_eq(x.delivered, 1);
+	for (int i = 0; i < 5; i++)
+		bl_uring_run(u, 0, 0);
+	bl_msgr_conn_abort(x.c, -EPROTO, "gave up on the peer");
+	bl_msgr_conn_close(x.c, 0, NULL);
+	bl_msgr_conn_abort(NULL, -EPROTO, NULL);
+	end = now_ms() + wait_ms;
+	while (!x.closed && now_ms() < end)
+		bl_uring_run(u, 1, 10);
+	ck_assert_int_eq(x.closed, 1);
+	ck_assert_int_eq(x.close_err, -EPROTO);
+	ck_assert_str_eq(x.reason, "gave up on the peer");
+	ck_assert_uint_eq(x.st.frames_sent, 0);
+	ck_assert_uint_eq(x.st.resets, 1);
+	ck_assert_int_eq(read_to_end(fa, &got), want_end);
+	ck_assert_uint_lt(got, reply);
+	free(req);
+	close(fa);
+	bl_uring_destroy(u);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 /* ---- replies sent directly ----------------------------------------------- */
@@ -3560,6 +3797,10 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 	tcase_add_test(tc, out_of_descriptors_the_server_backs_off);
 	tcase_add_loop_test(tc, timeouts_close_stalled_and_idle_connections, 0,
 			    2);
+	tcase_add_test(tc, a_peer_that_does_not_read_is_reset_when_idle);
+	tcase_add_test(tc,
+		closing_a_healthy_connection_delivers_its_answer_then_eof);
+	tcase_add_loop_test(tc, an_aborted_connection_is_reset, 0, 2);
 	tcase_add_loop_test(tc, busy_poll_mixes_own_reads_with_the_ring_in_order,
 			    0, 2);
 	tcase_add_loop_test(tc,

@@ -462,7 +462,7 @@ out:
 	return;
 bad:
 	/* this client only: the messenger logs the reason, others go on */
-	bl_msgr_conn_close(c, -EBADMSG, "a request that does not decode");
+	bl_msgr_conn_abort(c, -EBADMSG, "a request that does not decode");
 	goto out;
 }
 

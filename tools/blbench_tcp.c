@@ -134,7 +134,7 @@ static void tcp_on_frame(void *arg, struct bl_msgr_conn *c,
 	if (f->type != T_REPLY || bl_iter_init(&it, &f->payload, 0) < 0 ||
 	    bl_decode_u64(&it, &tag) < 0 || bl_decode_u64(&it, &res) < 0 ||
 	    !slot_find(tt, tag, &idx)) {
-		bl_msgr_conn_close(c, -EBADMSG, "a reply that answers nothing");
+		bl_msgr_conn_abort(c, -EBADMSG, "a reply that answers nothing");
 		return;
 	}
 	/* what follows the 16-byte reply header is the data, shared */

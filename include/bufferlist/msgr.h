@@ -19,7 +19,7 @@
  *     aligns its data segments for).
  *  3. A server helper (struct bl_msgr_server) that accepts connections on
  *     a listening socket and gives each the same callbacks.  A connection
- *     that sends a malformed frame is closed, with the reason logged; the
+ *     that sends a malformed frame is reset, with the reason logged; the
  *     others keep going.
  *
  * Wire format (all integers little-endian):
@@ -178,7 +178,10 @@ typedef void (*bl_msgr_frame_fn)(void *arg, struct bl_msgr_conn *c,
  * @err:    0 when the peer closed cleanly between frames or the
  *          application closed the connection; otherwise a negative errno
  *          (-EBADMSG, -E2BIG for malformed frames, -EPIPE for a peer that
- *          went away mid-frame, I/O errors, -ENOMEM).
+ *          went away mid-frame, -ETIMEDOUT, I/O errors, -ENOMEM).  The
+ *          peer's failures (malformed or cut-short frames, timeouts,
+ *          errors of the socket) ended the connection with a reset (see
+ *          bl_msgr_conn_abort()), the others gracefully.
  * @reason: borrowed for the call: what happened, in words.
  */
 typedef void (*bl_msgr_close_fn)(void *arg, struct bl_msgr_conn *c, int err,
@@ -201,7 +204,7 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * @on_frame:    called for each frame received; NULL drops frames.
  * @on_close:    called once when the connection is gone; may be NULL.
  * @arg:         first argument of @on_frame and @on_close.
- * @max_payload: longest payload accepted, in bytes (a longer one closes the
+ * @max_payload: longest payload accepted, in bytes (a longer one resets the
  *               connection with -E2BIG); 0: BL_MSGR_DEFAULT_MAX_PAYLOAD;
  *               above BL_MSGR_PAYLOAD_LIMIT: that limit.
  * @bufring:     provided-buffer ring to receive into, borrowed; connections
@@ -246,10 +249,12 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * @idle_timeout_ms: a server's connection that neither received a byte
  *               nor got a byte of its own to the kernel for this many
  *               milliseconds, and owes no answer (@max_inflight), is
- *               closed with -ETIMEDOUT; 0: never (the default).
+ *               reset with -ETIMEDOUT (a peer that does not read what
+ *               the connection sends is idle too); 0: never (the
+ *               default).
  * @header_timeout_ms: a server's connection on which a frame's preamble
  *               began to arrive and is not complete after this many
- *               milliseconds is closed with -ETIMEDOUT; 0:
+ *               milliseconds is reset with -ETIMEDOUT; 0:
  *               BL_MSGR_DEFAULT_HEADER_TIMEOUT_MS (10 s); UINT_MAX: never.
  * @busy_poll_us: after a receive, read the socket directly for up to this
  *               many microseconds before waiting in the ring (below); 0:
@@ -403,15 +408,37 @@ BL_API int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
 			void *arg);
 
 /**
- * bl_msgr_conn_close() - ends the connection: frames queued but not yet
- * handed to the kernel are dropped (their callbacks get -ECANCELED), the
- * socket is shut down so that pending operations finish, and on_close runs
- * with @err and @reason (copied; NULL: "closed") once they have.  A second
- * call, or a call on a connection already closing, does nothing; so does
- * a NULL @c.
+ * bl_msgr_conn_close() - ends the connection gracefully: frames queued but
+ * not yet handed to the kernel are dropped (their callbacks get
+ * -ECANCELED), the socket is shut down so that pending operations finish
+ * (the peer still receives every byte the kernel took, then the end of
+ * the stream), and on_close runs with @err and @reason (copied; NULL:
+ * "closed") once they have.  A second call, or a call on a connection
+ * already closing, does nothing; so does a NULL @c.
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_msgr_conn_close(struct bl_msgr_conn *c, int err,
+			       const char *reason);
+
+/**
+ * bl_msgr_conn_abort() - ends the connection as bl_msgr_conn_close()
+ * does, but resets it, for a peer the application gives up on (a request
+ * that does not decode, a timeout of its own, a peer that does not read
+ * its answers).  A TCP connection sends an RST at once: the bytes the
+ * kernel still holds for the peer are dropped with the socket's memory
+ * (a graceful close would keep them, and the socket, until the peer reads
+ * or the kernel gives up), and the peer, once it has read what already
+ * reached it, gets ECONNRESET instead of the end of the stream; on_close
+ * runs later, as after bl_msgr_conn_close().  The messenger
+ * resets on its own when the peer fails (malformed frames, a frame cut
+ * short, timeouts, errors of the socket).  A socket that cannot be reset
+ * (AF_UNIX) is shut down as by bl_msgr_conn_close().  With keep_fd, the
+ * descriptor stays open, its connection reset.  @reason: copied; NULL:
+ * "aborted".  A call on a connection already closing (gracefully or
+ * not) does nothing; so does a NULL @c.  Counted in resets.
+ * Return: nothing; it cannot fail.
+ */
+BL_API void bl_msgr_conn_abort(struct bl_msgr_conn *c, int err,
 			       const char *reason);
 
 /**
@@ -436,7 +463,10 @@ BL_API int bl_msgr_conn_fd(const struct bl_msgr_conn *c);
  * @throttled:      times receiving stopped for backpressure
  *                  (max_out_bytes, max_inflight);
  * @inline_recvs:   recv(2) calls of busy polling that returned data
- *                  (busy_poll_us).
+ *                  (busy_poll_us);
+ * @resets:         1 when the connection ended with a reset (the peer
+ *                  failed, or bl_msgr_conn_abort()), else 0: read it in
+ *                  on_close.
  */
 struct bl_msgr_conn_stats {
 	uint64_t frames_sent;
@@ -451,6 +481,7 @@ struct bl_msgr_conn_stats {
 	uint64_t direct_sends;
 	uint64_t throttled;
 	uint64_t inline_recvs;
+	uint64_t resets;
 };
 
 /**
@@ -481,7 +512,7 @@ bl_msgr_server_new(struct bl_uring *u, int listen_fd,
 /**
  * bl_msgr_server_poll() - one turn of a server's event loop: waits up to
  * @timeout_ms (-1: no limit) for a connection to accept or a completion
- * on the ring, accepts every pending connection, closes the connections
+ * on the ring, accepts every pending connection, resets the connections
  * whose timeouts expired (idle_timeout_ms, header_timeout_ms), and runs
  * the ring's callbacks (bl_uring_run).  It returns as soon as it did
  * something.  A set-up failure is logged and skips that connection;
