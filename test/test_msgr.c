@@ -30,6 +30,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -3754,11 +3755,174 @@ START_TEST(busy_poll_reaches_the_servers_connections)
 }
 END_TEST
 
+/* ---- thread-local raws ---------------------------------------------------- */
+
+/* Checked teardown: runs even after an assertion ended the test early. */
+static void local_off(void)
+{
+	bl_raw_set_thread_local(false);
+}
+
+/* What on_frame found in the payloads' raws (local_frame). */
+static struct {
+	bool want;		/* thread-local expected */
+	uint64_t segs;		/* payload segments looked at */
+	uint64_t wrong;		/* of them, thread-local when not wanted
+				 * or the other way round */
+	uint64_t fixed;		/* of them, in the ring's registered buffers */
+	struct bl_list handed;	/* copies of the payloads, for another thread */
+} tl;
+
+/* on_frame, looking at every segment's raw first, in the ring's thread. */
+static void local_frame(void *arg, struct bl_msgr_conn *c,
+			struct bl_msgr_frame *f)
+{
+	unsigned n = bl_list_num_buffers(&f->payload);
+
+	for (unsigned i = 0; i < n; i++) {
+		struct bl_ptr p;
+
+		ck_assert_int_eq(bl_list_get_ptr(&f->payload, i, &p), 0);
+		tl.segs++;
+		tl.wrong += bl_raw_is_thread_local(p.raw) != tl.want;
+		tl.fixed += bl_raw_buf_index(p.raw) >= 0;
+		bl_ptr_release(&p);
+	}
+	ck_assert_int_eq(bl_list_copy_shared(&tl.handed, &f->payload), 0);
+	on_frame(arg, c, f);
+}
+
+static void *release_list(void *l)
+{
+	bl_list_clear(l);
+	return NULL;
+}
+
+/*
+ * The payloads handed to on_frame are slices of raws the thread that
+ * runs the ring made, so they are thread-local exactly when that thread
+ * has bl_raw_set_thread_local() on (_i odd), whichever way they came
+ * (_i / 2): 0 ring buffers and direct reads of large payloads, 1 the
+ * connection's own reads (busy_poll_us), 2 aligned raws (align_data),
+ * 3 copies out of the ring (detach), 4 direct reads into the ring's
+ * registered buffers, 5 plain receives while held payloads keep the ring
+ * dry.  All of them are released in this thread; what goes to another
+ * one is a bl_list_copy_shared() copy, never thread-local (the exception
+ * bufferlist(7) makes for a messenger's payloads).
+ */
+START_TEST(payloads_are_thread_local_when_the_rings_thread_says_so)
+{
+	const uint64_t n = 200;	/* seq 97 and 194: 1 MiB */
+	const bool on = _i & 1;
+	const int mode = _i / 2;
+	struct bl_msgr_conn_opts oa, ob;
+	struct bl_uring_regpool *rp = NULL;
+	struct bl_uring_bufring *br = NULL;
+	struct bl_uring *u;
+	struct peer a, b;
+	uint64_t nonempty = 0;
+	pthread_t t;
+	int fa, fb;
+
+	ck_assert(!bl_raw_set_thread_local(on));
+	memset(&tl, 0, sizeof(tl));
+	tl.want = on;
+	bl_list_init(&tl.handed);
+	u = mk_uring();
+	two_peers(false, &fa, &fb, &a, &oa, &b, &ob);
+	oa.on_frame = ob.on_frame = local_frame;
+	switch (mode) {
+	case 1:
+		oa.busy_poll_us = ob.busy_poll_us = 200;
+		oa.nbufs = ob.nbufs = 16;
+		oa.buf_size = ob.buf_size = 4096;
+		break;
+	case 2:
+		oa.align_data = ob.align_data = true;
+		break;
+	case 3:
+		oa.detach = ob.detach = true;
+		break;
+	case 4:
+		rp = bl_uring_regpool_create(u, 4, 1 << 20);
+		ck_assert_ptr_nonnull(rp);
+		break;
+	case 5:
+		br = bl_uring_bufring_create(u, 4, 4096, 78);
+		ck_assert_ptr_nonnull(br);
+		ob.bufring = br;
+		ob.direct_min = SIZE_MAX;
+		b.keep = true;
+		break;
+	}
+	a.c = bl_msgr_conn_new(u, fa, &oa);
+	b.c = bl_msgr_conn_new(u, fb, &ob);
+	ck_assert_ptr_nonnull(a.c);
+	ck_assert_ptr_nonnull(b.c);
+	swap_frames(u, &a, &b, n, 50);
+	bl_list_clear(&b.kept);
+	bl_msgr_conn_close(a.c, 0, NULL);
+	bl_msgr_conn_close(b.c, 0, NULL);
+	run_until_closed(u, &a, &b);
+	ck_assert_uint_eq(a.logs + b.logs, 0);
+
+	for (uint64_t s = 1; s <= n; s++)	/* both ways, but empty ones */
+		nonempty += 2 * (size_of(s) > 0);
+	ck_assert_uint_ge(tl.segs, nonempty);
+	ck_assert_msg(tl.wrong == 0, "%llu of %llu payload segments %s",
+		      (unsigned long long)tl.wrong,
+		      (unsigned long long)tl.segs,
+		      on ? "not thread-local" : "thread-local");
+	/* each way of receiving carried frames */
+	switch (mode) {
+	case 0:
+		ck_assert_uint_gt(a.st.direct_frames + b.st.direct_frames, 0);
+		break;
+	case 1:
+		ck_assert_uint_gt(a.st.inline_recvs + b.st.inline_recvs, 0);
+		break;
+	case 2:
+		ck_assert_uint_gt(a.st.aligned_frames + b.st.aligned_frames, 0);
+		break;
+	case 3:
+		ck_assert_uint_gt(a.st.detached + b.st.detached, 0);
+		break;
+	case 4:
+		if (bl_uring_backend(u) == BL_URING_IO_URING)
+			ck_assert_uint_gt(tl.fixed, 0);
+		ck_assert_uint_gt(a.st.direct_frames + b.st.direct_frames, 0);
+		break;
+	case 5:
+		ck_assert_uint_gt(b.st.ring_dry, 0);
+		break;
+	}
+
+	/* the copies: shared raws, released by another thread */
+	for (unsigned i = 0; i < bl_list_num_buffers(&tl.handed); i++) {
+		struct bl_ptr p;
+
+		ck_assert_int_eq(bl_list_get_ptr(&tl.handed, i, &p), 0);
+		ck_assert(!bl_raw_is_thread_local(p.raw));
+		bl_ptr_release(&p);
+	}
+	ck_assert_int_eq(pthread_create(&t, NULL, release_list, &tl.handed),
+			 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_uint_eq(bl_list_length(&tl.handed), 0);
+	if (br) {
+		ck_assert_uint_eq(bl_uring_bufring_available(br), 4);
+		bl_uring_bufring_destroy(br);
+	}
+	bl_uring_regpool_destroy(rp);
+	bl_uring_destroy(u);
+}
+END_TEST
+
 static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 {
 	TCase *tc = tcase_create(name);
 
-	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_checked_fixture(tc, setup, local_off);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, conn_socketpair_10k_mixed_frames_in_order);
 	tcase_add_test(tc, conn_tcp_10k_mixed_frames_in_order);
@@ -3811,6 +3975,8 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 	tcase_add_test(tc, busy_poll_reaches_the_servers_connections);
 	tcase_add_test(tc, busy_poll_gives_way_to_other_connections);
 	tcase_add_test(tc, busy_poll_waits_only_when_an_answer_is_due);
+	tcase_add_loop_test(tc,
+		payloads_are_thread_local_when_the_rings_thread_says_so, 0, 12);
 	suite_add_tcase(s, tc);
 }
 

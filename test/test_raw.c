@@ -593,6 +593,21 @@ END_TEST
 /* ---- thread-local raws ------------------------------------------------- */
 
 /*
+ * The switch is restored by a checked fixture, which Check runs after the
+ * test even when an assertion ended it early (CK_FORK=no runs every test
+ * in this one thread, so a switch left on would change the next tests).
+ */
+static void local_on(void)
+{
+	bl_raw_set_thread_local(true);
+}
+
+static void local_off(void)
+{
+	bl_raw_set_thread_local(false);
+}
+
+/*
  * Every constructor makes a thread-local raw while the switch is on, and
  * such a raw counts, frees, calls its claim callback and keeps its
  * counters exactly as a shared one does; raws made before and after keep
@@ -662,7 +677,6 @@ START_TEST(test_thread_local_reaches_append_buffers_and_slices)
 	unsigned n0;
 	char out[5];
 
-	bl_raw_set_thread_local(true);
 	bl_list_init(&l);
 	bl_list_init(&m);
 	ck_assert_int_eq(bl_list_append(&l, "hello world", 11), 0);
@@ -688,7 +702,6 @@ START_TEST(test_thread_local_reaches_append_buffers_and_slices)
 	ck_assert_int_eq(bl_ptr_append(&q, "abc", 3), 0);
 	ck_assert_uint_eq(q.len, 3);
 	bl_ptr_release(&q);
-	bl_raw_set_thread_local(false);
 }
 END_TEST
 
@@ -708,12 +721,11 @@ START_TEST(test_thread_local_is_per_thread)
 	bool local = true;
 	pthread_t t;
 
-	bl_raw_set_thread_local(true);
 	ck_assert_int_eq(pthread_create(&t, NULL, made_in_new_thread, &local),
 			 0);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert(!local);
-	ck_assert(bl_raw_set_thread_local(false));
+	ck_assert(bl_raw_set_thread_local(true));	/* ours is still on */
 }
 END_TEST
 
@@ -817,7 +829,16 @@ static Suite *raw_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_cross_thread_release);
 	tcase_add_test(tc, test_concurrent_get_put_keeps_count);
+	suite_add_tcase(s, tc);
+
+	/* the switch turned on and off is what this one asserts */
+	tc = tcase_create("thread-local-switch");
+	tcase_add_checked_fixture(tc, NULL, local_off);
 	tcase_add_test(tc, test_thread_local_raws_count_and_free_like_shared_ones);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("thread-local");
+	tcase_add_checked_fixture(tc, local_on, local_off);
 	tcase_add_test(tc, test_thread_local_reaches_append_buffers_and_slices);
 	tcase_add_test(tc, test_thread_local_is_per_thread);
 	suite_add_tcase(s, tc);

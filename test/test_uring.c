@@ -2556,6 +2556,180 @@ START_TEST(test_detach_pooled_copies_into_the_lists_pool)
 }
 END_TEST
 
+/* ---- thread-local raws --------------------------------------------------- */
+
+/* io_uring registers provided-buffer rings here (Linux 5.19 and later). */
+static bool pbuf_ok;
+
+/* Checked teardown: runs even after an assertion ended the test early. */
+static void local_off(void)
+{
+	bl_raw_set_thread_local(false);
+}
+
+/* Pooled receives into @out until it holds @len bytes. */
+static void recv_pooled_bytes(struct bl_uring *u, int fd,
+			      struct bl_uring_bufring *br, struct bl_list *out,
+			      size_t len)
+{
+	while (bl_list_length(out) < len) {
+		struct chunk_rec c;
+
+		recv_one(u, fd, br, &c);
+		ck_assert_int_gt(c.res, 0);
+		ck_assert_int_eq(bl_list_claim_append(out, &c.data), 0);
+	}
+	ck_assert_uint_eq(bl_list_length(out), len);
+}
+
+/* How many of @l's segments lie in thread-local raws. */
+static unsigned local_segments(const struct bl_list *l)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < bl_list_num_buffers(l); i++) {
+		struct bl_ptr p;
+
+		ck_assert_int_eq(bl_list_get_ptr(l, i, &p), 0);
+		n += bl_raw_is_thread_local(p.raw);
+		bl_ptr_release(&p);
+	}
+	return n;
+}
+
+/*
+ * A ring's received buffers are raws the receiving thread makes, so they
+ * follow its bl_raw_set_thread_local(): on (_i 1), every segment of what
+ * a pooled receive hands over is thread-local; off (_i 0), none is.  The
+ * raw is made when the chunk arrives, so a switch turned the other way
+ * after the ring was made holds for the next chunk.  Either way the
+ * buffers go back to the ring when this thread drops them.  A copy made
+ * with bl_list_copy_shared() is never thread-local, and is what another
+ * thread may release (the exception bufferlist(7) makes for rings).
+ */
+START_TEST(test_pooled_receive_raws_follow_the_threads_setting)
+{
+	const bool on = _i;
+	unsigned char msg[3500];
+	struct bl_uring *u;
+	struct bl_uring_bufring *br;
+	struct bl_list got, later, copy;
+	struct bl_ptr p;
+	unsigned ngot, nlater;
+	pthread_t t;
+	int fds[2];
+
+	ck_assert(!bl_raw_set_thread_local(on));
+	u = new_ring(0);
+	br = bl_uring_bufring_create(u, 8, 1024, 8);
+	ck_assert_ptr_nonnull(br);
+	for (unsigned i = 0; i < sizeof(msg); i++)
+		msg[i] = (unsigned char)(i * 13);
+	tcp_pair(fds);
+	bl_list_init(&got);
+	bl_list_init(&later);
+	bl_list_init(&copy);
+	ck_assert_int_eq(write(fds[0], msg, 3000), 3000);
+	recv_pooled_bytes(u, fds[1], br, &got, 3000);
+	ngot = bl_list_num_buffers(&got);
+	ck_assert_uint_ge(ngot, 3);
+	ck_assert_uint_eq(local_segments(&got), (on ? ngot : 0));
+	tu_assert_list_eq(&got, msg, 3000);
+
+	/* the switch the other way: the next chunk follows it */
+	bl_raw_set_thread_local(!on);
+	ck_assert_int_eq(write(fds[0], msg + 3000, 500), 500);
+	recv_pooled_bytes(u, fds[1], br, &later, 500);
+	nlater = bl_list_num_buffers(&later);
+	ck_assert_uint_eq(local_segments(&later), (on ? 0 : nlater));
+	/* and what came before keeps what it was made as */
+	ck_assert_uint_eq(local_segments(&got), (on ? ngot : 0));
+	bl_raw_set_thread_local(on);
+
+	/* the hand-over to another thread: a copy in a shared raw */
+	ck_assert_int_eq(bl_list_copy_shared(&copy, &got), 0);
+	ck_assert_int_eq(bl_list_get_ptr(&copy, 0, &p), 0);
+	ck_assert(!bl_raw_is_thread_local(p.raw));
+	bl_ptr_release(&p);
+	tu_assert_list_eq(&copy, msg, 3000);
+	ck_assert_int_eq(pthread_create(&t, NULL, release_thread, &copy), 0);
+	pthread_join(t, NULL);
+	ck_assert_uint_eq(bl_list_length(&copy), 0);
+
+	/* released here, the ring's buffers go back to it */
+	ck_assert_uint_lt(bl_uring_bufring_available(br), 8);
+	bl_list_clear(&got);
+	bl_list_clear(&later);
+	ck_assert_uint_eq(bl_uring_bufring_available(br), 8);
+	bl_uring_bufring_destroy(br);
+	bl_uring_destroy(u);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
+#ifdef BL_DEBUG
+static void got_chunk(void *arg, ssize_t res, struct bl_list *data, bool more)
+{
+	struct chunk_rec *c = arg;
+
+	c->calls++;
+	c->res = res;
+	c->more = more;
+	if (bl_list_claim_append(&c->data, data))
+		_exit(3);
+}
+
+/*
+ * In a child (the misuse aborts): a chunk received while the switch is on,
+ * dropped by another thread.
+ */
+static void ring_raw_dropped_elsewhere(void)
+{
+	struct bl_uring_params prm;
+	struct bl_uring *u;
+	struct bl_uring_bufring *br;
+	struct chunk_rec c;
+	pthread_t t;
+	int sv[2];
+
+	bl_raw_set_thread_local(true);
+	memset(&prm, 0, sizeof(prm));
+	prm.force_blocking = blocking;
+	memset(&c, 0, sizeof(c));
+	bl_list_init(&c.data);
+	u = bl_uring_create(&prm);
+	br = u ? bl_uring_bufring_create(u, 2, 1024, 9) : NULL;
+	if (!br || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) ||
+	    write(sv[0], "x", 1) != 1 ||
+	    bl_uring_recv_pooled(u, sv[1], br, false, got_chunk, &c))
+		_exit(4);
+	for (int i = 0; i < 100 && !c.calls; i++)
+		if (bl_uring_run(u, 1, 100) < 0)
+			_exit(5);
+	if (c.res != 1 || pthread_create(&t, NULL, release_thread, &c.data))
+		_exit(6);
+	pthread_join(t, NULL);
+}
+
+/*
+ * The exception enforced: a thread-local thread's ring buffers may not be
+ * released on another thread, and an --enable-debug build aborts when
+ * one is, naming the misuse.
+ */
+START_TEST(test_debug_build_aborts_on_a_local_ring_buffer_dropped_elsewhere)
+{
+	char err[4096];
+	int status = tu_run_child(ring_raw_dropped_elsewhere, err, sizeof(err));
+
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+		      "not aborted (status %d): %s", status, err);
+	ck_assert_msg(strstr(err, "thread-local to another thread") != NULL,
+		      "message lacks the misuse: %s", err);
+}
+END_TEST
+#endif
+
 /* ---- registered buffers ---------------------------------------------------- */
 
 START_TEST(test_registered_raws_know_their_index_and_use_fixed_io)
@@ -3829,6 +4003,27 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_destroy_cancels_the_ops_waiting_their_turn_on_a_descriptor);
 		tcase_add_test(tc, test_destroy_frees_the_bufrings_and_regpool_left_to_it);
 		suite_add_tcase(s, tc);
+
+		/* not run, and so not counted, where nothing can be pooled */
+		if (!b && !pbuf_ok) {
+			fprintf(stderr, "test_uring: the kernel has no "
+				"provided-buffer rings: the thread-local ring "
+				"tests run on the blocking back end only\n");
+			continue;
+		}
+		tc = tcase_create(b ? "thread-local-blocking"
+				    : "thread-local-uring");
+		tcase_add_unchecked_fixture(tc, setup, tdir_teardown);
+		tcase_add_checked_fixture(tc, NULL, local_off);
+		tcase_set_timeout(tc, 60);
+		tcase_add_loop_test(tc,
+			test_pooled_receive_raws_follow_the_threads_setting,
+			0, 2);
+#ifdef BL_DEBUG
+		tcase_add_test(tc,
+			test_debug_build_aborts_on_a_local_ring_buffer_dropped_elsewhere);
+#endif
+		suite_add_tcase(s, tc);
 	}
 
 	tc = tcase_create("backend");
@@ -3859,6 +4054,13 @@ int main(void)
 	uring_ok = bl_uring_backend(u) == BL_URING_IO_URING;
 	snprintf(uring_reason, sizeof(uring_reason), "%s",
 		 bl_uring_backend_reason(u));
+	if (uring_ok) {
+		struct bl_uring_bufring *br = bl_uring_bufring_create(u, 1,
+								      4096, 1);
+
+		pbuf_ok = br != NULL;
+		bl_uring_bufring_destroy(br);
+	}
 	bl_uring_destroy(u);
 	return tu_run(uring_suite());
 }

@@ -43,7 +43,9 @@
  * Threads: the codec functions touch only their arguments (and a
  * thread-local error string).  A connection
  * and a server belong to the thread that runs their bl_uring; the payloads
- * they hand out (shared slices of received raws) may go to any thread.
+ * they hand out (shared slices of received raws) may go to any thread,
+ * unless that thread made its raws thread-local (bl_raw_set_thread_local()):
+ * then they stay in it, and a copy (bl_list_copy_shared()) goes instead.
  */
 #ifndef BUFFERLIST_MSGR_H
 #define BUFFERLIST_MSGR_H

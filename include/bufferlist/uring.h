@@ -44,8 +44,10 @@
  * A struct bl_uring belongs to the thread that created it: submit, run
  * and destroy from it, never from inside one of its callbacks (submitting
  * from a callback is fine).  Raws it handed out (received data) may be
- * released from any thread.  While bl_uring_destroy() runs, submissions
- * (from callbacks) fail with -ECANCELED.
+ * released from any thread, unless that thread made its raws thread-local
+ * (bl_raw_set_thread_local()): then they stay in it.  While
+ * bl_uring_destroy() runs, submissions (from callbacks) fail with
+ * -ECANCELED.
  */
 #ifndef BUFFERLIST_URING_H
 #define BUFFERLIST_URING_H
@@ -282,7 +284,8 @@ struct bl_uring_bufring;
  * bl_uring_bufring_create() - @nbufs (a power of two) buffers of
  * @buf_size bytes registered as buffer group @bgid.  A received chunk
  * becomes a slice of its buffer's raw; the buffer goes back to the ring
- * when the last reference to it is dropped, from whatever thread.
+ * when the last reference to it is dropped, from whatever thread (only
+ * from the ring's, if that thread made its raws thread-local).
  * Owned by @u: bl_uring_bufring_destroy() frees it early, else
  * bl_uring_destroy() does (never call the former after the latter).
  * Return: new, or NULL with errno set: EINVAL (@u is NULL, @nbufs is not
