@@ -21,9 +21,11 @@
 #include "msgr_int.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <limits.h>
+#include <linux/sockios.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <bufferlist/msgr.h>
@@ -89,32 +91,55 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c)
 }
 
 /*
- * Resets the connection on @fd.  A graceful end queues its FIN behind
- * whatever the kernel still holds for the peer: a peer that does not read
- * keeps that socket and its send buffer alive in FIN_WAIT1 until its
- * window opens or the kernel's retries run out, and a peer cut off for a
- * fault of its own reads a clean end of stream.  SO_LINGER {1, 0} would
- * make the last close(2) reset, but that close waits for the receive and
- * the send in flight to end, and only a shutdown ends them: shutting down
- * both ways sends a FIN at once when nothing is unsent (the peer then
- * reads 0 even after the RST), and shutting down the reading side alone
- * does not end a send waiting for room.  connect(2) to AF_UNSPEC does it
- * all on TCP: the socket is disconnected now (the RST goes out, both
- * queues are freed) and every operation pending on it fails.  A socket
- * that refuses it (AF_UNIX, EINVAL: there is no reset there) is shut down
- * as on a graceful end; the linger is set first all the same, so that no
- * close of a TCP socket that failed to disconnect can linger.
+ * Resets the connection on @fd; true when it was reset.  A graceful end
+ * queues its FIN behind whatever the kernel still holds for the peer: a
+ * peer that does not read keeps that socket and its send buffer alive in
+ * FIN_WAIT1 until its window opens or the kernel's retries run out, and a
+ * peer cut off for a fault of its own reads a clean end of stream.
+ * SO_LINGER {1, 0} alone would make the last close(2) reset, but that
+ * close waits for the receive and the send in flight to end, and only a
+ * shutdown ends them: shutting down both ways sends a FIN at once when
+ * nothing is unsent (the peer then reads 0 even after the RST), and
+ * shutting down the reading side alone does not end a send waiting for
+ * room.  connect(2) to AF_UNSPEC does it all on TCP: the socket is
+ * disconnected now (the RST goes out, both queues are freed) and every
+ * operation pending on it fails; the descriptor is left as a fresh,
+ * unconnected socket (what a keep_fd owner gets back).  A socket that
+ * refuses it (AF_UNIX, EINVAL: there is no reset there) is shut down as on
+ * a graceful end, with the linger set first, so that a TCP socket that
+ * could not be disconnected still resets at its last close.
  */
-static void reset_socket(int fd)
+static bool reset_socket(int fd)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 	struct sockaddr sa;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_family = AF_UNSPEC;
+	if (connect(fd, &sa, sizeof(sa)) == 0)
+		return true;
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	if (connect(fd, &sa, sizeof(sa)))
-		shutdown(fd, SHUT_RDWR);
+	shutdown(fd, SHUT_RDWR);
+	return false;
+}
+
+bool bl__msgr_err_is_peers(int err)
+{
+	switch (err) {
+	case -ECONNRESET:
+	case -ECONNABORTED:
+	case -ECONNREFUSED:
+	case -EPIPE:
+	case -ETIMEDOUT:
+	case -EHOSTUNREACH:
+	case -EHOSTDOWN:
+	case -ENETUNREACH:
+	case -ENETDOWN:
+	case -ENETRESET:
+		return true;
+	default:
+		return false;
+	}
 }
 
 static void end_conn(struct bl_msgr_conn *c, int err, bool log, bool reset,
@@ -127,7 +152,7 @@ static void end_conn(struct bl_msgr_conn *c, int err, bool log, bool reset,
 	vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
 	if (log)
 		bl__msgr_log(&c->o, c, "fd %d: closing%s: %s", c->fd,
-			     reset ? " with a reset" : "", c->reason);
+			     reset ? " (reset)" : "", c->reason);
 	c->depth++;
 	/* queued frames never reached the kernel: take them back */
 	c->out_bytes -= bl_list_length(&c->outq);
@@ -140,12 +165,10 @@ static void end_conn(struct bl_msgr_conn *c, int err, bool log, bool reset,
 		c->rec_n--;	/* a send from the callback gets -EPIPE */
 		r.cb(r.arg, -ECANCELED);
 	}
-	if (reset) {
-		c->st.resets++;
-		reset_socket(c->fd);
-	} else {
+	if (!reset)
 		shutdown(c->fd, SHUT_RDWR);
-	}
+	else if (reset_socket(c->fd))
+		c->st.resets++;
 	c->depth--;
 	bl__msgr_maybe_finish(c);
 }
@@ -183,10 +206,9 @@ void bl__msgr_conn_abort(struct bl_msgr_conn *c, int err, const char *fmt,
 
 void bl__msgr_conn_failed(struct bl_msgr_conn *c, int err, const char *what)
 {
-	/* -ECANCELED: the ring is being destroyed, not the peer's doing */
-	bool peer = err != -ECANCELED;
-
-	end_conn_f(c, err, peer, peer, "%s failed: %s", what, strerror(-err));
+	/* -ECANCELED: the ring is being destroyed, nothing worth a line */
+	end_conn_f(c, err, err != -ECANCELED, bl__msgr_err_is_peers(err),
+		   "%s failed: %s", what, strerror(-err));
 }
 
 void bl__msgr_eof_check(struct bl_msgr_conn *c)
@@ -211,6 +233,22 @@ void bl__msgr_eof_check(struct bl_msgr_conn *c)
 	bl__msgr_conn_end(c, 0, false, "peer closed");
 }
 
+/*
+ * An idle connection whose own bytes the peer is not taking: a send
+ * waiting for room, or bytes in the socket that the peer has not
+ * acknowledged for the whole idle time (its window is shut).  Only such a
+ * peer is reset on the idle timeout; one that took everything may still
+ * be reading it, and a reset would discard what it has not read yet.
+ */
+static bool peer_stalls(const struct bl_msgr_conn *c)
+{
+	int unacked = 0;
+
+	if (c->send_busy)
+		return true;
+	return ioctl(c->fd, SIOCOUTQ, &unacked) == 0 && unacked > 0;
+}
+
 bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
 {
 	uint64_t act = c->rx_raw + (c->tx_bytes - c->out_bytes);
@@ -226,8 +264,13 @@ bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
 		c->act_at = now;	/* we owe the peer, not it us */
 	if (c->o.idle_timeout_ms &&
 	    now - c->act_at >= (int64_t)c->o.idle_timeout_ms) {
-		bl__msgr_conn_abort(c, -ETIMEDOUT, "idle for %u ms",
-				    c->o.idle_timeout_ms);
+		if (peer_stalls(c))
+			bl__msgr_conn_abort(c, -ETIMEDOUT, "idle for %u ms, "
+					    "the peer not reading",
+					    c->o.idle_timeout_ms);
+		else	/* it may still be reading what it has */
+			bl__msgr_conn_end(c, -ETIMEDOUT, true,
+					  "idle for %u ms", c->o.idle_timeout_ms);
 		return false;
 	}
 	/* a preamble begun and not finished (not our own backpressure) */

@@ -182,16 +182,25 @@ void __attribute__((format(printf, 3, 4)))
 bl__msgr_conn_abort(struct bl_msgr_conn *c, int err, const char *fmt, ...);
 
 /*
+ * Whether a failed receive, read or send's @err (negative) comes from the
+ * peer or the network (a reset, a broken pipe, a timeout, an unreachable
+ * host) rather than from this side (out of memory, no buffer, a request
+ * the kernel refused, the ring being destroyed).
+ */
+bool bl__msgr_err_is_peers(int err);
+
+/*
  * A receive, read or send of @c failed with @err ("@what failed: ..."):
- * -ECANCELED (the ring is being destroyed) ends it quietly, any other
- * error as bl__msgr_conn_abort() does (the socket itself failed).
+ * the peer's or the network's errors end it as bl__msgr_conn_abort()
+ * does, ours gracefully (answers the kernel holds still reach the peer),
+ * -ECANCELED (the ring is being destroyed) without a log line.
  */
 void bl__msgr_conn_failed(struct bl_msgr_conn *c, int err, const char *what);
 
 /*
  * The peer shut its side down (rd_eof): closes @c once every frame it
  * sent was delivered and answered (max_inflight) and every reply went to
- * the kernel; a partial frame left over closes it with -EPIPE.
+ * the kernel; a partial frame left over resets it with -EPIPE.
  */
 void bl__msgr_eof_check(struct bl_msgr_conn *c);
 

@@ -42,6 +42,7 @@
 #include <unistd.h>
 #include <liburing.h>
 #include <bufferlist/msgr.h>
+#include "msgr_int.h"	/* bl__msgr_err_is_peers */
 #include "testutil.h"
 #include "uring_int.h"
 
@@ -2840,6 +2841,48 @@ START_TEST(a_peer_that_does_not_read_is_reset_when_idle)
 }
 END_TEST
 
+/*
+ * The same with a 1 KiB reply that the client's socket takes whole: when
+ * idle_timeout_ms fires, the peer has acknowledged every byte and may
+ * still be reading them, so the end is graceful (a reset would discard
+ * what it has not read): the client reads the whole reply, then the end
+ * of the stream, and nothing counts in resets.
+ */
+START_TEST(an_idle_peer_that_took_everything_is_not_reset)
+{
+	const size_t reply = 1024;
+	struct bl_msgr_conn_opts o;
+	struct sockaddr_in sa;
+	struct bl_msgr_server *s;
+	struct bl_uring *u = mk_uring();
+	struct bp x;
+	unsigned char *req;
+	size_t len, got = 0;
+	int l = small_listener(&sa), fa;
+
+	bp_init(&x, &o, reply);
+	o.idle_timeout_ms = 200;
+	o.log = quiet_log;
+	s = bl_msgr_server_new(u, l, &o);
+	ck_assert_ptr_nonnull(s);
+	fa = dial_small(&sa);
+	req = requests(1, &len);
+	write_all(fa, req, len);
+	serve_until(s, bp_closed, &x);
+	ck_assert_uint_eq(x.delivered, 1);
+	ck_assert_int_eq(x.close_err, -ETIMEDOUT);
+	ck_assert_uint_eq(x.st.frames_sent, 1);
+	ck_assert_uint_eq(x.st.resets, 0);
+	ck_assert_int_eq(read_to_end(fa, &got), 0);
+	ck_assert_uint_gt(got, reply);	/* the reply and its framing */
+	bl_msgr_server_destroy(s);
+	free(req);
+	close(fa);
+	close(l);
+	bl_uring_destroy(u);
+}
+END_TEST
+
 static void bp_close_when_sent(void *arg, int res)
 {
 	struct bp *x = arg;
@@ -2918,9 +2961,10 @@ END_TEST
  * bl_msgr_conn_abort() while the connection's 1 MiB answer waits for
  * room in the socket: on_close gets the application's err and reason
  * (a close called after it changes nothing), the send waiting in the
- * kernel ends, and resets counts it.  _i 0, TCP: the client's read ends
- * with ECONNRESET, short of the answer.  _i 1, AF_UNIX, which has no
- * reset: the connection is shut down instead and still ends.
+ * kernel ends.  _i 0, TCP: the client's read ends with ECONNRESET, short
+ * of the answer, and resets counts it.  _i 1, AF_UNIX, which has no
+ * reset: the connection is shut down instead, still ends, and resets
+ * stays 0.
  */
 START_TEST(an_aborted_connection_is_reset)
 {
@@ -2934,13 +2978,17 @@ START_TEST(an_aborted_connection_is_reset)
 	int fa, fb, sz = SMALL_SOCKBUF;
 	int want_end = _i == 0 ? ECONNRESET : 0;	/* AF_UNIX: EOF */
 
-	if (_i == 0) {
+	if (_i == 0)
 		tcp_pair(&fa, &fb);
-		ck_assert_int_eq(setsockopt(fb, SOL_SOCKET, SO_SNDBUF, &sz,
-					    sizeof(sz)), 0);
-	} else {
+	else
 		unix_pair(&fa, &fb);
-	}
+	/* whatever the host's defaults, the answer cannot fit in between,
+	 * so the send is still in flight when the abort comes (and on_close
+	 * cannot run inside it: the close after it is legal) */
+	ck_assert_int_eq(setsockopt(fb, SOL_SOCKET, SO_SNDBUF, &sz,
+				    sizeof(sz)), 0);
+	ck_assert_int_eq(setsockopt(fa, SOL_SOCKET, SO_RCVBUF, &sz,
+				    sizeof(sz)), 0);
 	bp_init(&x, &o, reply);
 	x.c = bl_msgr_conn_new(u, fb, &o);
 	ck_assert_ptr_nonnull(x.c);
@@ -2962,12 +3010,36 @@ START_TEST(an_aborted_connection_is_reset)
 	ck_assert_int_eq(x.close_err, -EPROTO);
 	ck_assert_str_eq(x.reason, "gave up on the peer");
 	ck_assert_uint_eq(x.st.frames_sent, 0);
-	ck_assert_uint_eq(x.st.resets, 1);
+	ck_assert_uint_eq(x.st.resets, _i == 0);	/* AF_UNIX: none sent */
 	ck_assert_int_eq(read_to_end(fa, &got), want_end);
 	ck_assert_uint_lt(got, reply);
 	free(req);
 	close(fa);
 	bl_uring_destroy(u);
+}
+END_TEST
+
+/*
+ * Which failed receive, read or send resets its connection: the peer's
+ * and the network's errors do; ours (out of memory, no buffer, a request
+ * the kernel refused, a ring being destroyed) end it gracefully, so that
+ * answers the kernel already holds still reach a peer that did nothing
+ * wrong.
+ */
+START_TEST(only_the_peers_errors_reset)
+{
+	static const int peers[] = { ECONNRESET, ECONNABORTED, EPIPE,
+				     ETIMEDOUT, EHOSTUNREACH, ENETUNREACH,
+				     ENETDOWN };
+	static const int ours[] = { ENOMEM, ENOBUFS, EIO, EAGAIN, EINVAL,
+				    EBADF, EFAULT, ECANCELED, EBUSY };
+
+	for (size_t i = 0; i < sizeof(peers) / sizeof(peers[0]); i++)
+		ck_assert_msg(bl__msgr_err_is_peers(-peers[i]), "%s",
+			      strerror(peers[i]));
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		ck_assert_msg(!bl__msgr_err_is_peers(-ours[i]), "%s",
+			      strerror(ours[i]));
 }
 END_TEST
 
@@ -3962,6 +4034,8 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 	tcase_add_loop_test(tc, timeouts_close_stalled_and_idle_connections, 0,
 			    2);
 	tcase_add_test(tc, a_peer_that_does_not_read_is_reset_when_idle);
+	tcase_add_test(tc, an_idle_peer_that_took_everything_is_not_reset);
+	tcase_add_test(tc, only_the_peers_errors_reset);
 	tcase_add_test(tc,
 		closing_a_healthy_connection_delivers_its_answer_then_eof);
 	tcase_add_loop_test(tc, an_aborted_connection_is_reset, 0, 2);

@@ -364,7 +364,10 @@ static void srv_on_frame(void *arg, struct bl_msgr_conn *c,
 		goto bad;
 	}
 	if (f->type != T_HELLO) {
-		if (bl_decode_bytes(&it, &nl) < 0)
+		r = bl_decode_bytes(&it, &nl);
+		if (r == -ENOMEM)
+			goto nomem;	/* ours, not the client's fault */
+		if (r < 0)
 			goto bad;
 		if (f->type == T_LIST && bl_list_length(&nl) == 0)
 			name[0] = 0;	/* LIST's prefix may be empty: every name */
@@ -440,7 +443,10 @@ static void srv_on_frame(void *arg, struct bl_msgr_conn *c,
 		break;
 	case T_META_PUT:
 		/* what follows the run name is the metadata */
-		if (bl_decode_bytes(&it, &out) < 0)
+		r = bl_decode_bytes(&it, &out);
+		if (r == -ENOMEM)
+			goto nomem;
+		if (r < 0)
 			goto bad;
 		srv_reply(c, tag, t->ops->meta_put(t, name, &out), NULL);
 		break;
@@ -460,6 +466,9 @@ out:
 	bl_list_clear(&nl);
 	bl_list_clear(&out);
 	return;
+nomem:
+	srv_reply(c, tag, -ENOMEM, NULL);
+	goto out;
 bad:
 	/* this client only: the messenger logs the reason, others go on */
 	bl_msgr_conn_abort(c, -EBADMSG, "a request that does not decode");

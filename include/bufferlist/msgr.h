@@ -251,9 +251,13 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * @idle_timeout_ms: a server's connection that neither received a byte
  *               nor got a byte of its own to the kernel for this many
  *               milliseconds, and owes no answer (@max_inflight), is
- *               reset with -ETIMEDOUT (a peer that does not read what
- *               the connection sends is idle too); 0: never (the
- *               default).
+ *               ended with -ETIMEDOUT: reset when the peer is not
+ *               taking what the connection sends (a send waits for room,
+ *               or bytes in the socket stay unacknowledged), else closed
+ *               gracefully, since the peer may still be reading what it
+ *               got; 0: never (the default).  A send of one large
+ *               payload shows no activity until the kernel took all of
+ *               it.
  * @header_timeout_ms: a server's connection on which a frame's preamble
  *               began to arrive and is not complete after this many
  *               milliseconds is reset with -ETIMEDOUT; 0:
@@ -430,14 +434,18 @@ BL_API void bl_msgr_conn_close(struct bl_msgr_conn *c, int err,
  * kernel still holds for the peer are dropped with the socket's memory
  * (a graceful close would keep them, and the socket, until the peer reads
  * or the kernel gives up), and the peer, once it has read what already
- * reached it, gets ECONNRESET instead of the end of the stream; on_close
- * runs later, as after bl_msgr_conn_close().  The messenger
- * resets on its own when the peer fails (malformed frames, a frame cut
- * short, timeouts, errors of the socket).  A socket that cannot be reset
- * (AF_UNIX) is shut down as by bl_msgr_conn_close().  With keep_fd, the
- * descriptor stays open, its connection reset.  @reason: copied; NULL:
- * "aborted".  A call on a connection already closing (gracefully or
- * not) does nothing; so does a NULL @c.  Counted in resets.
+ * reached it, gets ECONNRESET instead of the end of the stream.  on_close
+ * runs with @err (any value: a negative errno says why; 0 reads as a
+ * clean end to on_close) once no operation is in flight, as after
+ * bl_msgr_conn_close(): normally from a later bl_uring_run(), but within
+ * this call when nothing is in flight, after which @c is gone.  The
+ * messenger resets on its own when the peer fails (malformed frames, a
+ * frame cut short, a peer that stops reading, errors of the network).
+ * A socket that cannot be reset (AF_UNIX) is shut down as by
+ * bl_msgr_conn_close(), and resets stays 0.  With keep_fd, the descriptor
+ * stays open as an unconnected socket.  @reason: copied; NULL:
+ * "aborted".  A call on a connection already closing (gracefully or not)
+ * does nothing; so does a NULL @c.
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_msgr_conn_abort(struct bl_msgr_conn *c, int err,
@@ -466,8 +474,9 @@ BL_API int bl_msgr_conn_fd(const struct bl_msgr_conn *c);
  *                  (max_out_bytes, max_inflight);
  * @inline_recvs:   recv(2) calls of busy polling that returned data
  *                  (busy_poll_us);
- * @resets:         1 when the connection ended with a reset (the peer
- *                  failed, or bl_msgr_conn_abort()), else 0: read it in
+ * @resets:         1 when the connection ended with a reset sent (the
+ *                  peer failed, or bl_msgr_conn_abort()), else 0 (also
+ *                  when the socket could not be reset): read it in
  *                  on_close.
  */
 struct bl_msgr_conn_stats {
@@ -514,7 +523,7 @@ bl_msgr_server_new(struct bl_uring *u, int listen_fd,
 /**
  * bl_msgr_server_poll() - one turn of a server's event loop: waits up to
  * @timeout_ms (-1: no limit) for a connection to accept or a completion
- * on the ring, accepts every pending connection, resets the connections
+ * on the ring, accepts every pending connection, ends the connections
  * whose timeouts expired (idle_timeout_ms, header_timeout_ms), and runs
  * the ring's callbacks (bl_uring_run).  It returns as soon as it did
  * something.  A set-up failure is logged and skips that connection;
