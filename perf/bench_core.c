@@ -88,6 +88,12 @@
  *                 bytes 4 KiB before it, and the segment claimed back at
  *                 the end (length and segment count stay): what a lookup
  *                 costs right after a change in the middle of the list.
+ *  get_ptr_{mid,end}_{1e3,1e5,1e6}  bl_list_get_ptr() of the middle
+ *                 segment (N / 2, the one lookup_mid's bytes are in) or
+ *                 the last one of the same lists, then bl_ptr_release():
+ *                 what finding a segment by its index costs with the
+ *                 segment count (one reference taken and dropped each
+ *                 time, as in refpair).
  */
 #include <errno.h>
 #include <sys/uio.h>
@@ -580,6 +586,7 @@ struct lookuplist {
 	struct bl_ptr raw[2];	/* segment i is a slice of raw[i % 2] */
 	struct bl_list bl, other;
 	size_t off;		/* where the workload's lookups go */
+	unsigned idx;		/* the segment get_ptr's go to */
 };
 
 static void lookup_build(struct lookuplist *s, unsigned nseg)
@@ -666,6 +673,27 @@ static uint64_t w_splice_lookup(void *arg, uint64_t n)
 	t = bench_now() - t0;
 	must(rc, "splice, copy_out, claim_append");
 	bench_consume(buf[0]);
+	return t;
+}
+
+static uint64_t w_get_ptr(void *arg, uint64_t n)
+{
+	struct lookuplist *s = arg;
+	uint64_t t0 = bench_now(), t, sum = 0;
+	int rc = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		struct bl_ptr p = BL_PTR_INIT;
+
+		rc |= bl_list_get_ptr(&s->bl, s->idx, &p);
+		sum += p.len;
+		bl_ptr_release(&p);
+	}
+	t = bench_now() - t0;
+	must(rc, "bl_list_get_ptr");
+	if (sum != n * BENCH_LOOKUP_SEG)
+		bench_fail("get_ptr", (long)sum);
+	bench_consume(sum);
 	return t;
 }
 
@@ -874,6 +902,18 @@ int main(int argc, char **argv)
 			built = true;
 			lk.off = offs[w];
 			bench_ns(name, w_lookup, &lk);
+		}
+		for (unsigned w = 1; w < 3; w++) {
+			snprintf(name, sizeof(name), "get_ptr_%s_%s", where[w],
+				 lookup_names[i]);
+			if (!bench_want(name))
+				continue;
+			if (!built)
+				lookup_build(&lk, lookup_nsegs[i]);
+			built = true;
+			lk.idx = w == 1 ? lookup_nsegs[i] / 2
+					: lookup_nsegs[i] - 1;
+			bench_ns(name, w_get_ptr, &lk);
 		}
 		snprintf(name, sizeof(name), "seek_mid_%s", lookup_names[i]);
 		if (bench_want(name)) {

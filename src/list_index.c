@@ -2,22 +2,27 @@
 /*
  * list_index.c - the offset index of a long list, so that finding the
  * segment that holds a byte costs a binary search and a scan of at most
- * LSTEP segments instead of a walk from the front.  It covers the chunks
+ * LSTEP segments instead of a walk from the front, and finding segment
+ * number i (bl_list_get_ptr()) a binary search from entry i / LSTEP.  It covers the chunks
  * from the third up to the one before the tail: one entry every LSTEP
- * slots of each chunk, with that slot's first byte counted from the third
- * chunk's start.  The first two chunks are left to the walk in locate()
+ * slots of each chunk, with that slot's first byte and its segment's
+ * ordinal, both counted from the third chunk's start.  The first two
+ * chunks are left to the walk in locate() and to get_ptr's direct look
  * (changes at the very front, such as the messenger trimming its first
  * segment or a prepend into the inline slots, then leave the index
- * valid), and the tail is left out because appends change it.  Appends
- * only ever add chunks after the tail, so they never touch the index;
- * lookups extend it over the chunks sealed since, as far as they need to
- * go.  A splice keeps the entries of the chunks before the first one it
- * changes (bl__lindex_cut()).  Every other change to the chain or to a
- * segment's length drops it (bl__lindex_drop(): the one reset,
- * claim_prepend, a prepend that moves the inline slots out, undoing
- * appends).  It is a cache: a
- * lookup on a const list may build it, and when memory runs out the
- * lookup walks instead, never failing.
+ * valid), and the tail is left out because appends change it (get_ptr
+ * finds a segment there from the list's count).  Appends only ever add
+ * chunks after the tail, so they never touch the index; lookups of
+ * either kind extend it over the chunks sealed since, as far as they
+ * need to go (lindex_extend()).  A splice keeps the entries of the chunks
+ * before the first one it changes (bl__lindex_cut()), and with them
+ * their ordinals: where the entries end, in bytes (end) and in segments
+ * (lindex_nseg(), from the last entry and its chunk), is all an extension
+ * needs.  Every other change to the chain or to a segment's length drops
+ * it (bl__lindex_drop(): the one reset, claim_prepend, a prepend that
+ * moves the inline slots out, undoing appends).  It is a cache: a lookup
+ * on a const list may build it, and when memory runs out the lookup walks
+ * instead, never failing.
  */
 #include "list_priv.h"	/* first: config.h sets _GNU_SOURCE */
 
@@ -26,7 +31,8 @@
 struct lentry {
 	struct bl__chunk_hdr *c;
 	uint32_t i;		/* a slot of c ... */
-	size_t off;		/* ... and its first byte, from the third chunk's */
+	uint32_t seg;		/* ... its segment's ordinal, and ... */
+	size_t off;		/* ... its first byte, both from the third chunk's */
 };
 
 struct bl__lindex {
@@ -82,49 +88,117 @@ static inline size_t chunk_len(const struct bl__chunk_hdr *c)
 }
 
 /*
- * Adds the entries of chunk @c, which starts at @x->end, to @l's index
- * @x, growing it when full (if @alloc).  Return: the index (it may have
- * moved), or NULL when it had no room for them (it is then as it was).
+ * Segments in the chunks @x covers: the ordinal of the first segment of
+ * the chunk after them.  The last entry's chunk is in the chain (the
+ * entries match it), so its count is read there rather than kept twice.
  */
-static struct bl__lindex *lindex_add_chunk(struct bl_list *l,
-					   struct bl__lindex *x,
-					   struct bl__chunk_hdr *c, bool alloc)
+static inline uint32_t lindex_nseg(const struct bl__lindex *x)
 {
-	const struct bl_ptr *s = slots(c);
-	uint32_t need = (c->count + LSTEP - 1) / LSTEP;
-	size_t off = x->end;
+	const struct lentry *e;
 
-	if (need > x->cap - x->n) {
-		struct bl__lindex *y;
-		uint32_t cap = x->cap;
+	if (!x->n)
+		return 0;
+	e = &x->e[x->n - 1];
+	return e->seg + (e->c->start + e->c->count - e->i);
+}
 
-		while (cap - x->n < need) {
-			if (!alloc || cap > UINT32_MAX / 2)
-				return NULL;
-			cap *= 2;
-		}
-		y = lindex_alloc(cap);
-		if (!y)
+/*
+ * @l's index @x with room for @need more entries: @x, or (only if @alloc)
+ * a copy of it in a block twice, four times ... as big, or NULL when
+ * there is none (@x is then as it was).  Out of line and cold: the
+ * extensions of an index seldom grow it, and their loop keeps its
+ * registers without it.
+ */
+static __attribute__((noinline, cold)) struct bl__lindex *
+lindex_grow(struct bl_list *l, struct bl__lindex *x, uint32_t need,
+	    bool alloc)
+{
+	struct bl__lindex *y;
+	uint32_t cap = x->cap;
+
+	while (cap - x->n < need) {
+		if (!alloc || cap > UINT32_MAX / 2)
 			return NULL;
-		memcpy(y->e, x->e, x->n * sizeof(struct lentry));
-		y->n = x->n;
-		y->end = x->end;
-		lindex_release(x);
-		l->_lidx = x = y;
+		cap *= 2;
 	}
-	for (uint32_t k = 0; k < c->count; k++) {
-		uint32_t i = c->start + k;
+	y = lindex_alloc(cap);
+	if (!y)
+		return NULL;
+	memcpy(y->e, x->e, x->n * sizeof(struct lentry));
+	y->n = x->n;
+	y->end = x->end;
+	lindex_release(x);
+	l->_lidx = y;
+	return y;
+}
 
-		if (k % LSTEP == 0) {
-			x->e[x->n].c = c;
-			x->e[x->n].i = i;
-			x->e[x->n].off = off;
-			x->n++;
-		}
-		off += s[i].len;
+/*
+ * Adds the entries of chunk @c, which starts at byte @x->end and segment
+ * @seg (lindex_nseg(@x)), to @l's index @x, growing it when full (if
+ * @alloc).  Return: the index (it may have moved), or NULL when it had no
+ * room for them (it is then as it was).
+ */
+static inline struct bl__lindex *lindex_add_chunk(struct bl_list *l,
+						  struct bl__lindex *x,
+						  struct bl__chunk_hdr *c,
+						  uint32_t seg, bool alloc)
+{
+	const struct bl_ptr *s = slots(c) + c->start;
+	uint32_t need = (c->count + LSTEP - 1) / LSTEP;
+	size_t off;
+
+	if (bl__unlikely(need > x->cap - x->n)) {
+		x = lindex_grow(l, x, need, alloc);
+		if (!x)
+			return NULL;
+	}
+	off = x->end;
+	/* an entry, then the bytes of its (up to) LSTEP slots */
+	for (uint32_t k = 0; k < c->count; k += LSTEP) {
+		uint32_t end = c->count - k > LSTEP ? k + LSTEP : c->count;
+		struct lentry *e = &x->e[x->n++];
+
+		e->c = c;
+		e->i = c->start + k;
+		e->seg = seg + k;
+		e->off = off;
+		for (uint32_t j = k; j < end; j++)
+			off += s[j].len;
 	}
 	x->end = off;
 	return x;
+}
+
+/*
+ * Extends @l's index @x over its sealed chunks from @c, the first one it
+ * does not cover, until it covers byte @off or segment @seg (counted from
+ * the third chunk's start; the maximum of either: not that way) or
+ * reaches the tail; stops early when it has no room (growing it only if
+ * @alloc).  Return: the index (it may have moved).
+ */
+static inline __attribute__((always_inline)) struct bl__lindex *
+lindex_extend(struct bl_list *l, struct bl__lindex *x,
+	      struct bl__chunk_hdr *c, size_t off, uint32_t seg, bool alloc)
+{
+	uint32_t n = lindex_nseg(x);
+
+	while (off >= x->end && seg >= n && c != l->_tail) {
+		struct bl__lindex *y = lindex_add_chunk(l, x, c, n, alloc);
+
+		if (!y)
+			break;	/* no room: the caller walks from c */
+		x = y;
+		n += c->count;
+		c = c->next;
+	}
+	return x;
+}
+
+/* The first chunk after those @x covers (@third when it covers none). */
+static inline struct bl__chunk_hdr *lindex_next(const struct bl__lindex *x,
+						struct bl__chunk_hdr *third)
+{
+	return x->n ? x->e[x->n - 1].c->next : third;
 }
 
 /* The last entry of @x (not empty) that starts at or before @off. */
@@ -143,11 +217,41 @@ static inline uint32_t lindex_search(const struct bl__lindex *x, size_t off)
 	return lo;
 }
 
+/*
+ * The last entry of @x (not empty) at or before segment @seg.  Entries
+ * are at most LSTEP segments apart (every LSTEP slots of a chunk, and the
+ * next chunk's first after fewer), so entry seg / LSTEP is at or before
+ * it: the search starts there.  In a list grown by appends, whose sealed
+ * chunks are all full, that entry is the answer, which the first probe
+ * (of the entry after it) confirms.
+ */
+static inline uint32_t lindex_search_seg(const struct bl__lindex *x,
+					 uint32_t seg)
+{
+	uint32_t lo = seg / LSTEP, n;
+
+	if (lo >= x->n - 1)
+		return x->n - 1;
+	if (x->e[lo + 1].seg > seg)
+		return lo;
+	lo++;
+	n = x->n - lo;
+	/* e[lo].seg <= seg throughout; n entries from lo are candidates */
+	while (n > 1) {
+		uint32_t half = n / 2;
+
+		if (x->e[lo + half].seg <= seg)
+			lo += half;
+		n -= half;
+	}
+	return lo;
+}
+
 int bl__lindex_validate(const struct bl_list *l)
 {
 	const struct bl__lindex *x = l->_lidx;
 	const struct bl__chunk_hdr *c;
-	uint32_t k = 0;
+	uint32_t k = 0, seg = 0;
 	size_t off = 0;
 
 	if (!x)
@@ -167,9 +271,12 @@ int bl__lindex_validate(const struct bl_list *l)
 				    x->e[k].i != c->start + j ||
 				    x->e[k].off != off)
 					return -4;
+				if (x->e[k].seg != seg)
+					return -6;	/* wrong ordinal */
 				k++;
 			}
 			off += slots(c)[c->start + j].len;
+			seg++;
 		}
 		c = c->next;
 	}
@@ -179,8 +286,9 @@ int bl__lindex_validate(const struct bl_list *l)
 }
 
 /*
- * The entries name the chain's chunks in order, none the tail: what a
- * lookup relies on, checked in O(chunks) (pointers compared, never
+ * The entries name the chain's chunks in order, none the tail, and count
+ * their segments right: what a lookup relies on, checked in O(chunks)
+ * (an entry's pointer is compared with the chain's before it is
  * followed) before each one in --enable-debug builds.
  */
 static __attribute__((unused)) bool
@@ -188,12 +296,15 @@ lindex_chain_ok(const struct bl_list *l, const struct bl__lindex *x)
 {
 	const struct bl__chunk_hdr *c = inl(l)->next ? inl(l)->next->next
 						     : NULL;
+	uint32_t seg = 0;
 
 	for (uint32_t k = 0; k < x->n; c = c->next) {
 		if (!c || c == l->_tail || x->e[k].c != c)
 			return false;
-		while (k < x->n && x->e[k].c == c)
-			k++;
+		for (; k < x->n && x->e[k].c == c; k++)
+			if (x->e[k].seg != seg + (x->e[k].i - c->start))
+				return false;
+		seg += c->count;
 	}
 	return true;
 }
@@ -282,23 +393,15 @@ static const struct pos *lindex_find(const struct bl_list *cl,
 		l->_lidx = x;	/* NULL without memory: walk */
 	}
 	if (x) {
+		/* extend it over the sealed chunks up to the one needed */
+		if (off >= x->end && lindex_next(x, c) != l->_tail)
+			x = lindex_extend(l, x, lindex_next(x, c), off,
+					  UINT32_MAX, alloc);
 		hit = &x->hit;
 		if (x->n) {
 			prev = x->e[x->n - 1].c;
 			c = prev->next;
 			base = x->end;
-		}
-		/* extend it over the sealed chunks up to the one needed */
-		while (off >= base && c != l->_tail) {
-			struct bl__lindex *y = lindex_add_chunk(l, x, c, alloc);
-
-			if (!y)
-				break;	/* no room: walk from c */
-			x = y;
-			hit = &x->hit;
-			base = x->end;
-			prev = c;
-			c = c->next;
 		}
 		if (off < base) {
 			uint32_t k = lindex_search(x, off), j = k;
@@ -356,3 +459,79 @@ const struct pos *bl__lindex_find(const struct bl_list *l,
 				  struct bl__chunk_hdr *prev, size_t off,
 				  bool alloc)
 	__attribute__((alias("lindex_find")));
+
+/*
+ * Segment @idx (from the third chunk's first) when @x covers it, else
+ * NULL.  The search finds the last entry at or before it; past the chunks
+ * covered that is the last entry, and the segment lies past its chunk's
+ * end, so one test tells both cases apart.
+ */
+static inline const struct bl_ptr *lindex_seg_hit(const struct bl__lindex *x,
+						  uint32_t idx)
+{
+	const struct lentry *e;
+	uint32_t i;
+
+	if (!x->n)
+		return NULL;
+	e = &x->e[lindex_search_seg(x, idx)];
+	i = e->i + (idx - e->seg);	/* e->seg <= idx: e[0].seg is 0 */
+	return i < e->c->start + e->c->count ? &slots(e->c)[i] : NULL;
+}
+
+/* lindex_seg() when the index is missing or too short: make or extend it,
+ * or walk without memory for it */
+static __attribute__((noinline)) const struct bl_ptr *
+lindex_seg_slow(struct bl_list *l, struct bl__chunk_hdr *c, unsigned idx)
+{
+	struct bl__lindex *x = l->_lidx;
+	uint32_t base = 0;
+
+	if (!x) {
+		/* as lindex_find() makes it */
+		x = lindex_alloc(l->_nseg / LSTEP + 16);
+		l->_lidx = x;	/* NULL without memory: walk */
+	}
+	if (x) {
+		const struct bl_ptr *s;
+
+		/* extend it over the sealed chunks up to the one needed */
+		x = lindex_extend(l, x, lindex_next(x, c), SIZE_MAX, idx,
+				  true);
+		s = lindex_seg_hit(x, idx);
+		if (s)
+			return s;
+		/* no room for more: walk from the first chunk not covered */
+		base = lindex_nseg(x);
+		c = lindex_next(x, c);
+	}
+	for (idx -= base; idx >= c->count; c = c->next)
+		idx -= c->count;
+	return &slots(c)[c->start + idx];
+}
+
+/* bl__lindex_seg(), which is this under the name its callers see cold:
+ * the search when the index covers the segment, with no stack frame */
+static const struct bl_ptr *lindex_seg(const struct bl_list *cl,
+				       struct bl__chunk_hdr *c, unsigned idx)
+{
+	/* the index is a cache beside the contents, which stay as they are */
+	struct bl_list *l = (struct bl_list *)cl;
+	const struct bl__lindex *x = l->_lidx;
+
+	if (x) {
+		const struct bl_ptr *s;
+
+		BL_DEBUG_CHECK(lindex_chain_ok(l, x), "list %p: its offset "
+			       "index does not match its chunks: a change to "
+			       "the list did not drop it", (const void *)l);
+		s = lindex_seg_hit(x, idx);
+		if (s)
+			return s;
+	}
+	return lindex_seg_slow(l, c, idx);
+}
+
+const struct bl_ptr *bl__lindex_seg(const struct bl_list *l,
+				    struct bl__chunk_hdr *c, unsigned idx)
+	__attribute__((alias("lindex_seg")));

@@ -245,6 +245,19 @@ bl__lindex_find(const struct bl_list *l, struct bl__chunk_hdr *c,
 		struct bl__chunk_hdr *prev, size_t off, bool alloc);
 
 /*
+ * Segment @idx of a list of more than LINDEX_MIN segments, counted from
+ * the first segment of its third chunk @c, in a chunk before the tail
+ * (bl_list_get_ptr() finds the others itself): a binary search of the
+ * offset index by the entries' ordinals, which it builds or extends as
+ * bl__lindex_find() does; without memory for it, a walk (never a
+ * failure).  Returns the slot, to be copied at once.  Cold and aliased
+ * like bl__lindex_find().
+ */
+__attribute__((cold)) const struct bl_ptr *
+bl__lindex_seg(const struct bl_list *l, struct bl__chunk_hdr *c,
+	       unsigned idx);
+
+/*
  * Before a change to @l's chain from chunk @c on, where @c holds byte @off
  * of the list (a splice): keeps the index's entries for the chunks before
  * @c, which the change leaves as they were, and drops the rest (all of it

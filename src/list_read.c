@@ -181,20 +181,48 @@ int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
 	return n;
 }
 
+/*
+ * The first two chunks and the tail (the back of the list) directly; the
+ * chunks between them walked in a short list, found by the offset index
+ * in a long one.
+ */
 int bl_list_get_ptr(const struct bl_list *l, unsigned idx, struct bl_ptr *p)
 {
-	const struct bl__chunk_hdr *c;
+	struct bl__chunk_hdr *c = inl(l), *t = l->_tail;
+	const struct bl_ptr *s;
+	unsigned back;
 
 	if (idx >= l->_nseg)
 		return -ERANGE;
-	for (c = inl(l); c; c = c->next) {
-		if (idx < c->count) {
-			bl_ptr_copy(p, &slots(c)[c->start + idx]);
-			return 0;
-		}
-		idx -= c->count;
+	if (idx < c->count) {
+		s = &slots(c)[c->start + idx];
+		goto found;
 	}
-	return -ERANGE;
+	back = l->_nseg - idx;	/* 1 for the last segment */
+	if (back <= t->count) {
+		s = &slots(t)[t->start + t->count - back];
+		goto found;
+	}
+	/* neither in the inline chunk nor in the tail: c is not the tail */
+	idx -= c->count;
+	c = c->next;
+	if (idx < c->count) {
+		s = &slots(c)[c->start + idx];
+		goto found;
+	}
+	/* past the second chunk, before the tail: a third chunk exists */
+	idx -= c->count;
+	c = c->next;
+	if (bl__unlikely(l->_nseg > LINDEX_MIN)) {
+		s = bl__lindex_seg(l, c, idx);
+		goto found;
+	}
+	for (; idx >= c->count; c = c->next)
+		idx -= c->count;
+	s = &slots(c)[c->start + idx];
+found:
+	bl_ptr_copy(p, s);
+	return 0;
 }
 
 /* ---- crc32c ----------------------------------------------------------- */

@@ -3,14 +3,16 @@
  * test_lindex.c - the offset index of long lists: every offset-based
  * operation (copy_out, substr_of, to_iovec, splice, copy_in, zero, cursors
  * put at an offset) on lists of up to 10^5 segments of varied lengths
- * gives what a flat copy of the bytes says, with every kind of change to
- * the list between lookups (a
- * stale index would hand back freed chunks or wrong offsets, and
- * bl__list_validate() compares the index with the chain after each), and
- * lookups stay right when the index cannot be allocated.
+ * gives what a flat copy of the bytes says, and bl_list_get_ptr() of any
+ * segment what a walk of the segments finds (with the reference it takes
+ * given back), with every kind of change to the list between lookups (a
+ * stale index would hand back freed chunks, wrong offsets or wrong
+ * ordinals, and bl__list_validate() compares the index with the chain
+ * after each), and lookups stay right when the index cannot be allocated.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,6 +143,150 @@ static size_t rand_off(const struct ml *m, uint64_t *rng)
 	}
 }
 
+/* ---- segments by index ------------------------------------------------ */
+
+/* The walk's answer: every segment of @l, in order (borrowed: valid while
+ * @l does not change); *@n gets their number. */
+static const struct bl_ptr **seg_table(const struct bl_list *l, unsigned *n)
+{
+	const struct bl_ptr **t;
+	struct bl_list_seg_iter it;
+	const struct bl_ptr *s;
+	unsigned i = 0;
+
+	*n = bl_list_num_buffers(l);
+	t = malloc(((size_t)*n + 1) * sizeof(*t));
+	ck_assert_ptr_nonnull(t);
+	for (s = bl_list_seg_first(l, &it); s; s = bl_list_seg_next(&it)) {
+		if (i == *n)
+			ck_abort_msg("more segments than %u", *n);
+		t[i++] = s;
+	}
+	ck_assert_uint_eq(i, *n);
+	return t;
+}
+
+/*
+ * bl_list_get_ptr(@l, @idx) shares what the walk found there, @want: the
+ * same raw, offset and length, one reference more, which its release
+ * gives back.
+ */
+static void check_seg(const struct bl_list *l, const struct bl_ptr *want,
+		      unsigned idx)
+{
+	struct bl_ptr p = BL_PTR_INIT;
+	unsigned nref = bl_raw_nref(want->raw), got;
+	int rc = bl_list_get_ptr(l, idx, &p);
+
+	/* no ck_assert in the loops' path: Check records each passed one */
+	if (rc)
+		ck_abort_msg("get_ptr(%u) of %u: %d", idx,
+			     bl_list_num_buffers(l), rc);
+	if (p.raw != want->raw || p.off != want->off || p.len != want->len)
+		ck_abort_msg("get_ptr(%u) of %u: {%zu, %zu}, the walk "
+			     "{%zu, %zu}", idx, bl_list_num_buffers(l), p.off,
+			     p.len, want->off, want->len);
+	got = bl_raw_nref(p.raw);
+	if (got != nref + 1)
+		ck_abort_msg("get_ptr(%u): %u references, not %u", idx, got,
+			     nref + 1);
+	bl_ptr_release(&p);
+	got = bl_raw_nref(want->raw);
+	if (got != nref)
+		ck_abort_msg("get_ptr(%u) released: %u references, not %u",
+			     idx, got, nref);
+}
+
+/* check_seg() of segment @idx against the walk's table @t. */
+static void check_get_ptr(const struct bl_list *l,
+			  const struct bl_ptr *const *t, unsigned idx)
+{
+	check_seg(l, t[idx], idx);
+}
+
+/* Past the last segment (and of an empty list): -ERANGE, @p untouched. */
+static void check_get_ptr_range(const struct bl_list *l)
+{
+	unsigned n = bl_list_num_buffers(l);
+	const unsigned bad[] = { n, n + 1, n + 4096, UINT_MAX };
+
+	for (unsigned k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		struct bl_ptr p = BL_PTR_INIT;
+
+		if (bad[k] < n)
+			continue;	/* n + 4096 wrapped */
+		ck_assert_int_eq(bl_list_get_ptr(l, bad[k], &p), -ERANGE);
+		ck_assert_ptr_null(p.raw);
+		ck_assert_uint_eq(p.off, 0);
+		ck_assert_uint_eq(p.len, 0);
+	}
+}
+
+/* A segment index of @n: the ends and the back, where a stale or
+ * miscounted index shows first, or anywhere. */
+static unsigned rand_idx(unsigned n, uint64_t *rng)
+{
+	switch (tu_rand(rng) % 6) {
+	case 0:
+		return 0;
+	case 1:
+		return n - 1;
+	case 2:
+		return n - 1 - (unsigned)(tu_rand(rng) % (n < 200 ? n : 200));
+	default:
+		return (unsigned)(tu_rand(rng) % n);
+	}
+}
+
+static int cmp_unsigned(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * bl_list_get_ptr() of @k (<= 64) segments against the walk, and past the
+ * end: the indexes drawn first, sorted, then one walk without a table.
+ */
+static void ml_get_ptrs(const struct ml *m, unsigned k, uint64_t *rng)
+{
+	unsigned n = bl_list_num_buffers(&m->l), idx[64], i = 0;
+	struct bl_list_seg_iter it;
+	const struct bl_ptr *s;
+
+	if (k > 64)
+		k = 64;
+	for (unsigned j = 0; n && j < k; j++)
+		idx[j] = rand_idx(n, rng);
+	if (!n)
+		k = 0;
+	qsort(idx, k, sizeof(idx[0]), cmp_unsigned);
+	s = bl_list_seg_first(&m->l, &it);
+	for (unsigned j = 0; j < k; j++) {
+		for (; i < idx[j]; i++)
+			s = bl_list_seg_next(&it);
+		ck_assert_ptr_nonnull(s);
+		check_seg(&m->l, s, idx[j]);
+	}
+	check_get_ptr_range(&m->l);
+	ck_assert_int_eq(bl__list_validate(&m->l), 0);
+}
+
+/* Every segment of @m by bl_list_get_ptr(), in order, against the walk. */
+static void ml_get_ptr_all(const struct ml *m)
+{
+	const struct bl_ptr **t;
+	unsigned n;
+
+	t = seg_table(&m->l, &n);
+	for (unsigned i = 0; i < n; i++)
+		check_get_ptr(&m->l, t, i);
+	check_get_ptr_range(&m->l);
+	free(t);
+	ck_assert_int_eq(bl__list_validate(&m->l), 0);
+}
+
 /* Reads @k ranges at random offsets every way there is, against the model. */
 static void ml_lookups(const struct ml *m, unsigned k, uint64_t *rng)
 {
@@ -205,6 +351,7 @@ static void ml_lookups(const struct ml *m, unsigned k, uint64_t *rng)
 		}
 	}
 	ck_assert_int_eq(bl__list_validate(&m->l), 0);
+	ml_get_ptrs(m, k / 4 + 1, rng);	/* and segments by index */
 }
 
 /* ---- lookups ---------------------------------------------------------- */
@@ -738,6 +885,335 @@ START_TEST(test_splice_keeps_index_before_it)
 }
 END_TEST
 
+/* ---- segments by index: bl_list_get_ptr() ------------------------------ */
+
+/* The segments of @l's chunks before its chunk @k (0: the inline one). */
+static unsigned segs_before_chunk(const struct bl_list *l, int k)
+{
+	const struct bl__chunk_hdr *c = &l->_inl;
+	unsigned n = 0;
+
+	for (; k--; c = c->next) {
+		ck_assert_ptr_nonnull(c);
+		n += c->count;
+	}
+	return n;
+}
+
+/* The first segment of @l's tail chunk (the back, found without index). */
+static unsigned tail_first(const struct bl_list *l)
+{
+	return bl_list_num_buffers(l) - l->_tail->count;
+}
+
+/*
+ * A list of about @nseg segments in chunks of every size: lists of 1..150
+ * slices claimed one after another, their chunks (8, 16, 32, 64 slots,
+ * the last of each partly full) relinked as they are, so that the index's
+ * entries cover runs of every length, not only LSTEP.
+ */
+static void ml_build_mixed_chunks(struct ml *m, unsigned nseg, uint64_t *rng)
+{
+	ml_init(m);
+	while (bl_list_num_buffers(&m->l) < nseg) {
+		struct ml o;
+
+		ml_build(&o, 1 + (unsigned)(tu_rand(rng) % 150), 60, rng);
+		model_insert(m, m->len, o.b, o.len);
+		ck_assert_int_eq(bl_list_claim_append(&m->l, &o.l), 0);
+		ml_free(&o);
+	}
+}
+
+/* Builds the index over every sealed chunk of @m with one get_ptr (the
+ * last segment before the tail) and checks that one. */
+static void ml_get_ptr_index_all(const struct ml *m)
+{
+	const struct bl_ptr **t;
+	unsigned n;
+
+	t = seg_table(&m->l, &n);
+	ck_assert_uint_gt(tail_first(&m->l), 0);
+	check_get_ptr(&m->l, t, tail_first(&m->l) - 1);
+	free(t);
+	ck_assert_ptr_nonnull(m->l._lidx);
+	ck_assert_int_eq(bl__list_validate(&m->l), 0);
+}
+
+/*
+ * The first two chunks and the tail are read where they are; a long
+ * list's middle by the index, which get_ptr builds: every position, in
+ * order, backwards and scattered, is the walk's segment.
+ */
+START_TEST(test_get_ptr_at_every_position_like_a_walk)
+{
+	uint64_t rng = seed + 11;
+	struct bl_list e = BL_LIST_INIT(e);
+	const struct bl_ptr **t;
+	unsigned n, front, tail, i;
+	struct ml m;
+
+	check_get_ptr_range(&e);	/* empty */
+	ml_init(&m);
+	for (i = 0; i < 2 * LINDEX_MIN; i++) {	/* short lists: the walk */
+		ml_push(&m, 1, 50, &rng);
+		if (i < 40 || i % 37 == 0 || i == LINDEX_MIN - 1 ||
+		    i == LINDEX_MIN)
+			ml_get_ptr_all(&m);
+		if (bl_list_num_buffers(&m.l) <= LINDEX_MIN)
+			ck_assert_ptr_null(m.l._lidx);
+	}
+	ml_free(&m);
+
+	for (int mixed = 0; mixed < 2; mixed++) {
+		if (mixed) {
+			ml_build_mixed_chunks(&m, 25000, &rng);
+		} else {
+			ml_init(&m);
+			ml_push(&m, 40000, 200, &rng);
+		}
+		t = seg_table(&m.l, &n);
+		ck_assert_uint_gt(n, 20000);
+		/* the first two chunks and the tail: no index needed */
+		front = segs_before_chunk(&m.l, 2);
+		tail = tail_first(&m.l);
+		ck_assert_uint_gt(front, 0);
+		ck_assert_uint_lt(front, tail);
+		for (i = 0; i < front; i++)
+			check_get_ptr(&m.l, t, i);
+		for (i = tail; i < n; i++)
+			check_get_ptr(&m.l, t, i);
+		ck_assert_ptr_null(m.l._lidx);
+		/* the middle: the index, built as far as the lookup goes */
+		check_get_ptr(&m.l, t, n / 2);
+		ck_assert_ptr_nonnull(m.l._lidx);
+		ck_assert_int_eq(bl__list_validate(&m.l), 0);
+		/* scattered (past the end of the index first), in order,
+		 * backwards */
+		for (i = 0; i < n; i++)
+			check_get_ptr(&m.l, t, (unsigned)((n / 2 + 1 +
+						(uint64_t)i * 7919) % n));
+		ck_assert_int_eq(bl__list_validate(&m.l), 0);
+		for (i = 0; i < n; i++)
+			check_get_ptr(&m.l, t, i);
+		for (i = n; i-- > 0;)
+			check_get_ptr(&m.l, t, i);
+		check_get_ptr_range(&m.l);
+		ck_assert_int_eq(bl__list_validate(&m.l), 0);
+		free(t);
+		/* the byte lookups find what get_ptr's index says */
+		ml_lookups(&m, 300, &rng);
+		/*
+		 * Changes at the front keep the index (its ordinals count
+		 * from the third chunk, not from the list's start): the
+		 * messenger's trim of the first segment, prepends into the
+		 * inline slots; the prepend that moves them out drops it.
+		 */
+		for (int k = 0; k < 4; k++) {
+			const struct bl_ptr *f = bl__list_front(&m.l);
+			struct bl_ptr p;
+
+			if (k == 0 && f->len > 1) {
+				bl__list_trim_front(&m.l, f, 1);
+				model_remove(&m, 0, 1);
+			} else {
+				p = random_slice(60, &rng);
+				model_insert(&m, 0, bl_ptr_data(&p), p.len);
+				ck_assert_int_eq(bl_list_prepend_ptr(&m.l, &p),
+						 0);
+				bl_ptr_release(&p);
+			}
+			if (k < 3)
+				ck_assert_ptr_nonnull(m.l._lidx);
+			else
+				ck_assert_ptr_null(m.l._lidx);
+			ml_get_ptr_all(&m);
+		}
+		ml_check_all(&m);
+		ml_free(&m);
+	}
+}
+END_TEST
+
+/* Appends seal chunks past the ones indexed: get_ptr extends the index
+ * over them, from the last entry's ordinal on. */
+START_TEST(test_get_ptr_after_appends_seal_chunks)
+{
+	uint64_t rng = seed + 12;
+	struct ml m;
+
+	ml_build_mixed_chunks(&m, 5000, &rng);
+	ml_get_ptrs(&m, 50, &rng);
+	ml_get_ptr_index_all(&m);
+	for (unsigned round = 0; round < 24; round++) {
+		unsigned char b[37];
+		struct ml o;
+
+		switch (round % 3) {
+		case 0:
+			ml_push(&m, 1 + (unsigned)(tu_rand(&rng) % 700), 100,
+				&rng);
+			break;
+		case 1:
+			tu_fill(b, sizeof(b), &rng);
+			ck_assert_int_eq(bl_list_append(&m.l, b, sizeof(b)), 0);
+			model_insert(&m, m.len, b, sizeof(b));
+			ml_push(&m, 70, 100, &rng);	/* seals the tail */
+			break;
+		default:
+			ml_build(&o, 1 + (unsigned)(tu_rand(&rng) % 400), 80,
+				 &rng);
+			model_insert(&m, m.len, o.b, o.len);
+			ck_assert_int_eq(bl_list_claim_append(&m.l, &o.l), 0);
+			ml_free(&o);
+			break;
+		}
+		ck_assert_ptr_nonnull(m.l._lidx);	/* appends keep it */
+		ck_assert_int_eq(bl__list_validate(&m.l), 0);
+		/* the chunks sealed since: at once, or one by one */
+		if (round % 2)
+			ml_get_ptr_index_all(&m);
+		ml_get_ptr_all(&m);
+	}
+	ml_check_all(&m);
+	ml_free(&m);
+}
+END_TEST
+
+/*
+ * A splice keeps the entries (and so the ordinals) of the chunks before
+ * the one it changes: get_ptr past it extends the index from there, with
+ * the ordinals the kept entries end at.
+ */
+START_TEST(test_get_ptr_after_splices)
+{
+	uint64_t rng = seed + 13;
+
+	for (int claim = 0; claim < 2; claim++) {
+		struct bl_list by = BL_LIST_INIT(by);
+		struct bl_list *to = claim ? &by : NULL;
+		struct iovec iov[1];
+		struct ml m;
+		size_t off;
+
+		ml_build_mixed_chunks(&m, 12000, &rng);
+		for (unsigned r = 0; r < 12; r++) {
+			ml_get_ptr_index_all(&m);
+			off = m.len / 3 + tu_rand(&rng) % (m.len / 3);
+			switch (r % 4) {
+			case 0:		/* whole chunks and more */
+				ck_assert_int_eq(bl_list_splice(&m.l, off,
+						 5000, to), 0);
+				model_remove(&m, off, 5000);
+				break;
+			case 1:		/* a few segments of one chunk */
+				ck_assert_int_eq(bl_list_splice(&m.l, off,
+						 70, to), 0);
+				model_remove(&m, off, 70);
+				break;
+			case 2:		/* a hole: one segment becomes two */
+				ck_assert_int_eq(bl_list_to_iovec(&m.l, off,
+						 iov, 1), 1);
+				if (iov[0].iov_len < 3)
+					break;
+				ck_assert_int_eq(bl_list_splice(&m.l, off + 1,
+						 1, to), 0);
+				model_remove(&m, off + 1, 1);
+				break;
+			default:	/* everything from there on */
+				ck_assert_int_eq(bl_list_splice(&m.l, off,
+						 m.len - off, to), 0);
+				model_remove(&m, off, m.len - off);
+				break;
+			}
+			ck_assert_ptr_nonnull(m.l._lidx);	/* kept */
+			ck_assert_int_eq(bl__list_validate(&m.l), 0);
+			ml_get_ptrs(&m, 200, &rng);
+			ml_get_ptr_all(&m);
+			bl_list_clear(&by);
+			if (bl_list_num_buffers(&m.l) < 9000)
+				ml_push(&m, 4000, 60, &rng);
+		}
+		/* the third chunk, which the index covers, becomes the tail */
+		ml_get_ptr_index_all(&m);
+		off = 0;
+		{
+			const struct bl__chunk_hdr *c = &m.l._inl;
+
+			for (int k = 0; k < 3; k++, c = c->next)
+				for (uint32_t j = 0; j < c->count; j++)
+					off += bl__chunk(c)->seg[c->start + j]
+						       .len;
+		}
+		ck_assert_int_eq(bl_list_splice(&m.l, off, m.len - off, to),
+				 0);
+		model_remove(&m, off, m.len - off);
+		ck_assert_int_eq(bl__list_validate(&m.l), 0);
+		ml_get_ptr_all(&m);
+		ml_push(&m, 12000, 60, &rng);
+		ml_get_ptr_all(&m);
+		ck_assert_ptr_nonnull(m.l._lidx);
+		/* the front: the index goes, get_ptr makes it again */
+		ck_assert_int_eq(bl_list_splice(&m.l, 3, 20, to), 0);
+		model_remove(&m, 3, 20);
+		ck_assert_ptr_null(m.l._lidx);
+		ml_get_ptr_all(&m);
+		ck_assert_ptr_nonnull(m.l._lidx);
+		ml_check_all(&m);
+		bl_list_clear(&by);
+		ml_free(&m);
+	}
+}
+END_TEST
+
+/* claim_append keeps the claimer's index and drops the claimed one's;
+ * claim_prepend drops the claimer's (its third chunk is another). */
+START_TEST(test_get_ptr_after_claims)
+{
+	uint64_t rng = seed + 14;
+	struct ml a, b;
+
+	ml_build_mixed_chunks(&a, 20000, &rng);
+	for (int r = 0; r < 4; r++) {
+		ml_build_mixed_chunks(&b, 2000 + (unsigned)(tu_rand(&rng) %
+							    8000), &rng);
+		ml_get_ptr_index_all(&a);
+		ml_get_ptr_index_all(&b);
+		if (r % 2 == 0) {
+			model_insert(&a, a.len, b.b, b.len);
+			ck_assert_int_eq(bl_list_claim_append(&a.l, &b.l), 0);
+			ck_assert_ptr_nonnull(a.l._lidx);
+		} else {
+			model_insert(&a, 0, b.b, b.len);
+			ck_assert_int_eq(bl_list_claim_prepend(&a.l, &b.l), 0);
+			ck_assert_ptr_null(a.l._lidx);
+		}
+		ck_assert_ptr_null(b.l._lidx);
+		ck_assert_int_eq(bl__list_validate(&a.l), 0);
+		ck_assert_int_eq(bl__list_validate(&b.l), 0);
+		ml_get_ptrs(&a, 300, &rng);
+		ml_get_ptr_all(&a);
+		ml_free(&b);
+	}
+	/* a short list claimed at the end: the tail moves on */
+	ml_build(&b, 5, 60, &rng);
+	model_insert(&a, a.len, b.b, b.len);
+	ck_assert_int_eq(bl_list_claim_append(&a.l, &b.l), 0);
+	ml_get_ptr_all(&a);
+	ml_free(&b);
+	/* an indexed list claimed into an empty one */
+	ml_init(&b);
+	model_insert(&b, 0, a.b, a.len);
+	ck_assert_int_eq(bl_list_claim_append(&b.l, &a.l), 0);
+	ck_assert_ptr_null(a.l._lidx);
+	ml_get_ptrs(&b, 300, &rng);
+	ml_get_ptr_all(&b);
+	ml_check_all(&b);
+	ml_free(&a);
+	ml_free(&b);
+}
+END_TEST
+
 /* ---- without memory --------------------------------------------------- */
 
 /* A long list of small chunks (two-segment lists claimed one by one), so
@@ -814,6 +1290,77 @@ START_TEST(test_lookups_without_memory_for_the_index_walk)
 }
 END_TEST
 
+/* get_ptr without memory for the index walks, never fails; with room
+ * for part of it, uses that part and walks the rest. */
+START_TEST(test_get_ptr_without_memory_for_the_index_walks)
+{
+	uint64_t rng = seed + 15;
+	struct tu_alloc_stats st;
+	const struct bl_ptr **t;
+	unsigned n, i;
+	struct ml m;
+
+	ml_build_small_chunks(&m, 10000, &rng);
+	t = seg_table(&m.l, &n);
+	/* every allocation fails: no index, the same answers */
+	tu_alloc_install(1, 1);
+	for (i = 0; i < n; i++)
+		check_get_ptr(&m.l, t, i);
+	for (i = 0; i < 2000; i++)
+		check_get_ptr(&m.l, t, rand_idx(n, &rng));
+	check_get_ptr_range(&m.l);
+	tu_alloc_stats(&st);
+	ck_assert_uint_gt(st.failed, 0);
+	ck_assert_uint_eq(st.allocs, 0);
+	ck_assert_ptr_null(m.l._lidx);
+	ck_assert_int_eq(bl__list_validate(&m.l), 0);
+
+	/* the first block, then no memory to grow it: a partial index */
+	{
+		uint64_t failed = st.failed;
+
+		tu_alloc_fail_at(2, 1);
+		check_get_ptr(&m.l, t, tail_first(&m.l) - 1);
+		tu_alloc_stats(&st);
+		ck_assert_uint_eq(st.allocs, 1);
+		ck_assert_uint_gt(st.failed, failed);	/* it outgrew it */
+	}
+	ck_assert_ptr_nonnull(m.l._lidx);
+	ck_assert_int_eq(bl__list_validate(&m.l), 0);
+	for (i = n; i-- > 0;)
+		check_get_ptr(&m.l, t, i);
+	for (i = 0; i < 2000; i++)
+		check_get_ptr(&m.l, t, rand_idx(n, &rng));
+	ck_assert_int_eq(bl__list_validate(&m.l), 0);
+	/* the byte lookups use the same partial index */
+	for (unsigned k = 0; k < 200; k++) {
+		static unsigned char buf[700];
+		size_t off = rand_off(&m, &rng);
+		size_t len = tu_rand(&rng) % sizeof(buf);
+
+		if (len > m.len - off)
+			len = m.len - off;
+		ck_assert_int_eq(bl_list_copy_out(&m.l, off, len, buf), 0);
+		ck_assert(!memcmp(buf, m.b + off, len));
+	}
+	ck_assert_int_eq(bl__list_validate(&m.l), 0);
+
+	/* memory again: the index grows over the rest */
+	tu_alloc_fail_at(0, 0);
+	check_get_ptr(&m.l, t, tail_first(&m.l) - 1);
+	for (i = 0; i < n; i++)
+		check_get_ptr(&m.l, t, i);
+	ck_assert_int_eq(bl__list_validate(&m.l), 0);
+	free(t);
+	ml_lookups(&m, 100, &rng);
+	ml_check_all(&m);
+	ml_free(&m);
+	tu_alloc_stats(&st);
+	ck_assert_int_eq(st.live_bytes, 0);	/* every index block freed */
+	tu_alloc_uninstall();
+}
+END_TEST
+
 START_TEST(test_to_iovec_never_allocates_an_index)
 {
 	uint64_t rng = seed + 8;
@@ -868,10 +1415,20 @@ static Suite *lindex_suite(void)
 	tcase_add_test(tc, test_cursor_moves_far_forward_like_a_walk);
 	suite_add_tcase(s, tc);
 
+	tc = tcase_create("get_ptr");
+	tcase_set_timeout(tc, 300);
+	tcase_add_unchecked_fixture(tc, pool_setup, pool_teardown);
+	tcase_add_test(tc, test_get_ptr_at_every_position_like_a_walk);
+	tcase_add_test(tc, test_get_ptr_after_appends_seal_chunks);
+	tcase_add_test(tc, test_get_ptr_after_splices);
+	tcase_add_test(tc, test_get_ptr_after_claims);
+	suite_add_tcase(s, tc);
+
 	tc = tcase_create("memory");
 	tcase_set_timeout(tc, 300);
 	tcase_add_unchecked_fixture(tc, pool_setup, pool_teardown);
 	tcase_add_test(tc, test_lookups_without_memory_for_the_index_walk);
+	tcase_add_test(tc, test_get_ptr_without_memory_for_the_index_walks);
 	tcase_add_test(tc, test_to_iovec_never_allocates_an_index);
 	suite_add_tcase(s, tc);
 	return s;

@@ -360,7 +360,11 @@ BL_API int bl_list_to_iovec(const struct bl_list *l, size_t off,
 			    struct iovec *iov, int iovcnt);
 
 /**
- * bl_list_get_ptr() - shares segment @i (0-based) into @p.
+ * bl_list_get_ptr() - shares segment @i (0-based) into @p.  Constant time
+ * near either end (the first two chunks of slots, the last chunk), a
+ * binary search of the list's offset index elsewhere in a list of more
+ * than 256 segments (which a call on a const list may build; without
+ * memory for it, a walk).
  * Return: 0, or -ERANGE (@i is not below bl_list_num_buffers()).
  */
 BL_API int bl_list_get_ptr(const struct bl_list *l, unsigned i,
