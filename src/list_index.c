@@ -35,6 +35,11 @@ struct lentry {
 	size_t off;		/* ... its first byte, both from the third chunk's */
 };
 
+#if UINTPTR_MAX > UINT32_MAX
+/* the ordinal lives in what was padding: an entry costs no more */
+_Static_assert(sizeof(struct lentry) == 24, "struct lentry grew");
+#endif
+
 struct bl__lindex {
 	const struct bl__allocator *al;	/* the one that made this block */
 	uint32_t n;		/* entries, whole chunks from the third on */
@@ -475,8 +480,12 @@ static inline const struct bl_ptr *lindex_seg_hit(const struct bl__lindex *x,
 	if (!x->n)
 		return NULL;
 	e = &x->e[lindex_search_seg(x, idx)];
-	i = e->i + (idx - e->seg);	/* e->seg <= idx: e[0].seg is 0 */
-	return i < e->c->start + e->c->count ? &slots(e->c)[i] : NULL;
+	/* e->seg <= idx (e[0].seg is 0); compared as a distance, which
+	 * cannot wrap, where e->i + it could past what the index covers */
+	if (idx - e->seg >= e->c->start + e->c->count - e->i)
+		return NULL;
+	i = e->i + (idx - e->seg);
+	return &slots(e->c)[i];
 }
 
 /* lindex_seg() when the index is missing or too short: make or extend it,
