@@ -1014,6 +1014,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_aio_write_of_thread_local_raws_sends_a_copy);
+	tcase_add_checked_fixture(tc, NULL, tu_thread_local_off);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

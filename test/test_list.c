@@ -3972,6 +3972,7 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_c_str_single_segment_is_not_copied);
 	tcase_add_test(tc, test_c_str_multi_segment_becomes_one);
 	tcase_add_test(tc, test_copy_shared_copies_a_thread_local_list_into_a_shared_raw);
+	tcase_add_checked_fixture(tc, NULL, tu_thread_local_off);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("pad_to");

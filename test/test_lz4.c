@@ -2420,6 +2420,7 @@ static Suite *lz4_suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_roundtrip_small_sizes);
 	tcase_add_test(tc, test_output_of_a_thread_local_thread_is_thread_local);
+	tcase_add_checked_fixture(tc, NULL, tu_thread_local_off);
 	tcase_add_loop_test(tc, test_roundtrip_10mib, 0, 3);
 	tcase_add_test(tc, test_roundtrip_segments_over_one_raw);
 	tcase_add_test(tc, test_bad_options_are_einval);

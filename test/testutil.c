@@ -76,6 +76,11 @@ void tu_alloc_uninstall(void)
 	bl_allocator_set(NULL);
 }
 
+void tu_thread_local_off(void)
+{
+	bl_raw_set_thread_local(false);
+}
+
 void tu_alloc_stats(struct tu_alloc_stats *out)
 {
 	pthread_mutex_lock(&tu_lock);

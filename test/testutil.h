@@ -30,6 +30,10 @@ void tu_alloc_fail_at(uint64_t fail_at, int sticky);
 void tu_alloc_uninstall(void);
 void tu_alloc_stats(struct tu_alloc_stats *out);
 
+/* A checked teardown for tests that turn bl_raw_set_thread_local() on: a
+ * failed assertion (CK_FORK=no too) cannot leave it on for the next. */
+void tu_thread_local_off(void);
+
 /* This thread's copy counters (bl_stats_thread) now; a test compares two
  * readings to prove what one operation copied. */
 struct bl_stats stats_now(void);
