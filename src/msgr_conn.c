@@ -22,6 +22,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/sockios.h>
+#include <linux/tcp.h>	/* tcp_info's bytes_acked: glibc's lacks it */
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -234,19 +236,54 @@ void bl__msgr_eof_check(struct bl_msgr_conn *c)
 }
 
 /*
- * An idle connection whose own bytes the peer is not taking: a send
- * waiting for room, or bytes in the socket that the peer has not
- * acknowledged for the whole idle time (its window is shut).  Only such a
- * peer is reset on the idle timeout; one that took everything may still
- * be reading it, and a reset would discard what it has not read yet.
+ * Whether bytes of ours wait for the peer: a send waiting for room, or
+ * bytes in the socket it has not acknowledged.  On the idle timeout, a
+ * peer that owes nothing is closed gracefully (it may still be reading
+ * what it got, which a reset would discard); one that owes and has not
+ * acknowledged a byte since the last look is not reading, and is reset.
  */
-static bool peer_stalls(const struct bl_msgr_conn *c)
+static bool peer_owes(const struct bl_msgr_conn *c)
 {
 	int unacked = 0;
 
 	if (c->send_busy)
 		return true;
 	return ioctl(c->fd, SIOCOUTQ, &unacked) == 0 && unacked > 0;
+}
+
+/*
+ * Bytes of ours the peer has acknowledged on a TCP socket (0 elsewhere,
+ * or on a kernel without the count).  A send of one large reply shows no
+ * progress of its own until the kernel took all of it; a peer that reads
+ * it slowly still acknowledges as it goes.
+ */
+static uint64_t acked_bytes(int fd)
+{
+	struct tcp_info ti;
+	socklen_t n = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &n) ||
+	    n < offsetof(struct tcp_info, tcpi_bytes_acked) +
+		sizeof(ti.tcpi_bytes_acked))
+		return 0;
+	return ti.tcpi_bytes_acked;
+}
+
+/*
+ * Whether the peer acknowledged bytes since the last look, which then
+ * counts as activity at @now.  Asked only when the idle time is up: one
+ * system call per timeout, not one per sweep.
+ */
+static bool peer_acked_since(struct bl_msgr_conn *c, int64_t now)
+{
+	uint64_t acked = acked_bytes(c->fd);
+
+	if (acked == c->acked_seen)
+		return false;
+	c->acked_seen = acked;
+	c->act_at = now;
+	return true;
 }
 
 bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
@@ -264,14 +301,17 @@ bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
 		c->act_at = now;	/* we owe the peer, not it us */
 	if (c->o.idle_timeout_ms &&
 	    now - c->act_at >= (int64_t)c->o.idle_timeout_ms) {
-		if (peer_stalls(c))
+		if (!peer_owes(c)) {	/* it may still be reading what it got */
+			bl__msgr_conn_end(c, -ETIMEDOUT, true,
+					  "idle for %u ms", c->o.idle_timeout_ms);
+			return false;
+		}
+		if (!peer_acked_since(c, now)) {	/* not reading */
 			bl__msgr_conn_abort(c, -ETIMEDOUT, "idle for %u ms, "
 					    "the peer not reading",
 					    c->o.idle_timeout_ms);
-		else	/* it may still be reading what it has */
-			bl__msgr_conn_end(c, -ETIMEDOUT, true,
-					  "idle for %u ms", c->o.idle_timeout_ms);
-		return false;
+			return false;
+		}
 	}
 	/* a preamble begun and not finished (not our own backpressure) */
 	if (!in || in >= BL_MSGR_PREAMBLE || c->read_busy || c->paused ||

@@ -103,6 +103,7 @@ struct bl_msgr_conn {
 	uint64_t rx_raw;	/* bytes that came in, frames or not */
 	uint64_t act_seen;	/* rx_raw + bytes sent, at act_at */
 	int64_t act_at;		/* ms: when that last moved; 0: not yet */
+	uint64_t acked_seen;	/* bytes the peer acknowledged (TCP), then */
 	int64_t hdr_at;		/* ms: a preamble partly in since; 0: none */
 	uint64_t hdr_frames;	/* frames_received then */
 	/* the server's list */

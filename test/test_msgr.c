@@ -2883,6 +2883,64 @@ START_TEST(an_idle_peer_that_took_everything_is_not_reset)
 }
 END_TEST
 
+/*
+ * A client that reads its 1 MiB reply slowly, 16 KiB every 20 ms through
+ * small socket buffers, takes over a second, while idle_timeout_ms is
+ * 200: the server's one send of the reply shows no progress of its own
+ * until the kernel took all of it, but the peer acknowledges bytes as it
+ * reads, and that is activity.  The client gets the whole reply; once it
+ * has, and sits idle owing nothing, the timeout ends the connection
+ * gracefully.
+ */
+START_TEST(a_peer_reading_a_large_reply_slowly_is_not_idle)
+{
+	static unsigned char buf[16384];
+	const size_t reply = (size_t)1 << 20;
+	struct bl_msgr_conn_opts o;
+	struct sockaddr_in sa;
+	struct bl_msgr_server *s;
+	struct bl_uring *u = mk_uring();
+	struct bp x;
+	unsigned char *req;
+	size_t len, got = 0;
+	int l = small_listener(&sa), fa;
+	int64_t end, next = 0;
+
+	bp_init(&x, &o, reply);
+	o.idle_timeout_ms = 200;
+	o.log = quiet_log;
+	s = bl_msgr_server_new(u, l, &o);
+	ck_assert_ptr_nonnull(s);
+	fa = dial_small(&sa);
+	req = requests(1, &len);
+	write_all(fa, req, len);
+	end = now_ms() + wait_ms;
+	while (got < reply && !x.closed && now_ms() < end) {
+		ssize_t r;
+
+		ck_assert_int_ge(bl_msgr_server_poll(s, 5), 0);
+		if (now_ms() < next)
+			continue;
+		next = now_ms() + 20;
+		r = recv(fa, buf, sizeof(buf), MSG_DONTWAIT);
+		if (r > 0)
+			got += (size_t)r;
+	}
+	ck_assert_msg(!x.closed, "closed after %zu bytes: %s", got, x.reason);
+	ck_assert_uint_ge(got, reply);
+	serve_until(s, bp_closed, &x);	/* now idle, owing nothing */
+	ck_assert_int_eq(x.close_err, -ETIMEDOUT);
+	ck_assert_uint_eq(x.st.frames_sent, 1);
+	ck_assert_uint_eq(x.st.resets, 0);
+	ck_assert_int_eq(read_to_end(fa, &got), 0);
+	bl_msgr_server_destroy(s);
+	free(req);
+	close(fa);
+	close(l);
+	bl_uring_destroy(u);
+}
+END_TEST
+
 static void bp_close_when_sent(void *arg, int res)
 {
 	struct bp *x = arg;
@@ -4035,6 +4093,7 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 			    2);
 	tcase_add_test(tc, a_peer_that_does_not_read_is_reset_when_idle);
 	tcase_add_test(tc, an_idle_peer_that_took_everything_is_not_reset);
+	tcase_add_test(tc, a_peer_reading_a_large_reply_slowly_is_not_idle);
 	tcase_add_test(tc, only_the_peers_errors_reset);
 	tcase_add_test(tc,
 		closing_a_healthy_connection_delivers_its_answer_then_eof);

@@ -251,13 +251,13 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * @idle_timeout_ms: a server's connection that neither received a byte
  *               nor got a byte of its own to the kernel for this many
  *               milliseconds, and owes no answer (@max_inflight), is
- *               ended with -ETIMEDOUT: reset when the peer is not
- *               taking what the connection sends (a send waits for room,
- *               or bytes in the socket stay unacknowledged), else closed
- *               gracefully, since the peer may still be reading what it
- *               got; 0: never (the default).  A send of one large
- *               payload shows no activity until the kernel took all of
- *               it.
+ *               ended with -ETIMEDOUT; bytes the peer acknowledged
+ *               (TCP) count as activity, so a peer reading a large
+ *               reply slowly is not idle.  Reset when the peer owes
+ *               acknowledgements and sent none since the last look
+ *               (it is not reading), else closed gracefully, since the
+ *               peer may still be reading what it got; 0: never (the
+ *               default).
  * @header_timeout_ms: a server's connection on which a frame's preamble
  *               began to arrive and is not complete after this many
  *               milliseconds is reset with -ETIMEDOUT; 0:
