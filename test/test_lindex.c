@@ -1238,6 +1238,21 @@ static void ml_build_small_chunks(struct ml *m, unsigned pairs, uint64_t *rng)
 	}
 }
 
+/* 200 bl_list_copy_out() of random ranges of @m, checked against its model. */
+static void ml_copy_outs(struct ml *m, uint64_t *rng)
+{
+	for (unsigned k = 0; k < 200; k++) {
+		static unsigned char buf[700];
+		size_t off = rand_off(m, rng);
+		size_t len = tu_rand(rng) % sizeof(buf);
+
+		if (len > m->len - off)
+			len = m->len - off;
+		ck_assert_int_eq(bl_list_copy_out(&m->l, off, len, buf), 0);
+		ck_assert(!memcmp(buf, m->b + off, len));
+	}
+}
+
 START_TEST(test_lookups_without_memory_for_the_index_walk)
 {
 	uint64_t rng = seed + 7;
@@ -1247,16 +1262,7 @@ START_TEST(test_lookups_without_memory_for_the_index_walk)
 	ml_build_small_chunks(&m, 10000, &rng);
 	/* every allocation fails: no index, the same answers */
 	tu_alloc_install(1, 1);
-	for (unsigned k = 0; k < 200; k++) {
-		static unsigned char buf[700];
-		size_t off = rand_off(&m, &rng);
-		size_t len = tu_rand(&rng) % sizeof(buf);
-
-		if (len > m.len - off)
-			len = m.len - off;
-		ck_assert_int_eq(bl_list_copy_out(&m.l, off, len, buf), 0);
-		ck_assert(!memcmp(buf, m.b + off, len));
-	}
+	ml_copy_outs(&m, &rng);
 	tu_alloc_stats(&st);
 	ck_assert_uint_gt(st.failed, 0);
 	ck_assert_uint_eq(st.allocs, 0);
@@ -1276,16 +1282,7 @@ START_TEST(test_lookups_without_memory_for_the_index_walk)
 	ck_assert_uint_gt(st.failed, 0);
 	ck_assert_ptr_nonnull(m.l._lidx);
 	ck_assert_int_eq(bl__list_validate(&m.l), 0);
-	for (unsigned k = 0; k < 200; k++) {
-		static unsigned char buf[700];
-		size_t off = rand_off(&m, &rng);
-		size_t len = tu_rand(&rng) % sizeof(buf);
-
-		if (len > m.len - off)
-			len = m.len - off;
-		ck_assert_int_eq(bl_list_copy_out(&m.l, off, len, buf), 0);
-		ck_assert(!memcmp(buf, m.b + off, len));
-	}
+	ml_copy_outs(&m, &rng);
 	/* memory again: the index grows, in the allocator of the moment */
 	tu_alloc_fail_at(0, 0);
 	ml_lookups(&m, 300, &rng);
@@ -1340,16 +1337,7 @@ START_TEST(test_get_ptr_without_memory_for_the_index_walks)
 		check_get_ptr(&m.l, t, rand_idx(n, &rng));
 	ck_assert_int_eq(bl__list_validate(&m.l), 0);
 	/* the byte lookups use the same partial index */
-	for (unsigned k = 0; k < 200; k++) {
-		static unsigned char buf[700];
-		size_t off = rand_off(&m, &rng);
-		size_t len = tu_rand(&rng) % sizeof(buf);
-
-		if (len > m.len - off)
-			len = m.len - off;
-		ck_assert_int_eq(bl_list_copy_out(&m.l, off, len, buf), 0);
-		ck_assert(!memcmp(buf, m.b + off, len));
-	}
+	ml_copy_outs(&m, &rng);
 	ck_assert_int_eq(bl__list_validate(&m.l), 0);
 
 	/* memory again: the index grows over the rest */

@@ -2794,6 +2794,46 @@ static bool bp_closed(void *arg)
 }
 
 /*
+ * A server with idle_timeout_ms 200 whose answer to a request is @reply
+ * bytes, and a client, both with small socket buffers, that has sent one
+ * request.
+ */
+struct idle_rig {
+	struct bl_uring *u;
+	struct bl_msgr_server *s;
+	struct bl_msgr_conn_opts o;
+	struct bp x;
+	int l, fa;
+};
+
+static void idle_rig_start(struct idle_rig *r, size_t reply)
+{
+	struct sockaddr_in sa;
+	unsigned char *req;
+	size_t len;
+
+	r->u = mk_uring();
+	r->l = small_listener(&sa);
+	bp_init(&r->x, &r->o, reply);
+	r->o.idle_timeout_ms = 200;
+	r->o.log = quiet_log;
+	r->s = bl_msgr_server_new(r->u, r->l, &r->o);
+	ck_assert_ptr_nonnull(r->s);
+	r->fa = dial_small(&sa);
+	req = requests(1, &len);
+	write_all(r->fa, req, len);
+	free(req);
+}
+
+static void idle_rig_end(struct idle_rig *r)
+{
+	bl_msgr_server_destroy(r->s);
+	close(r->fa);
+	close(r->l);
+	bl_uring_destroy(r->u);
+}
+
+/*
  * A client sends a request whose 1 MiB reply it never reads, with socket
  * buffers far smaller than the reply, so the server's send waits for room
  * when idle_timeout_ms fires.  The connection is reset, not shut down:
@@ -2807,37 +2847,20 @@ static bool bp_closed(void *arg)
 START_TEST(a_peer_that_does_not_read_is_reset_when_idle)
 {
 	const size_t reply = (size_t)1 << 20;
-	struct bl_msgr_conn_opts o;
-	struct sockaddr_in sa;
-	struct bl_msgr_server *s;
-	struct bl_uring *u = mk_uring();
-	struct bp x;
-	unsigned char *req;
-	size_t len, got = 0;
-	int l = small_listener(&sa), fa;
+	struct idle_rig r;
+	size_t got = 0;
 
-	bp_init(&x, &o, reply);
-	o.idle_timeout_ms = 200;
-	o.log = quiet_log;
-	s = bl_msgr_server_new(u, l, &o);
-	ck_assert_ptr_nonnull(s);
-	fa = dial_small(&sa);
-	req = requests(1, &len);
-	write_all(fa, req, len);
-	serve_until(s, bp_closed, &x);
-	ck_assert_uint_eq(x.delivered, 1);
-	ck_assert_int_eq(x.close_err, -ETIMEDOUT);
-	ck_assert_msg(strstr(x.reason, "idle"), "reason: %s", x.reason);
-	ck_assert_uint_eq(x.st.frames_sent, 0);	/* it was still waiting */
-	ck_assert_uint_eq(x.st.resets, 1);
-	ck_assert_uint_eq(bl_msgr_server_nconns(s), 0);
-	ck_assert_int_eq(read_to_end(fa, &got), ECONNRESET);
+	idle_rig_start(&r, reply);
+	serve_until(r.s, bp_closed, &r.x);
+	ck_assert_uint_eq(r.x.delivered, 1);
+	ck_assert_int_eq(r.x.close_err, -ETIMEDOUT);
+	ck_assert_msg(strstr(r.x.reason, "idle"), "reason: %s", r.x.reason);
+	ck_assert_uint_eq(r.x.st.frames_sent, 0);	/* it was still waiting */
+	ck_assert_uint_eq(r.x.st.resets, 1);
+	ck_assert_uint_eq(bl_msgr_server_nconns(r.s), 0);
+	ck_assert_int_eq(read_to_end(r.fa, &got), ECONNRESET);
 	ck_assert_uint_lt(got, reply);
-	bl_msgr_server_destroy(s);
-	free(req);
-	close(fa);
-	close(l);
-	bl_uring_destroy(u);
+	idle_rig_end(&r);
 }
 END_TEST
 
@@ -2851,35 +2874,18 @@ END_TEST
 START_TEST(an_idle_peer_that_took_everything_is_not_reset)
 {
 	const size_t reply = 1024;
-	struct bl_msgr_conn_opts o;
-	struct sockaddr_in sa;
-	struct bl_msgr_server *s;
-	struct bl_uring *u = mk_uring();
-	struct bp x;
-	unsigned char *req;
-	size_t len, got = 0;
-	int l = small_listener(&sa), fa;
+	struct idle_rig r;
+	size_t got = 0;
 
-	bp_init(&x, &o, reply);
-	o.idle_timeout_ms = 200;
-	o.log = quiet_log;
-	s = bl_msgr_server_new(u, l, &o);
-	ck_assert_ptr_nonnull(s);
-	fa = dial_small(&sa);
-	req = requests(1, &len);
-	write_all(fa, req, len);
-	serve_until(s, bp_closed, &x);
-	ck_assert_uint_eq(x.delivered, 1);
-	ck_assert_int_eq(x.close_err, -ETIMEDOUT);
-	ck_assert_uint_eq(x.st.frames_sent, 1);
-	ck_assert_uint_eq(x.st.resets, 0);
-	ck_assert_int_eq(read_to_end(fa, &got), 0);
+	idle_rig_start(&r, reply);
+	serve_until(r.s, bp_closed, &r.x);
+	ck_assert_uint_eq(r.x.delivered, 1);
+	ck_assert_int_eq(r.x.close_err, -ETIMEDOUT);
+	ck_assert_uint_eq(r.x.st.frames_sent, 1);
+	ck_assert_uint_eq(r.x.st.resets, 0);
+	ck_assert_int_eq(read_to_end(r.fa, &got), 0);
 	ck_assert_uint_gt(got, reply);	/* the reply and its framing */
-	bl_msgr_server_destroy(s);
-	free(req);
-	close(fa);
-	close(l);
-	bl_uring_destroy(u);
+	idle_rig_end(&r);
 }
 END_TEST
 
@@ -2896,48 +2902,32 @@ START_TEST(a_peer_reading_a_large_reply_slowly_is_not_idle)
 {
 	static unsigned char buf[16384];
 	const size_t reply = (size_t)1 << 20;
-	struct bl_msgr_conn_opts o;
-	struct sockaddr_in sa;
-	struct bl_msgr_server *s;
-	struct bl_uring *u = mk_uring();
-	struct bp x;
-	unsigned char *req;
-	size_t len, got = 0;
-	int l = small_listener(&sa), fa;
+	struct idle_rig r;
+	size_t got = 0;
 	int64_t end, next = 0;
 
-	bp_init(&x, &o, reply);
-	o.idle_timeout_ms = 200;
-	o.log = quiet_log;
-	s = bl_msgr_server_new(u, l, &o);
-	ck_assert_ptr_nonnull(s);
-	fa = dial_small(&sa);
-	req = requests(1, &len);
-	write_all(fa, req, len);
+	idle_rig_start(&r, reply);
 	end = now_ms() + wait_ms;
-	while (got < reply && !x.closed && now_ms() < end) {
-		ssize_t r;
+	while (got < reply && !r.x.closed && now_ms() < end) {
+		ssize_t n;
 
-		ck_assert_int_ge(bl_msgr_server_poll(s, 5), 0);
+		ck_assert_int_ge(bl_msgr_server_poll(r.s, 5), 0);
 		if (now_ms() < next)
 			continue;
 		next = now_ms() + 20;
-		r = recv(fa, buf, sizeof(buf), MSG_DONTWAIT);
-		if (r > 0)
-			got += (size_t)r;
+		n = recv(r.fa, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n > 0)
+			got += (size_t)n;
 	}
-	ck_assert_msg(!x.closed, "closed after %zu bytes: %s", got, x.reason);
+	ck_assert_msg(!r.x.closed, "closed after %zu bytes: %s", got,
+		      r.x.reason);
 	ck_assert_uint_ge(got, reply);
-	serve_until(s, bp_closed, &x);	/* now idle, owing nothing */
-	ck_assert_int_eq(x.close_err, -ETIMEDOUT);
-	ck_assert_uint_eq(x.st.frames_sent, 1);
-	ck_assert_uint_eq(x.st.resets, 0);
-	ck_assert_int_eq(read_to_end(fa, &got), 0);
-	bl_msgr_server_destroy(s);
-	free(req);
-	close(fa);
-	close(l);
-	bl_uring_destroy(u);
+	serve_until(r.s, bp_closed, &r.x);	/* now idle, owing nothing */
+	ck_assert_int_eq(r.x.close_err, -ETIMEDOUT);
+	ck_assert_uint_eq(r.x.st.frames_sent, 1);
+	ck_assert_uint_eq(r.x.st.resets, 0);
+	ck_assert_int_eq(read_to_end(r.fa, &got), 0);
+	idle_rig_end(&r);
 }
 END_TEST
 
