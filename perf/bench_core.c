@@ -611,6 +611,14 @@ static void lookup_build(struct lookuplist *s, unsigned nseg)
 		bench_fail("lookup build", bl_list_num_buffers(&s->bl));
 }
 
+/* @s built as lookup_build(@s, @nseg) once, on the first row that wants it. */
+static void lookup_need(struct lookuplist *s, bool *built, unsigned nseg)
+{
+	if (!*built)
+		lookup_build(s, nseg);
+	*built = true;
+}
+
 static void lookup_free(struct lookuplist *s)
 {
 	bl_list_clear(&s->bl);
@@ -897,9 +905,7 @@ int main(int argc, char **argv)
 				 lookup_names[i]);
 			if (!bench_want(name))
 				continue;
-			if (!built)
-				lookup_build(&lk, lookup_nsegs[i]);
-			built = true;
+			lookup_need(&lk, &built, lookup_nsegs[i]);
 			lk.off = offs[w];
 			bench_ns(name, w_lookup, &lk);
 		}
@@ -908,27 +914,21 @@ int main(int argc, char **argv)
 				 lookup_names[i]);
 			if (!bench_want(name))
 				continue;
-			if (!built)
-				lookup_build(&lk, lookup_nsegs[i]);
-			built = true;
+			lookup_need(&lk, &built, lookup_nsegs[i]);
 			lk.idx = w == 1 ? lookup_nsegs[i] / 2
 					: lookup_nsegs[i] - 1;
 			bench_ns(name, w_get_ptr, &lk);
 		}
 		snprintf(name, sizeof(name), "seek_mid_%s", lookup_names[i]);
 		if (bench_want(name)) {
-			if (!built)
-				lookup_build(&lk, lookup_nsegs[i]);
-			built = true;
+			lookup_need(&lk, &built, lookup_nsegs[i]);
 			lk.off = offs[1];
 			bench_ns(name, w_seek, &lk);
 		}
 		snprintf(name, sizeof(name), "splice_lookup_%s",
 			 lookup_names[i]);
 		if (bench_want(name)) {
-			if (!built)
-				lookup_build(&lk, lookup_nsegs[i]);
-			built = true;
+			lookup_need(&lk, &built, lookup_nsegs[i]);
 			bl_list_clear(&lk.other);
 			bench_ns(name, w_splice_lookup, &lk);
 			if (bl_list_num_buffers(&lk.bl) != lookup_nsegs[i])

@@ -3,10 +3,10 @@
  * list_index.c - the offset index of a long list, so that finding the
  * segment that holds a byte costs a binary search and a scan of at most
  * LSTEP segments instead of a walk from the front, and finding segment
- * number i (bl_list_get_ptr()) a binary search from entry i / LSTEP.  It covers the chunks
- * from the third up to the one before the tail: one entry every LSTEP
- * slots of each chunk, with that slot's first byte and its segment's
- * ordinal, both counted from the third chunk's start.  The first two
+ * number i (bl_list_get_ptr()) a binary search from entry i / LSTEP.  It
+ * covers the chunks from the third up to the one before the tail: one
+ * entry every LSTEP slots of each chunk, with that slot's first byte and
+ * its segment's ordinal, both counted from the third chunk's start.  The first two
  * chunks are left to the walk in locate() and to get_ptr's direct look
  * (changes at the very front, such as the messenger trimming its first
  * segment or a prepend into the inline slots, then leave the index
@@ -68,6 +68,14 @@ static struct bl__lindex *lindex_alloc(uint32_t cap)
 	x->cap = cap;
 	x->end = 0;
 	return x;
+}
+
+/* @l's first index, empty: an entry per LSTEP segments of full chunks,
+ * and room to grow.  NULL without memory (the lookup then walks). */
+static struct bl__lindex *lindex_make(struct bl_list *l)
+{
+	l->_lidx = lindex_alloc(l->_nseg / LSTEP + 16);
+	return l->_lidx;
 }
 
 static void lindex_release(struct bl__lindex *x)
@@ -392,11 +400,8 @@ static const struct pos *lindex_find(const struct bl_list *cl,
 	BL_DEBUG_CHECK(!x || lindex_chain_ok(l, x),
 		       "list %p: its offset index does not match its chunks: "
 		       "a change to the list did not drop it", (const void *)l);
-	if (!x && alloc) {
-		/* an entry per LSTEP segments of full chunks, room to grow */
-		x = lindex_alloc(l->_nseg / LSTEP + 16);
-		l->_lidx = x;	/* NULL without memory: walk */
-	}
+	if (!x && alloc)
+		x = lindex_make(l);
 	if (x) {
 		/* extend it over the sealed chunks up to the one needed */
 		if (off >= x->end && lindex_next(x, c) != l->_tail)
@@ -496,11 +501,8 @@ lindex_seg_slow(struct bl_list *l, struct bl__chunk_hdr *c, unsigned idx)
 	struct bl__lindex *x = l->_lidx;
 	uint32_t base = 0;
 
-	if (!x) {
-		/* as lindex_find() makes it */
-		x = lindex_alloc(l->_nseg / LSTEP + 16);
-		l->_lidx = x;	/* NULL without memory: walk */
-	}
+	if (!x)
+		x = lindex_make(l);
 	if (x) {
 		const struct bl_ptr *s;
 
@@ -514,9 +516,7 @@ lindex_seg_slow(struct bl_list *l, struct bl__chunk_hdr *c, unsigned idx)
 		base = lindex_nseg(x);
 		c = lindex_next(x, c);
 	}
-	for (idx -= base; idx >= c->count; c = c->next)
-		idx -= c->count;
-	return &slots(c)[c->start + idx];
+	return seg_walk(c, idx - base);
 }
 
 /* bl__lindex_seg(), which is this under the name its callers see cold:

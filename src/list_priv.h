@@ -320,6 +320,16 @@ static inline bool range_ok(const struct bl_list *l, size_t off, size_t len)
 	return off <= l->_len && len <= l->_len - off;
 }
 
+/* Segment @idx counted from the first of chunk @c (which the chain
+ * holds), found by a walk a chunk at a step. */
+static inline const struct bl_ptr *seg_walk(const struct bl__chunk_hdr *c,
+					    uint32_t idx)
+{
+	for (; idx >= c->count; c = c->next)
+		idx -= c->count;
+	return &slots(c)[c->start + idx];
+}
+
 /* Next slot after (c, i), moving to the next chunk at a chunk's end. */
 static inline void pos_next(struct bl__chunk_hdr **c, uint32_t *i)
 {

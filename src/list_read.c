@@ -182,46 +182,28 @@ int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
 }
 
 /*
- * The first two chunks and the tail (the back of the list) directly; the
- * chunks between them walked in a short list, found by the offset index
- * in a long one.
+ * The tail (the back of the list) directly; the first two chunks, and the
+ * chunks between them and the tail of a short list, walked; those of a
+ * long list found by the offset index.
  */
 int bl_list_get_ptr(const struct bl_list *l, unsigned idx, struct bl_ptr *p)
 {
-	struct bl__chunk_hdr *c = inl(l), *t = l->_tail;
-	const struct bl_ptr *s;
-	unsigned back;
+	const struct bl__chunk_hdr *c = inl(l), *t = l->_tail;
+	unsigned back, front;
 
 	if (idx >= l->_nseg)
 		return -ERANGE;
-	if (idx < c->count) {
-		s = &slots(c)[c->start + idx];
-		goto found;
-	}
 	back = l->_nseg - idx;	/* 1 for the last segment */
 	if (back <= t->count) {
-		s = &slots(t)[t->start + t->count - back];
-		goto found;
+		bl_ptr_copy(p, &slots(t)[t->start + t->count - back]);
+		return 0;
 	}
-	/* neither in the inline chunk nor in the tail: c is not the tail */
-	idx -= c->count;
-	c = c->next;
-	if (idx < c->count) {
-		s = &slots(c)[c->start + idx];
-		goto found;
-	}
-	/* past the second chunk, before the tail: a third chunk exists */
-	idx -= c->count;
-	c = c->next;
-	if (bl__unlikely(l->_nseg > LINDEX_MIN)) {
-		s = bl__lindex_seg(l, c, idx);
-		goto found;
-	}
-	for (; idx >= c->count; c = c->next)
-		idx -= c->count;
-	s = &slots(c)[c->start + idx];
-found:
-	bl_ptr_copy(p, s);
+	/* not in the tail, so the inline chunk is not it: a second exists */
+	front = c->count + c->next->count;
+	if (idx >= front && bl__unlikely(l->_nseg > LINDEX_MIN))
+		bl_ptr_copy(p, bl__lindex_seg(l, c->next->next, idx - front));
+	else
+		bl_ptr_copy(p, seg_walk(c, idx));
 	return 0;
 }
 
