@@ -34,7 +34,7 @@ int main(void)
 	const char *tmp = getenv("TMPDIR");
 	char dir[4096], path[4200], *text;
 	struct bl_list_seg_iter si;
-	const struct bl_ptr *seg;
+	const struct bl_seg *seg;
 	struct bl_ptr p = BL_PTR_INIT;
 	uint32_t magic, crc, want_crc;
 	struct bl_iter it;

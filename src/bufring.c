@@ -298,12 +298,12 @@ void bl_uring_bufring_destroy(struct bl_uring_bufring *br)
  * The copies belong to the list, so they go in the list's pool (the ring's
  * raws are the default pool's).
  */
-static bool detach_keep(const struct bl_ptr *s, bool last, void *ctx)
+static bool detach_keep(const struct bl_seg *s, bool last, void *ctx)
 {
 	return !raw_is_pooled(s->raw);
 }
 
-static bool detach_more(size_t run_len, const struct bl_ptr *next, bool last,
+static bool detach_more(size_t run_len, const struct bl_seg *next, bool last,
 			void *ctx)
 {
 	return raw_is_pooled(next->raw);

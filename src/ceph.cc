@@ -527,7 +527,7 @@ int aio_submit(aio_op *op, F submit)
 bool has_thread_local(const struct bl_list *l) noexcept
 {
 	struct bl_list_seg_iter it;
-	const struct bl_ptr *seg;
+	const struct bl_seg *seg;
 
 	BL_LIST_FOREACH_SEG(l, it, seg)
 		if (bl_raw_is_thread_local(seg->raw))

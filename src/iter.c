@@ -56,9 +56,9 @@ size_t bl__iter_remaining_slow(const struct bl_iter *it)
 static void walk(struct bl_iter *it, size_t n)
 {
 	struct bl__seg_cursor c = bl__iter_cursor(it);
-	const struct bl_ptr *s = bl__seg_at(&c);
+	const struct bl_seg *s = bl__seg_at(&c);
 	size_t off = bl__iter_off(it) + n;
-	size_t inner = (size_t)(it->_p - bl__seg_data(s)) + n;
+	size_t inner = (size_t)(it->_p - s->data) + n;
 	unsigned steps = 0;
 
 	while (inner >= s->len) {
@@ -105,12 +105,12 @@ int bl_iter_seek(struct bl_iter *it, size_t off)
  * past it.  Return: its length; 0 (nothing changed) when @it is at the
  * end of the last segment.
  */
-static size_t take(struct bl_iter *it, size_t want, struct bl_ptr *out)
+static size_t take(struct bl_iter *it, size_t want, struct bl_seg *out)
 {
 	struct bl__seg_cursor c = bl__iter_cursor(it);
-	const struct bl_ptr *s = bl__seg_at(&c);
+	const struct bl_seg *s = bl__seg_at(&c);
 	size_t off = bl__iter_off(it);
-	size_t inner = (size_t)(it->_p - bl__seg_data(s)), n;
+	size_t inner = (size_t)(it->_p - s->data), n;
 
 	if (inner == s->len) {		/* used up by an inline move */
 		s = bl__seg_next(&c);
@@ -122,7 +122,7 @@ static size_t take(struct bl_iter *it, size_t want, struct bl_ptr *out)
 	if (n > want)
 		n = want;
 	out->raw = s->raw;
-	out->off = s->off + inner;
+	out->data = s->data + inner;
 	out->len = n;
 	inner += n;
 	if (inner == s->len) {	/* on to the next: its header is wanted */
@@ -136,14 +136,14 @@ static size_t take(struct bl_iter *it, size_t want, struct bl_ptr *out)
 size_t bl__iter_get_ptr_slow(struct bl_iter *it, size_t want,
 			     const char **data)
 {
-	struct bl_ptr run;
+	struct bl_seg run;
 
 	bl__iter_check(it);
 	if (!it->_chunk || !want || !take(it, want, &run)) {
 		*data = NULL;
 		return 0;
 	}
-	*data = run.raw->data + run.off;
+	*data = run.data;
 	return run.len;
 }
 
@@ -173,7 +173,8 @@ copy_list_slow(struct bl_iter *it, size_t len, struct bl_list *dst)
 {
 	struct bl_iter t = *it;
 	struct bl_list tmp;
-	struct bl_ptr run;
+	struct bl_seg run;
+	struct bl_ptr p;
 	int ret;
 
 	if (len > bl_iter_remaining(it))
@@ -182,7 +183,8 @@ copy_list_slow(struct bl_iter *it, size_t len, struct bl_list *dst)
 		return 0;
 	if (take(&t, len, &run) == len) {
 		/* one slice: append_ptr is failure-atomic by itself */
-		ret = bl_list_append_ptr(dst, &run);
+		p = bl__seg_ptr(&run);
+		ret = bl_list_append_ptr(dst, &p);
 		if (!ret)
 			*it = t;
 		return ret;
@@ -190,7 +192,8 @@ copy_list_slow(struct bl_iter *it, size_t len, struct bl_list *dst)
 	/* build aside, so a failure leaves dst and the cursor alone */
 	bl_list_init(&tmp);
 	for (;;) {
-		ret = bl_list_append_ptr(&tmp, &run);
+		p = bl__seg_ptr(&run);
+		ret = bl_list_append_ptr(&tmp, &p);
 		if (ret) {
 			bl_list_clear(&tmp);
 			return ret;
@@ -215,15 +218,14 @@ copy_list_slow(struct bl_iter *it, size_t len, struct bl_list *dst)
  */
 int bl_iter_copy_list(struct bl_iter *it, size_t len, struct bl_list *dst)
 {
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 
 	/* len - 1 wraps for 0: one test takes 1 .. the window's bytes */
 	if (bl__unlikely(len - 1 >= bl__iter_window(it) ||
 			 bl_list_num_buffers(dst)))
 		return copy_list_slow(it, len, dst);
 	s = bl__iter_seg(it);
-	bl__list_put_lone(dst, bl__raw_get(s->raw),
-			  (size_t)(it->_p - s->raw->data), len);
+	bl__list_put_lone(dst, bl__raw_get(s->raw), (char *)it->_p, len);
 	bl__iter_skip(it, len);
 	return 0;
 }

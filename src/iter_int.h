@@ -28,12 +28,6 @@ static inline struct bl__seg_cursor bl__iter_cursor(const struct bl_iter *it)
 	return cur;
 }
 
-/* Where the bytes of segment @s start. */
-static inline const char *bl__seg_data(const struct bl_ptr *s)
-{
-	return s->raw->data + s->off;
-}
-
 /*
  * Puts @it on byte @inner of the segment under @cur, byte @off of the list
  * (past the last segment: @cur's chunk NULL, @inner 0, @off the length),
@@ -47,14 +41,14 @@ static inline void bl__iter_place(struct bl_iter *it,
 	it->_chunk = cur->c;
 	it->_idx = cur->i;
 	if (cur->c) {
-		const struct bl_ptr *s = bl__seg_at(cur);
+		const struct bl_seg *s = bl__seg_at(cur);
 
-		it->_p = bl__seg_data(s) + inner;
+		it->_p = s->data + inner;
 #ifdef BL_DEBUG
 		it->_end = it->_p;
 		it->_end_off = off;
 #else
-		it->_end = bl__seg_data(s) + s->len;
+		it->_end = s->data + s->len;
 		it->_end_off = off - inner + s->len;
 #endif
 	} else {
@@ -83,7 +77,7 @@ static inline size_t bl__iter_off(const struct bl_iter *it)
 }
 
 /* The segment under the cursor, which is not past the last. */
-static inline const struct bl_ptr *bl__iter_seg(const struct bl_iter *it)
+static inline const struct bl_seg *bl__iter_seg(const struct bl_iter *it)
 {
 	struct bl__seg_cursor cur = bl__iter_cursor(it);
 
@@ -98,12 +92,12 @@ static inline const struct bl_ptr *bl__iter_seg(const struct bl_iter *it)
 static inline struct bl_raw *bl__iter_raw(const struct bl_iter *it)
 {
 	struct bl__seg_cursor cur = bl__iter_cursor(it);
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 
 	if (!cur.c)
 		return NULL;
 	s = bl__iter_seg(it);
-	if (it->_p == bl__seg_data(s) + s->len)
+	if (it->_p == s->data + s->len)
 		s = bl__seg_next(&cur);
 	return s ? s->raw : NULL;
 }
@@ -116,12 +110,12 @@ static inline struct bl_raw *bl__iter_raw(const struct bl_iter *it)
 static inline void bl__iter_settle(struct bl_iter *it)
 {
 	struct bl__seg_cursor cur = bl__iter_cursor(it);
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 
 	if (!cur.c)
 		return;
 	s = bl__iter_seg(it);
-	if (it->_p == bl__seg_data(s) + s->len) {
+	if (it->_p == s->data + s->len) {
 		size_t off = bl__iter_off(it);
 
 		bl__seg_next(&cur);
@@ -133,12 +127,12 @@ static inline void bl__iter_settle(struct bl_iter *it)
 static inline size_t bl__iter_contig(const struct bl_iter *it)
 {
 #ifdef BL_DEBUG
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 
 	if (!it->_chunk)
 		return 0;
 	s = bl__iter_seg(it);
-	return (size_t)(bl__seg_data(s) + s->len - it->_p);
+	return (size_t)(s->data + s->len - it->_p);
 #else
 	return bl__iter_window(it);
 #endif

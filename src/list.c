@@ -25,7 +25,7 @@ _Static_assert(offsetof(struct bl_list, _inl_seg) ==
 
 static inline size_t chunk_bytes(uint32_t cap)
 {
-	return sizeof(struct bl__chunk) + (size_t)cap * sizeof(struct bl_ptr);
+	return sizeof(struct bl__chunk) + (size_t)cap * sizeof(struct bl_seg);
 }
 
 /*
@@ -119,7 +119,7 @@ void bl__list_drop_segments(struct bl_list *l)
 
 	while (c) {
 		struct bl__chunk_hdr *n = c->next;
-		struct bl_ptr *s = slots(c) + c->start;
+		struct bl_seg *s = slots(c) + c->start;
 
 		for (uint32_t i = 0; i < c->count; i++)
 			bl__raw_put(s[i].raw);
@@ -281,7 +281,7 @@ int bl_list_claim_prepend(struct bl_list *l, struct bl_list *src)
 		if (!e)
 			return -ENOMEM;
 		memcpy(slots(e), slots(li) + li->start,
-		       li->count * sizeof(struct bl_ptr));
+		       li->count * sizeof(struct bl_seg));
 		e->count = li->count;
 	}
 	BL__LIST_TOUCH(l);	/* (src: in bl__list_reset()) */
@@ -289,7 +289,7 @@ int bl_list_claim_prepend(struct bl_list *l, struct bl_list *src)
 	old_next = li->next;
 	old_tail = l->_tail;
 	/* l's inline slots take src's inline slices... */
-	memcpy(slots(li), slots(si) + si->start, si->count * sizeof(struct bl_ptr));
+	memcpy(slots(li), slots(si) + si->start, si->count * sizeof(struct bl_seg));
 	li->start = 0;
 	li->count = si->count;
 	/* ... then src's chunks, then l's old inline slices, then l's chunks. */
@@ -327,7 +327,7 @@ static void remove_slots(struct bl_list *l, struct pos *a, struct pos *b)
 		uint32_t end = c->start + c->count;
 
 		memmove(slots(c) + a->i, slots(c) + b->i + 1,
-			(end - b->i - 1) * sizeof(struct bl_ptr));
+			(end - b->i - 1) * sizeof(struct bl_seg));
 		c->count -= b->i - a->i + 1;
 	} else {
 		struct bl__chunk_hdr *n = c->next;
@@ -378,19 +378,19 @@ static void pos_prev(const struct pos *b, struct pos *y)
 
 /* Inserts @s right after slot @a.i of @a.c (which has room, or @spare). */
 static void insert_after(struct bl_list *l, const struct pos *a,
-			 const struct bl_ptr *s, struct bl__chunk_hdr **spare)
+			 const struct bl_seg *s, struct bl__chunk_hdr **spare)
 {
 	struct bl__chunk_hdr *c = a->c;
 	uint32_t end = c->start + c->count;
 
 	if (end < c->cap) {
 		memmove(slots(c) + a->i + 2, slots(c) + a->i + 1,
-			(end - a->i - 1) * sizeof(struct bl_ptr));
+			(end - a->i - 1) * sizeof(struct bl_seg));
 		slots(c)[a->i + 1] = *s;
 		c->count++;
 	} else if (c->start) {
 		memmove(slots(c) + c->start - 1, slots(c) + c->start,
-			(a->i + 1 - c->start) * sizeof(struct bl_ptr));
+			(a->i + 1 - c->start) * sizeof(struct bl_seg));
 		c->start--;
 		slots(c)[a->i] = *s;
 		c->count++;
@@ -402,7 +402,7 @@ static void insert_after(struct bl_list *l, const struct pos *a,
 		*spare = NULL;
 		slots(n)[0] = *s;
 		memcpy(slots(n) + 1, slots(c) + a->i + 1,
-		       moved * sizeof(struct bl_ptr));
+		       moved * sizeof(struct bl_seg));
 		n->start = 0;
 		n->count = moved + 1;
 		c->count -= moved;
@@ -431,7 +431,7 @@ splice_chunks(struct bl_list *l, const struct pos *a, const struct pos *b,
 {
 	struct bl__chunk_hdr *ac = a->c, *bc = b->c, *mid = ac->next;
 	struct bl__chunk_hdr *mlast = NULL, *hc, *tc = NULL, *last, *c;
-	struct bl_ptr *sa = &slots(ac)[a->i], *sb = &slots(bc)[b->i];
+	struct bl_seg *sa = &slots(ac)[a->i], *sb = &slots(bc)[b->i];
 	uint32_t nhead = ac->start + ac->count - a->i;
 	uint32_t ntail = b->i - bc->start + 1, cap;
 	size_t nmid = 0, total, left_len = a->inner, end_inner = b->inner + 1;
@@ -459,13 +459,13 @@ splice_chunks(struct bl_list *l, const struct pos *a, const struct pos *b,
 	}
 
 	/* claim_by's chain: hc, the middle chunks, tc */
-	memcpy(slots(hc), sa, nhead * sizeof(struct bl_ptr));
-	slots(hc)[0].off += left_len;
+	memcpy(slots(hc), sa, nhead * sizeof(struct bl_seg));
+	slots(hc)[0].data += left_len;
 	slots(hc)[0].len -= left_len;
 	hc->count = nhead;
 	last = tc ? tc : hc;
 	memcpy(slots(last) + last->count, slots(bc) + bc->start,
-	       ntail * sizeof(struct bl_ptr));
+	       ntail * sizeof(struct bl_seg));
 	last->count += ntail;
 	slots(last)[last->count - 1].len = end_inner;
 	if (mlast) {
@@ -486,7 +486,7 @@ splice_chunks(struct bl_list *l, const struct pos *a, const struct pos *b,
 	ac->count = a->i - ac->start + keep_l;
 	/* ... and b's chunk its slots after b (and b's back piece) */
 	if (keep_r) {
-		sb->off += end_inner;
+		sb->data += end_inner;
 		sb->len -= end_inner;
 	}
 	bc->start += ntail - keep_r;
@@ -527,7 +527,7 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 {
 	struct bl__chunk_hdr *spare = NULL, *c;
 	struct pos a, b;
-	struct bl_ptr sb;
+	struct bl_seg sb;
 	struct mark m;
 	size_t left_len, end_inner;
 	bool keep_l, keep_r, one;
@@ -568,7 +568,7 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 		mark_take(claim_by, &m);
 	/* Phase 1: count the slots; claim_by gets the removed pieces. */
 	for (c = a.c, i = a.i;; pos_next(&c, &i)) {
-		struct bl_ptr s = slots(c)[i];
+		struct bl_seg s = slots(c)[i];
 		bool first = c == a.c && i == a.i;
 		bool last = c == b.c && i == b.i;
 		size_t so = first ? left_len : 0;
@@ -576,7 +576,7 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 
 		nslots++;
 		if (claim_by &&
-		    push_seg(claim_by, s.raw, s.off + so, se - so, NULL)) {
+		    push_seg(claim_by, s.raw, s.data + so, se - so, NULL)) {
 			/* the references were only borrowed: drop nothing */
 			bl__list_mark_rollback(claim_by, &m, false);
 			if (spare)
@@ -603,8 +603,8 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 			break;
 	}
 	if (one && keep_l && keep_r) {
-		struct bl_ptr r = { sb.raw, sb.off + end_inner,
-				    sb.len - end_inner };
+		struct bl_seg r = { sb.raw, sb.data + end_inner,
+				     sb.len - end_inner };
 
 		bl__raw_get(sb.raw);
 		slots(a.c)[a.i].len = left_len;
@@ -616,9 +616,9 @@ int bl_list_splice(struct bl_list *l, size_t off, size_t len,
 		if (keep_l)
 			slots(a.c)[a.i].len = left_len;
 		if (keep_r) {
-			struct bl_ptr *s = &slots(b.c)[b.i];
+			struct bl_seg *s = &slots(b.c)[b.i];
 
-			s->off += end_inner;
+			s->data += end_inner;
 			s->len -= end_inner;
 		}
 		if (nslots > nkeep) {
@@ -656,18 +656,14 @@ int bl__list_share_range(struct bl_list *dst, const struct bl_list *src,
 	mark_take(dst, &m);
 	locate(src, off, &p);
 	for (c = p.c, i = p.i; len; pos_next(&c, &i)) {
-		const struct bl_ptr *s = &slots(c)[i];
+		const struct bl_seg *s = &slots(c)[i];
 		size_t so = c == p.c && i == p.i ? p.inner : 0;
 		size_t n = s->len - so;
-		struct bl_ptr piece;
 
 		if (n > len)
 			n = len;
-		piece.raw = s->raw;
-		piece.off = s->off + so;
-		piece.len = n;
-		if (!try_extend(dst, &piece)) {
-			if (push_seg(dst, s->raw, s->off + so, n, NULL)) {
+		if (!try_extend(dst, s->raw, s->data + so, n)) {
+			if (push_seg(dst, s->raw, s->data + so, n, NULL)) {
 				bl__list_mark_rollback(dst, &m, true);
 				return -ENOMEM;
 			}
@@ -707,11 +703,11 @@ substr_slow(struct bl_list *dst, const struct bl_list *src, size_t off,
 static inline int substr_one(struct bl_list *dst, const struct bl_list *src,
 			     size_t off, size_t len, const struct pos *p)
 {
-	const struct bl_ptr *s = &slots(p->c)[p->i];
+	const struct bl_seg *s = &slots(p->c)[p->i];
 
 	if (bl__unlikely(len > s->len - p->inner))
 		return substr_slow(dst, src, off, len);
-	bl__list_put_lone(dst, bl__raw_get(s->raw), s->off + p->inner, len);
+	bl__list_put_lone(dst, bl__raw_get(s->raw), s->data + p->inner, len);
 	return 0;
 }
 
@@ -758,13 +754,13 @@ int bl_list_copy_out(const struct bl_list *l, size_t off, size_t len,
 	locate(l, off, &p);
 	bl__count_copy(len);
 	for (c = p.c, i = p.i; len; pos_next(&c, &i)) {
-		const struct bl_ptr *s = &slots(c)[i];
+		const struct bl_seg *s = &slots(c)[i];
 		size_t so = c == p.c && i == p.i ? p.inner : 0;
 		size_t n = s->len - so;
 
 		if (n > len)
 			n = len;
-		memcpy(out, s->raw->data + s->off + so, n);
+		memcpy(out, s->data + so, n);
 		out += n;
 		len -= n;
 	}
@@ -807,10 +803,10 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 		return 0;
 	locate(l, off, &p);
 	for (c = p.c, i = p.i, left = len; left; pos_next(&c, &i)) {
-		const struct bl_ptr *s = &slots(c)[i];
+		const struct bl_seg *s = &slots(c)[i];
 		size_t so = c == p.c && i == p.i ? p.inner : 0;
 		size_t n = s->len - so < left ? s->len - so : left;
-		uintptr_t db = (uintptr_t)(s->raw->data + s->off + so);
+		uintptr_t db = (uintptr_t)(s->data + so);
 
 		nstatic += bl__raw_readonly(s->raw);
 		/* a static run is written in its private copy: no overlap */
@@ -842,7 +838,7 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 		}
 		k = 0;
 		for (c = p.c, i = p.i, left = len; left; pos_next(&c, &i)) {
-			const struct bl_ptr *s = &slots(c)[i];
+			const struct bl_seg *s = &slots(c)[i];
 			size_t so = c == p.c && i == p.i ? p.inner : 0;
 			size_t n = s->len - so < left ? s->len - so : left;
 
@@ -859,30 +855,30 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 						 bounce, len, 16);
 				return -ENOMEM;
 			}
-			memcpy(priv[k]->data, s->raw->data + s->off, s->len);
+			memcpy(priv[k]->data, s->data, s->len);
 			bl__count_copy(s->len);
 			k++;
 		}
 	}
 	k = 0;
 	for (c = p.c, i = p.i, left = len; left; pos_next(&c, &i)) {
-		struct bl_ptr *s = &slots(c)[i];
+		struct bl_seg *s = &slots(c)[i];
 		size_t so = c == p.c && i == p.i ? p.inner : 0;
 		size_t n = s->len - so < left ? s->len - so : left;
 
 		if (bl__raw_readonly(s->raw)) {
 			bl__raw_put(s->raw);
 			s->raw = priv[k++];
-			s->off = 0;
+			s->data = s->raw->data;
 		}
 		if (in) {
 			if (overlap)	/* one run: @src may be its bytes */
-				memmove(s->raw->data + s->off + so, in, n);
+				memmove(s->data + so, in, n);
 			else
-				memcpy(s->raw->data + s->off + so, in, n);
+				memcpy(s->data + so, in, n);
 			in += n;
 		} else {
-			memset(s->raw->data + s->off + so, 0, n);
+			memset(s->data + so, 0, n);
 		}
 		bl_raw_invalidate_crc(s->raw);
 		left -= n;

@@ -55,14 +55,15 @@ static inline __attribute__((always_inline)) char *
 abuf_claim(struct bl_list *l, struct bl_raw *ab, bool copy, size_t len,
 	   struct bl__chunk_hdr **spare)
 {
-	struct bl_ptr *ls = l->_ext;
+	struct bl_seg *ls = l->_ext;
 	size_t used = bl__raw_used(ab);
 	struct bl__tstats *t;
 
 	if (!ls) {
 		ls = last_seg(l);
-		if (!ls || ls->raw != ab || ls->off + ls->len != used) {
-			if (push_seg(l, ab, used, 0, spare))
+		if (!ls || ls->raw != ab ||
+		    ls->data + ls->len != ab->data + used) {
+			if (push_seg(l, ab, ab->data + used, 0, spare))
 				return NULL;
 			bl__raw_get(ab);
 			ls = last_seg(l);
@@ -163,7 +164,7 @@ static int append_slow(struct bl_list *l, const void *a, size_t alen,
 		ab = bl__raw_create_combined(l->_pool, len, len);
 		if (!ab)
 			return -ENOMEM;
-		if (push_seg(l, ab, 0, len, NULL)) {
+		if (push_seg(l, ab, ab->data, len, NULL)) {
 			bl__raw_put(ab);
 			return -ENOMEM;
 		}
@@ -218,7 +219,7 @@ append_bytes_slow(struct bl_list *l, const void *data, size_t len)
 int bl_list_append(struct bl_list *l, const void *data, size_t len)
 {
 	struct bl_raw *ab = l->_abuf;
-	struct bl_ptr *ls = l->_ext;
+	struct bl_seg *ls = l->_ext;
 	struct bl__tstats *t = bl__tstats_tls;
 	size_t used;
 
@@ -278,9 +279,9 @@ int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p)
 	ret = ptr_check(p);
 	if (ret)
 		return ret;
-	if (try_extend(l, p))
+	if (try_extend(l, p->raw, ptr_at(p), p->len))
 		return 0;
-	if (push_seg(l, p->raw, p->off, p->len, NULL))
+	if (push_seg(l, p->raw, ptr_at(p), p->len, NULL))
 		return -ENOMEM;
 	bl__raw_get(p->raw);
 	return 0;
@@ -295,11 +296,11 @@ int bl_list_append_ptr_move(struct bl_list *l, struct bl_ptr *p)
 		if (ret)
 			return ret;
 	}
-	if (!p->len || try_extend(l, p)) {
+	if (!p->len || try_extend(l, p->raw, ptr_at(p), p->len)) {
 		bl_ptr_release(p);
 		return 0;
 	}
-	if (push_seg(l, p->raw, p->off, p->len, NULL))
+	if (push_seg(l, p->raw, ptr_at(p), p->len, NULL))
 		return -ENOMEM;
 	p->raw = NULL;
 	p->off = 0;
@@ -318,12 +319,12 @@ push_shared(struct bl_list *l, const struct bl_list *src,
 	    struct bl__chunk_hdr **spare)
 {
 	struct bl__seg_cursor cur;
-	const struct bl_ptr *s = bl__seg_first(src, &cur);
+	const struct bl_seg *s = bl__seg_first(src, &cur);
 
-	if (s && try_extend(l, s))
+	if (s && try_extend(l, s->raw, s->data, s->len))
 		s = bl__seg_next(&cur);
 	for (; s; s = bl__seg_next(&cur)) {
-		if (push_seg(l, s->raw, s->off, s->len, spare))
+		if (push_seg(l, s->raw, s->data, s->len, spare))
 			return -ENOMEM;
 		bl__raw_get(s->raw);
 	}
@@ -403,7 +404,7 @@ int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
 		/* too big for an append buffer: one exact raw, as append_slow */
 		char *d = own->data;
 
-		push_seg(l, own, 0, bytes, &spare);
+		push_seg(l, own, own->data, bytes, &spare);
 		if (prelen)
 			memcpy(d, pre, prelen);
 		d += prelen;
@@ -422,11 +423,11 @@ int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
 			abuf_put(l, ab, pre, prelen, &spare);
 		if (copy_mid && midlen) {
 			struct bl__seg_cursor cur;
-			const struct bl_ptr *s;
+			const struct bl_seg *s;
 
 			/* each piece extends the segment the preamble began */
 			BL__LIST_FOREACH_SEG(mid, cur, s)
-				abuf_put(l, ab, s->raw->data + s->off, s->len,
+				abuf_put(l, ab, s->data, s->len,
 					 &spare);
 		} else if (midlen) {
 			push_shared(l, mid, &spare);	/* room reserved */
@@ -460,7 +461,7 @@ int bl_list_prepend_ptr(struct bl_list *l, const struct bl_ptr *p)
 		if (!n)
 			return -ENOMEM;
 		bl__lindex_drop(l);	/* the third chunk is another now */
-		memcpy(slots(n), slots(c), c->count * sizeof(struct bl_ptr));
+		memcpy(slots(n), slots(c), c->count * sizeof(struct bl_seg));
 		n->count = c->count;
 		n->next = c->next;
 		c->next = n;
@@ -469,13 +470,13 @@ int bl_list_prepend_ptr(struct bl_list *l, const struct bl_ptr *p)
 		c->count = 0;
 		c->start = c->cap;
 	} else if (!c->start) {
-		memmove(slots(c) + 1, slots(c), c->count * sizeof(struct bl_ptr));
+		memmove(slots(c) + 1, slots(c), c->count * sizeof(struct bl_seg));
 		c->start = 1;
 	}
 	BL__LIST_TOUCH(l);
 	c->start--;
 	c->count++;
-	slots(c)[c->start] = *p;
+	slots(c)[c->start] = (struct bl_seg){ p->raw, ptr_at(p), p->len };
 	bl__raw_get(p->raw);
 	l->_nseg++;
 	l->_len += p->len;

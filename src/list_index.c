@@ -92,7 +92,7 @@ void bl__lindex_free(struct bl_list *l)
 /* Bytes in chunk @c. */
 static inline size_t chunk_len(const struct bl__chunk_hdr *c)
 {
-	const struct bl_ptr *s = slots(c) + c->start;
+	const struct bl_seg *s = slots(c) + c->start;
 	size_t len = 0;
 
 	for (uint32_t i = 0; i < c->count; i++)
@@ -156,7 +156,7 @@ static inline struct bl__lindex *lindex_add_chunk(struct bl_list *l,
 						  struct bl__chunk_hdr *c,
 						  uint32_t seg, bool alloc)
 {
-	const struct bl_ptr *s = slots(c) + c->start;
+	const struct bl_seg *s = slots(c) + c->start;
 	uint32_t need = (c->count + LSTEP - 1) / LSTEP;
 	size_t off;
 
@@ -416,7 +416,7 @@ static const struct pos *lindex_find(const struct bl_list *cl,
 		if (off < base) {
 			uint32_t k = lindex_search(x, off), j = k;
 			const struct lentry *e = &x->e[k];
-			const struct bl_ptr *s = slots(e->c);
+			const struct bl_seg *s = slots(e->c);
 
 			/* the chunk before e's: the entry before its first */
 			while (j && x->e[j].c == e->c)
@@ -445,7 +445,7 @@ static const struct pos *lindex_find(const struct bl_list *cl,
 	 */
 	from_end = l->_len - chunk_len(inl(l)) - chunk_len(second) - off0;
 	if (from_end && from_end < off) {
-		const struct bl_ptr *s = slots(c);
+		const struct bl_seg *s = slots(c);
 
 		for (uint32_t i = c->start + c->count; i-- > c->start;) {
 			if (from_end <= s[i].len) {
@@ -476,7 +476,7 @@ const struct pos *bl__lindex_find(const struct bl_list *l,
  * covered that is the last entry, and the segment lies past its chunk's
  * end, so one test tells both cases apart.
  */
-static inline const struct bl_ptr *lindex_seg_hit(const struct bl__lindex *x,
+static inline const struct bl_seg *lindex_seg_hit(const struct bl__lindex *x,
 						  uint32_t idx)
 {
 	const struct lentry *e;
@@ -495,7 +495,7 @@ static inline const struct bl_ptr *lindex_seg_hit(const struct bl__lindex *x,
 
 /* lindex_seg() when the index is missing or too short: make or extend it,
  * or walk without memory for it */
-static __attribute__((noinline)) const struct bl_ptr *
+static __attribute__((noinline)) const struct bl_seg *
 lindex_seg_slow(struct bl_list *l, struct bl__chunk_hdr *c, unsigned idx)
 {
 	struct bl__lindex *x = l->_lidx;
@@ -504,7 +504,7 @@ lindex_seg_slow(struct bl_list *l, struct bl__chunk_hdr *c, unsigned idx)
 	if (!x)
 		x = lindex_make(l);
 	if (x) {
-		const struct bl_ptr *s;
+		const struct bl_seg *s;
 
 		/* extend it over the sealed chunks up to the one needed */
 		x = lindex_extend(l, x, lindex_next(x, c), SIZE_MAX, idx,
@@ -521,7 +521,7 @@ lindex_seg_slow(struct bl_list *l, struct bl__chunk_hdr *c, unsigned idx)
 
 /* bl__lindex_seg(), which is this under the name its callers see cold:
  * the search when the index covers the segment, with no stack frame */
-static const struct bl_ptr *lindex_seg(const struct bl_list *cl,
+static const struct bl_seg *lindex_seg(const struct bl_list *cl,
 				       struct bl__chunk_hdr *c, unsigned idx)
 {
 	/* the index is a cache beside the contents, which stay as they are */
@@ -529,7 +529,7 @@ static const struct bl_ptr *lindex_seg(const struct bl_list *cl,
 	const struct bl__lindex *x = l->_lidx;
 
 	if (x) {
-		const struct bl_ptr *s;
+		const struct bl_seg *s;
 
 		BL_DEBUG_CHECK(lindex_chain_ok(l, x), "list %p: its offset "
 			       "index does not match its chunks: a change to "
@@ -541,6 +541,6 @@ static const struct bl_ptr *lindex_seg(const struct bl_list *cl,
 	return lindex_seg_slow(l, c, idx);
 }
 
-const struct bl_ptr *bl__lindex_seg(const struct bl_list *l,
+const struct bl_seg *bl__lindex_seg(const struct bl_list *l,
 				    struct bl__chunk_hdr *c, unsigned idx)
 	__attribute__((alias("lindex_seg")));

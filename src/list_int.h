@@ -20,7 +20,7 @@
 /* A chunk: its header, then its slots (the inline chunk's are _inl_seg). */
 struct bl__chunk {
 	struct bl__chunk_hdr h;
-	struct bl_ptr seg[];
+	struct bl_seg seg[];
 };
 
 static inline struct bl__chunk *bl__chunk(const struct bl__chunk_hdr *h)
@@ -76,11 +76,25 @@ static inline unsigned bl__list_tail_room(const struct bl_list *l)
 
 /* The first segment of a non-empty list (only the inline chunk can be
  * empty, and then a heap chunk follows). */
-static inline const struct bl_ptr *bl__list_front(const struct bl_list *l)
+static inline const struct bl_seg *bl__list_front(const struct bl_list *l)
 {
 	const struct bl__chunk_hdr *c = l->_inl.count ? &l->_inl : l->_inl.next;
 
 	return &bl__chunk(c)->seg[c->start];
+}
+
+/* ---- segments --------------------------------------------------------- */
+
+/* Where segment @s starts in its raw: what a struct bl_ptr of it holds. */
+static inline size_t bl__seg_off(const struct bl_seg *s)
+{
+	return (size_t)(s->data - s->raw->data);
+}
+
+/* Segment @s as a slice (no reference taken: the caller's to take). */
+static inline struct bl_ptr bl__seg_ptr(const struct bl_seg *s)
+{
+	return (struct bl_ptr){ s->raw, bl__seg_off(s), s->len };
 }
 
 /* ---- the segment cursor: the one way to walk a list's segments -------- */
@@ -92,13 +106,13 @@ struct bl__seg_cursor {
 };
 
 /* The segment under @cur, which is on one. */
-static inline const struct bl_ptr *bl__seg_at(const struct bl__seg_cursor *cur)
+static inline const struct bl_seg *bl__seg_at(const struct bl__seg_cursor *cur)
 {
 	return &bl__chunk(cur->c)->seg[cur->i];
 }
 
 /* Puts @cur on @l's first segment and returns it (NULL: @l is empty). */
-static inline const struct bl_ptr *bl__seg_first(const struct bl_list *l,
+static inline const struct bl_seg *bl__seg_first(const struct bl_list *l,
 						 struct bl__seg_cursor *cur)
 {
 	const struct bl__chunk_hdr *c = l->_inl.count ? &l->_inl : l->_inl.next;
@@ -110,7 +124,7 @@ static inline const struct bl_ptr *bl__seg_first(const struct bl_list *l,
 
 /* Moves @cur (on a segment) to the next and returns it (NULL: past the
  * last).  Heap chunks are never empty, so one step of chunk suffices. */
-static inline const struct bl_ptr *bl__seg_next(struct bl__seg_cursor *cur)
+static inline const struct bl_seg *bl__seg_next(struct bl__seg_cursor *cur)
 {
 	const struct bl__chunk_hdr *c = cur->c;
 
@@ -201,7 +215,7 @@ static inline void bl__list_reset(struct bl_list *l)
  * no offset index); NULL for any other list.  Taking that slice out
  * leaves a list that needs no bl_list_clear().
  */
-static inline const struct bl_ptr *bl__list_lone(const struct bl_list *l)
+static inline const struct bl_seg *bl__list_lone(const struct bl_list *l)
 {
 	if (l->_inl.count != 1 || l->_inl.next || l->_abuf)
 		return NULL;
@@ -213,9 +227,9 @@ static inline const struct bl_ptr *bl__list_lone(const struct bl_list *l)
  * reference with it, and leaves @l empty.  Return: true, or false (then
  * nothing changed) when @l is not one lone slice.
  */
-static inline bool bl__list_take_one(struct bl_list *l, struct bl_ptr *out)
+static inline bool bl__list_take_one(struct bl_list *l, struct bl_seg *out)
 {
-	const struct bl_ptr *s = bl__list_lone(l);
+	const struct bl_seg *s = bl__list_lone(l);
 
 	if (!s)
 		return false;
@@ -224,40 +238,39 @@ static inline bool bl__list_take_one(struct bl_list *l, struct bl_ptr *out)
 	return true;
 }
 
-/* Makes @l, just reset, the one slice {@raw, @off, @len} in its first slot. */
+/* Makes @l, just reset, the one slice of @len bytes at @data in @raw, in
+ * its first slot. */
 static inline void bl__list_fill_one(struct bl_list *l, struct bl_raw *raw,
-				     size_t off, size_t len)
+				     char *data, size_t len)
 {
-	l->_inl_seg[0].raw = raw;
-	l->_inl_seg[0].off = off;
-	l->_inl_seg[0].len = len;
+	l->_inl_seg[0] = (struct bl_seg){ raw, data, len };
 	l->_inl.count = 1;
 	l->_len = len;
 	l->_nseg = 1;
 }
 
 /*
- * Makes @l (uninitialised, or owning nothing) the one slice {@raw, @off,
- * @len}, len > 0; the reference to @raw moves in.  Like bl_list_init()
- * then bl_list_append_ptr_move(), without the calls.
+ * Makes @l (uninitialised, or owning nothing) the one slice of @len > 0
+ * bytes at @data in @raw; the reference to @raw moves in.  Like
+ * bl_list_init() then bl_list_append_ptr_move(), without the calls.
  */
 static inline void bl__list_set_one(struct bl_list *l, struct bl_raw *raw,
-				    size_t off, size_t len)
+				    char *data, size_t len)
 {
 	bl_list_init(l);
-	bl__list_fill_one(l, raw, off, len);
+	bl__list_fill_one(l, raw, data, len);
 }
 
 /*
- * Makes @l, which has no segment, the one slice {@raw, @off, @len}, len >
- * 0, in its first inline slot; the reference to @raw moves in.  Unlike
- * bl__list_set_one() the append buffer and the pool stay.
+ * Makes @l, which has no segment, the one slice of @len > 0 bytes at
+ * @data in @raw, in its first inline slot; the reference to @raw moves
+ * in.  Unlike bl__list_set_one() the append buffer and the pool stay.
  */
 static inline void bl__list_put_lone(struct bl_list *l, struct bl_raw *raw,
-				     size_t off, size_t len)
+				     char *data, size_t len)
 {
 	bl__list_reset_unindexed(l);	/* its callers' lists are empty */
-	bl__list_fill_one(l, raw, off, len);
+	bl__list_fill_one(l, raw, data, len);
 }
 
 /*
@@ -267,13 +280,13 @@ static inline void bl__list_put_lone(struct bl_list *l, struct bl_raw *raw,
  * in the first or the second.
  */
 static inline void bl__list_trim_front(struct bl_list *l,
-				       const struct bl_ptr *s, size_t n)
+				       const struct bl_seg *s, size_t n)
 {
-	struct bl_ptr *f = (struct bl_ptr *)s;	/* @l's own slot */
+	struct bl_seg *f = (struct bl_seg *)s;	/* @l's own slot */
 
 	BL_ASSERT(n < s->len);
 	BL__LIST_TOUCH(l);
-	f->off += n;
+	f->data += n;
 	f->len -= n;
 	l->_len -= n;
 }
@@ -328,8 +341,8 @@ int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
  * -ENOMEM leaves @l as it was.  Return: bytes copied.
  */
 struct bl__reshape {
-	bool (*keep)(const struct bl_ptr *s, bool last, void *ctx);
-	bool (*more)(size_t run_len, const struct bl_ptr *next, bool last,
+	bool (*keep)(const struct bl_seg *s, bool last, void *ctx);
+	bool (*more)(size_t run_len, const struct bl_seg *next, bool last,
 		     void *ctx);
 	size_t align;
 	void *ctx;

@@ -31,7 +31,7 @@ static inline struct bl__chunk_hdr *inl(const struct bl_list *l)
 	return (struct bl__chunk_hdr *)&l->_inl;
 }
 
-static inline struct bl_ptr *slots(const struct bl__chunk_hdr *c)
+static inline struct bl_seg *slots(const struct bl__chunk_hdr *c)
 {
 	return bl__chunk(c)->seg;
 }
@@ -49,7 +49,7 @@ static inline uint32_t next_chunk_cap(const struct bl__chunk_hdr *tail)
 	return cap > CHUNK_MAX ? CHUNK_MAX : cap;
 }
 
-static inline struct bl_ptr *last_seg(const struct bl_list *l)
+static inline struct bl_seg *last_seg(const struct bl_list *l)
 {
 	const struct bl__chunk_hdr *t = l->_tail;
 
@@ -61,7 +61,7 @@ static inline void chunk_compact(struct bl__chunk_hdr *c)
 {
 	if (c->start) {
 		memmove(slots(c), slots(c) + c->start,
-			c->count * sizeof(struct bl_ptr));
+			c->count * sizeof(struct bl_seg));
 		c->start = 0;
 	}
 }
@@ -74,11 +74,11 @@ static inline void chunk_compact(struct bl__chunk_hdr *c)
  * Return: 0, or -ENOMEM with nothing changed (no memory, or the segment
  * count would wrap).
  */
-static inline int push_seg(struct bl_list *l, struct bl_raw *raw, size_t off,
+static inline int push_seg(struct bl_list *l, struct bl_raw *raw, char *data,
 			   size_t len, struct bl__chunk_hdr **spare)
 {
 	struct bl__chunk_hdr *t = l->_tail;
-	struct bl_ptr *s;
+	struct bl_seg *s;
 
 	if (bl__unlikely(l->_nseg == UINT_MAX))
 		return -ENOMEM;
@@ -117,7 +117,7 @@ static inline int push_seg(struct bl_list *l, struct bl_raw *raw, size_t off,
 	s = &slots(t)[t->start + t->count++];
 	l->_ext = NULL;
 	s->raw = raw;
-	s->off = off;
+	s->data = data;
 	s->len = len;
 	l->_nseg++;
 	l->_len += len;
@@ -148,7 +148,7 @@ struct mark {
 
 static inline void mark_take(const struct bl_list *l, struct mark *m)
 {
-	struct bl_ptr *ls = last_seg(l);
+	struct bl_seg *ls = last_seg(l);
 
 	m->tail = l->_tail;
 	m->start = m->tail->start;
@@ -186,7 +186,7 @@ static inline bool scan_chunk(struct bl__chunk_hdr *c,
 			      struct bl__chunk_hdr *prev, size_t *off,
 			      struct pos *p)
 {
-	struct bl_ptr *s = slots(c);
+	struct bl_seg *s = slots(c);
 
 	for (uint32_t i = c->start; i < c->start + c->count; i++) {
 		if (*off < s[i].len) {
@@ -253,7 +253,7 @@ bl__lindex_find(const struct bl_list *l, struct bl__chunk_hdr *c,
  * failure).  Returns the slot, to be copied at once.  Cold and aliased
  * like bl__lindex_find().
  */
-__attribute__((cold)) const struct bl_ptr *
+__attribute__((cold)) const struct bl_seg *
 bl__lindex_seg(const struct bl_list *l, struct bl__chunk_hdr *c,
 	       unsigned idx);
 
@@ -322,7 +322,7 @@ static inline bool range_ok(const struct bl_list *l, size_t off, size_t len)
 
 /* Segment @idx counted from the first of chunk @c (which the chain
  * holds), found by a walk a chunk at a step. */
-static inline const struct bl_ptr *seg_walk(const struct bl__chunk_hdr *c,
+static inline const struct bl_seg *seg_walk(const struct bl__chunk_hdr *c,
 					    uint32_t idx)
 {
 	for (; idx >= c->count; c = c->next)
@@ -356,16 +356,24 @@ static inline int ptr_check(const struct bl_ptr *p)
 	return 0;
 }
 
-/* Extends the last segment over @p when @p continues it in the same raw. */
-static inline bool try_extend(struct bl_list *l, const struct bl_ptr *p)
+/* The first byte of slice @p (which has a raw): a segment's data. */
+static inline char *ptr_at(const struct bl_ptr *p)
 {
-	struct bl_ptr *ls = last_seg(l);
+	return p->raw->data + p->off;
+}
+
+/* Extends the last segment over the slice {@raw, @data, @len} when that
+ * continues it in the same raw. */
+static inline bool try_extend(struct bl_list *l, const struct bl_raw *raw,
+			      const char *data, size_t len)
+{
+	struct bl_seg *ls = last_seg(l);
 
 	l->_ext = NULL;
-	if (ls && ls->raw == p->raw && ls->off + ls->len == p->off) {
+	if (ls && ls->raw == raw && ls->data + ls->len == data) {
 		BL__LIST_TOUCH(l);
-		ls->len += p->len;
-		l->_len += p->len;
+		ls->len += len;
+		l->_len += len;
 		return true;
 	}
 	return false;

@@ -9,35 +9,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <bufferlist/crc32c.h>
-#if defined(__x86_64__) && defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 /* ---- the public segment cursor ---------------------------------------- */
 
 /* The public cursor is the private one under other names. */
-static const struct bl_ptr *seg_lend(struct bl_list_seg_iter *it,
+static const struct bl_seg *seg_lend(struct bl_list_seg_iter *it,
 				     const struct bl__seg_cursor *cur,
-				     const struct bl_ptr *s)
+				     const struct bl_seg *s)
 {
 	it->_seg_chunk = cur->c;
 	it->_seg_slot = cur->i;
 	return s;
 }
 
-const struct bl_ptr *bl_list_seg_first(const struct bl_list *l,
+const struct bl_seg *bl_list_seg_first(const struct bl_list *l,
 				       struct bl_list_seg_iter *it)
 {
 	struct bl__seg_cursor cur;
-	const struct bl_ptr *s = bl__seg_first(l, &cur);
+	const struct bl_seg *s = bl__seg_first(l, &cur);
 
 	return seg_lend(it, &cur, s);
 }
 
-const struct bl_ptr *bl_list_seg_next(struct bl_list_seg_iter *it)
+const struct bl_seg *bl_list_seg_next(struct bl_list_seg_iter *it)
 {
 	struct bl__seg_cursor cur = { it->_seg_chunk, it->_seg_slot };
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 
 	if (!cur.c)
 		return NULL;
@@ -63,15 +60,15 @@ void bl__list_seek(const struct bl_list *l, size_t off,
 int bl_list_compare(const struct bl_list *a, const struct bl_list *b)
 {
 	struct bl__seg_cursor ca, cb;
-	const struct bl_ptr *sa = bl__seg_first(a, &ca);
-	const struct bl_ptr *sb = bl__seg_first(b, &cb);
+	const struct bl_seg *sa = bl__seg_first(a, &ca);
+	const struct bl_seg *sb = bl__seg_first(b, &cb);
 	size_t oa = 0, ob = 0;
 
 	while (sa && sb) {
 		size_t n = sa->len - oa < sb->len - ob ? sa->len - oa
 						       : sb->len - ob;
-		int r = memcmp(sa->raw->data + sa->off + oa,
-			       sb->raw->data + sb->off + ob, n);
+		int r = memcmp(sa->data + oa,
+			       sb->data + ob, n);
 
 		if (r)
 			return r < 0 ? -1 : 1;
@@ -101,30 +98,26 @@ bool bl_list_contents_equal(const struct bl_list *a, const struct bl_list *b)
 /* ---- export ----------------------------------------------------------- */
 
 /*
- * One iovec from one slot in one 16-byte store where the ABI lays an iovec
- * out as two 64-bit words: the slot's {off, len} pair is loaded as one
- * vector and the raw's data pointer added to its low half.  Two 8-byte
- * stores per segment bounded the loop (one store a cycle), and then its
- * four loads did (two a cycle); this takes three.
+ * One iovec from one slot.  A slot's {data, len} is laid out as an iovec
+ * is, so the pair is copied as one 16-byte block: one load and one store
+ * per segment, and no raw header read (when slots kept an offset, that
+ * load of each segment's raw was most of the export's time).
  */
-#if defined(__x86_64__) && defined(__SSE2__)
-_Static_assert(offsetof(struct bl_ptr, len) == offsetof(struct bl_ptr, off) + 8
-		       && offsetof(struct iovec, iov_len) == 8
-		       && sizeof(size_t) == 8,
-	       "iov_fill loads {off, len} as one vector");
-#endif
+#define SEG_IS_IOVEC							\
+	(offsetof(struct iovec, iov_base) == 0 &&			\
+	 offsetof(struct iovec, iov_len) == sizeof(void *) &&		\
+	 sizeof(struct iovec) == 2 * sizeof(void *) &&			\
+	 offsetof(struct bl_seg, len) ==				\
+		 offsetof(struct bl_seg, data) + sizeof(void *))
 
-static inline void iov_fill(struct iovec *v, const struct bl_ptr *s)
+static inline void iov_fill(struct iovec *v, const struct bl_seg *s)
 {
-#if defined(__x86_64__) && defined(__SSE2__)
-	__m128i ol = _mm_loadu_si128((const __m128i *)(const void *)&s->off);
-	__m128i d = _mm_cvtsi64_si128((long long)(uintptr_t)s->raw->data);
-
-	_mm_storeu_si128((__m128i *)(void *)v, _mm_add_epi64(ol, d));
-#else
-	v->iov_base = s->raw->data + s->off;
-	v->iov_len = s->len;
-#endif
+	if (SEG_IS_IOVEC) {
+		memcpy(v, &s->data, sizeof(*v));
+	} else {
+		v->iov_base = s->data;
+		v->iov_len = s->len;
+	}
 }
 
 int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
@@ -147,16 +140,16 @@ int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
 	c = p.c;
 	i = p.i;
 	{
-		const struct bl_ptr *s = &slots(c)[i];
+		const struct bl_seg *s = &slots(c)[i];
 
-		iov[0].iov_base = s->raw->data + s->off + p.inner;
+		iov[0].iov_base = s->data + p.inner;
 		iov[0].iov_len = s->len - p.inner;
 		n = 1;
 		i++;
 	}
 	while (n < iovcnt) {
-		const struct bl_ptr *s, *end;
-		int left = iovcnt - n;
+		const struct bl_seg *s;
+		uint32_t k, cnt;
 		struct iovec *v;
 
 		if (i == c->start + c->count) {
@@ -166,17 +159,23 @@ int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
 			i = c->start;
 		}
 		s = &slots(c)[i];
-		end = &slots(c)[c->start + c->count];
-		if (end - s > left)
-			end = s + left;
-		i += (uint32_t)(end - s);
+		cnt = c->start + c->count - i;
+		if (cnt > (uint32_t)(iovcnt - n))
+			cnt = (uint32_t)(iovcnt - n);
+		i += cnt;
 		v = iov + n;
-		n += (int)(end - s);
-		/* four slots a turn: one counter, one test and one branch
-		 * were a third of a slot's instructions */
-#pragma GCC unroll 4
-		for (; s < end; s++, v++)
-			iov_fill(v, s);
+		n += (int)cnt;
+		/* four slots a turn: a counter, a test and a branch for
+		 * each would be half of a slot's instructions (GCC leaves
+		 * this loop rolled even under #pragma GCC unroll) */
+		for (k = 0; k + 4 <= cnt; k += 4) {
+			iov_fill(&v[k], &s[k]);
+			iov_fill(&v[k + 1], &s[k + 1]);
+			iov_fill(&v[k + 2], &s[k + 2]);
+			iov_fill(&v[k + 3], &s[k + 3]);
+		}
+		for (; k < cnt; k++)
+			iov_fill(&v[k], &s[k]);
 	}
 	return n;
 }
@@ -189,21 +188,25 @@ int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
 int bl_list_get_ptr(const struct bl_list *l, unsigned idx, struct bl_ptr *p)
 {
 	const struct bl__chunk_hdr *c = inl(l), *t = l->_tail;
+	const struct bl_seg *s;
 	unsigned back, front;
 
 	if (idx >= l->_nseg)
 		return -ERANGE;
 	back = l->_nseg - idx;	/* 1 for the last segment */
 	if (back <= t->count) {
-		bl_ptr_copy(p, &slots(t)[t->start + t->count - back]);
-		return 0;
+		s = &slots(t)[t->start + t->count - back];
+	} else {
+		/* not in the tail, hence not in the inline chunk: a
+		 * second chunk exists */
+		front = c->count + c->next->count;
+		if (idx >= front && bl__unlikely(l->_nseg > LINDEX_MIN))
+			s = bl__lindex_seg(l, c->next->next, idx - front);
+		else
+			s = seg_walk(c, idx);
 	}
-	/* not in the tail, so the inline chunk is not it: a second exists */
-	front = c->count + c->next->count;
-	if (idx >= front && bl__unlikely(l->_nseg > LINDEX_MIN))
-		bl_ptr_copy(p, bl__lindex_seg(l, c->next->next, idx - front));
-	else
-		bl_ptr_copy(p, seg_walk(c, idx));
+	bl__raw_get(s->raw);
+	*p = bl__seg_ptr(s);
 	return 0;
 }
 
@@ -212,18 +215,18 @@ int bl_list_get_ptr(const struct bl_list *l, unsigned idx, struct bl_ptr *p)
 uint32_t bl_list_crc32c(const struct bl_list *l, uint32_t seed)
 {
 	struct bl__seg_cursor cur;
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 	uint32_t crc = seed;
 
 	BL__LIST_FOREACH_SEG(l, cur, s)
-		crc = bl__raw_crc32c(s->raw, s->off, s->len, crc);
+		crc = bl__raw_crc32c(s->raw, bl__seg_off(s), s->len, crc);
 	return crc;
 }
 
 void bl_list_invalidate_crc(struct bl_list *l)
 {
 	struct bl__seg_cursor cur;
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 
 	BL__LIST_FOREACH_SEG(l, cur, s)
 		bl_raw_invalidate_crc(s->raw);
@@ -272,12 +275,12 @@ int bl_list_hexdump(const struct bl_list *l, FILE *out)
 
 			locate(l, off, &p);
 			for (c = p.c, i = p.i; got < n; pos_next(&c, &i)) {
-				const struct bl_ptr *s = &slots(c)[i];
+				const struct bl_seg *s = &slots(c)[i];
 				size_t so = got ? 0 : p.inner;
 				size_t k = s->len - so < n - got ? s->len - so
 								 : n - got;
 
-				memcpy(cur + got, s->raw->data + s->off + so, k);
+				memcpy(cur + got, s->data + so, k);
 				got += k;
 			}
 		}
@@ -311,7 +314,7 @@ static int cmp_raw_use(const void *a, const void *b)
 struct raw_use *bl__list_usage(const struct bl_list *l, size_t *n, size_t *cap)
 {
 	struct bl__seg_cursor cur;
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 	struct raw_use *v;
 	size_t k = 0, m = l->_nseg + (l->_abuf ? 1 : 0), out = 0;
 
@@ -389,11 +392,12 @@ int bl__list_validate(const struct bl_list *l)
 		if (c != inl(l) && !c->count)
 			return -3;	/* empty heap chunk */
 		for (uint32_t i = c->start; i < c->start + c->count; i++) {
-			const struct bl_ptr *s = &slots(c)[i];
+			const struct bl_seg *s = &slots(c)[i];
 
 			if (!s->raw || !s->len)
 				return -4;
-			if (s->off + s->len > bl__raw_used(s->raw) ||
+			if (s->data < s->raw->data ||
+			    bl__seg_off(s) + s->len > bl__raw_used(s->raw) ||
 			    bl__raw_used(s->raw) > s->raw->len)
 				return -5;
 			if (!bl_raw_nref(s->raw))
@@ -412,7 +416,8 @@ int bl__list_validate(const struct bl_list *l)
 	if (l->_abuf && bl__raw_used(l->_abuf) > l->_abuf->len)
 		return -10;
 	if (l->_ext && (l->_ext != last_seg(l) || l->_ext->raw != l->_abuf ||
-			l->_ext->off + l->_ext->len != bl__raw_used(l->_abuf)))
+			l->_ext->data + l->_ext->len !=
+				l->_abuf->data + bl__raw_used(l->_abuf)))
 		return -11;	/* stale append hint */
 	if (bl__lindex_validate(l))
 		return -12;	/* stale offset index */

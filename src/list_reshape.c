@@ -17,10 +17,10 @@
 /* Copies @nseg segments from @cur's on into @dst (which has room). */
 static void copy_run(char *dst, struct bl__seg_cursor cur, unsigned nseg)
 {
-	const struct bl_ptr *s = bl__seg_at(&cur);
+	const struct bl_seg *s = bl__seg_at(&cur);
 
 	while (nseg--) {
-		memcpy(dst, s->raw->data + s->off, s->len);
+		memcpy(dst, s->data, s->len);
 		dst += s->len;
 		s = bl__seg_next(&cur);
 	}
@@ -43,7 +43,8 @@ int bl__list_rebuild_one(struct bl_list *l)
 		return -ENOMEM;
 	bl_list_copy_out(l, 0, l->_len, r->data);
 	bl__list_drop_segments(l);
-	push_seg(l, r, 0, r->len, NULL);	/* inline slot: cannot fail */
+	/* into an inline slot: cannot fail */
+	push_seg(l, r, r->data, r->len, NULL);
 	return 0;
 }
 
@@ -71,7 +72,7 @@ int bl_list_copy_shared(struct bl_list *dst, const struct bl_list *src)
 	if (!r)
 		return -ENOMEM;
 	bl_list_copy_out(src, 0, len, r->data);	/* before @dst changes */
-	if (push_seg(dst, r, 0, len, NULL)) {
+	if (push_seg(dst, r, r->data, len, NULL)) {
 		bl_raw_put(r);
 		return -ENOMEM;
 	}
@@ -83,7 +84,7 @@ int bl_list_copy_shared(struct bl_list *dst, const struct bl_list *src)
 char *bl_list_c_str(struct bl_list *l)
 {
 	static char empty[1];	/* "": NULL must mean only ENOMEM */
-	struct bl_ptr *s;
+	struct bl_seg *s;
 
 	if (!l->_len)
 		return empty;
@@ -92,7 +93,7 @@ char *bl_list_c_str(struct bl_list *l)
 	    bl__list_rebuild_one(l))
 		return NULL;
 	s = last_seg(l);
-	return s->raw->data + s->off;
+	return s->data;
 }
 
 /* ---- reshaping: share what can stay, copy runs of what cannot --------- */
@@ -100,7 +101,7 @@ char *bl_list_c_str(struct bl_list *l)
 ssize_t bl__list_reshape(struct bl_list *l, const struct bl__reshape *rs)
 {
 	struct bl__seg_cursor cur, run;
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 	struct bl_list out;
 	unsigned idx = 0, n = l->_nseg, nkept;
 	size_t copied = 0;
@@ -125,7 +126,7 @@ ssize_t bl__list_reshape(struct bl_list *l, const struct bl__reshape *rs)
 		/* @keep has said yes to the first nkept, no to the next one */
 		if (idx < nkept ||
 		    (idx > nkept && rs->keep(s, idx == n - 1, rs->ctx))) {
-			if (push_seg(&out, s->raw, s->off, s->len, NULL))
+			if (push_seg(&out, s->raw, s->data, s->len, NULL))
 				goto fail;
 			bl__raw_get(s->raw);
 			idx++;
@@ -147,7 +148,7 @@ ssize_t bl__list_reshape(struct bl_list *l, const struct bl__reshape *rs)
 		copy_run(r->data, run, cnt);
 		bl__count_copy(total);
 		copied += total;
-		if (push_seg(&out, r, 0, total, NULL)) {
+		if (push_seg(&out, r, r->data, total, NULL)) {
 			bl__raw_put(r);
 			goto fail;
 		}
@@ -166,16 +167,16 @@ struct dio_ctx {
 	unsigned group, in_run;	/* the capping pass: segments per run */
 };
 
-static bool dio_good(const struct bl_ptr *s, bool last, void *arg)
+static bool dio_good(const struct bl_seg *s, bool last, void *arg)
 {
 	const struct dio_ctx *d = arg;
 
-	return !(((uintptr_t)s->raw->data + s->off) & (d->mem_align - 1)) &&
+	return !(((uintptr_t)s->data) & (d->mem_align - 1)) &&
 	       (last || !(s->len & (d->size_align - 1)));
 }
 
 /* A misaligned run goes on until it ends on a boundary before a good one. */
-static bool dio_more(size_t total, const struct bl_ptr *next, bool last,
+static bool dio_more(size_t total, const struct bl_seg *next, bool last,
 		     void *arg)
 {
 	const struct dio_ctx *d = arg;
@@ -183,7 +184,7 @@ static bool dio_more(size_t total, const struct bl_ptr *next, bool last,
 	return (total & (d->size_align - 1)) || !dio_good(next, last, arg);
 }
 
-static bool group_start(const struct bl_ptr *s, bool last, void *arg)
+static bool group_start(const struct bl_seg *s, bool last, void *arg)
 {
 	struct dio_ctx *d = arg;
 
@@ -191,7 +192,7 @@ static bool group_start(const struct bl_ptr *s, bool last, void *arg)
 	return false;
 }
 
-static bool group_more(size_t total, const struct bl_ptr *next, bool last,
+static bool group_more(size_t total, const struct bl_seg *next, bool last,
 		       void *arg)
 {
 	struct dio_ctx *d = arg;
@@ -250,7 +251,7 @@ int bl_list_rebuild_aligned(struct bl_list *l, size_t align)
 ssize_t bl_list_pad_to(struct bl_list *l, size_t align)
 {
 	struct bl__chunk_hdr *spare = NULL, *t = l->_tail;
-	struct bl_ptr *last;
+	struct bl_seg *last;
 	size_t rem, pad, tail;
 	struct bl_raw *r;
 
@@ -278,7 +279,7 @@ ssize_t bl_list_pad_to(struct bl_list *l, size_t align)
 	 * leave that segment misaligned in length and have the O_DIRECT
 	 * preparation copy all of it.
 	 */
-	memcpy(r->data, last->raw->data + last->off + last->len - tail, tail);
+	memcpy(r->data, last->data + last->len - tail, tail);
 	memset(r->data + tail, 0, pad);
 	if (tail)
 		bl__count_copy(tail);
@@ -286,13 +287,14 @@ ssize_t bl_list_pad_to(struct bl_list *l, size_t align)
 	if (tail == last->len) {
 		bl__raw_put(last->raw);
 		last->raw = r;
-		last->off = 0;
+		last->data = r->data;
 		last->len = tail + pad;
 		l->_len += pad;
 	} else {
 		last->len -= tail;
 		l->_len -= tail;
-		push_seg(l, r, 0, tail + pad, &spare);	/* room made: cannot fail */
+		/* room made: cannot fail */
+		push_seg(l, r, r->data, tail + pad, &spare);
 	}
 	if (spare)
 		bl__chunk_free(spare);
@@ -306,14 +308,14 @@ struct compact_ctx {
 	size_t n, max_waste;
 };
 
-static bool compact_keep(const struct bl_ptr *s, bool last, void *arg)
+static bool compact_keep(const struct bl_seg *s, bool last, void *arg)
 {
 	const struct compact_ctx *cc = arg;
 
 	return bl__list_waste_of(cc->v, cc->n, s->raw) <= cc->max_waste;
 }
 
-static bool compact_more(size_t total, const struct bl_ptr *next, bool last,
+static bool compact_more(size_t total, const struct bl_seg *next, bool last,
 			 void *arg)
 {
 	return !compact_keep(next, last, arg);

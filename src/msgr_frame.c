@@ -46,7 +46,7 @@ void bl_msgr_frame_init(struct bl_msgr_frame *f)
 void bl_msgr_frame_release(struct bl_msgr_frame *f)
 {
 	struct bl_list *l;
-	struct bl_ptr one;
+	struct bl_seg one;
 
 	if (!f)
 		return;
@@ -67,10 +67,10 @@ void bl__msgr_gather(const struct bl_list *l, size_t off, size_t n, void *dst)
 	char *o = dst;
 
 	if (bl_list_length(l)) {
-		const struct bl_ptr *s = bl__list_front(l);
+		const struct bl_seg *s = bl__list_front(l);
 
 		if (off + n <= s->len) {
-			memcpy(dst, s->raw->data + s->off + off, n);
+			memcpy(dst, s->data + off, n);
 			return;
 		}
 	}
@@ -137,7 +137,7 @@ static void fill_preamble(unsigned char *p, uint16_t type, uint16_t flags,
 static uint32_t copy_crc(const struct bl_list *l, size_t n,
 			 unsigned char *dst)
 {
-	const struct bl_ptr *s = bl__list_front(l);
+	const struct bl_seg *s = bl__list_front(l);
 	const char *src;
 	uint32_t crc;
 
@@ -145,7 +145,7 @@ static uint32_t copy_crc(const struct bl_list *l, size_t n,
 		bl__msgr_gather(l, 0, n, dst);
 		return crc_fast(BL_MSGR_CRC_SEED, dst, n);
 	}
-	src = s->raw->data + s->off;
+	src = s->data;
 	crc = crc_fast(BL_MSGR_CRC_SEED, src, n);
 	memcpy(dst, src, n);
 	return crc;
@@ -297,7 +297,7 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 	size_t have = bl_list_length(in), total;
 	unsigned char buf[BL_MSGR_PREAMBLE];
 	const unsigned char *p;
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 	uint32_t len;
 	int ret;
 
@@ -307,7 +307,7 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 		return 0;
 	s = bl__list_front(in);
 	if (bl__likely(s->len >= BL_MSGR_PREAMBLE)) {
-		p = (const unsigned char *)s->raw->data + s->off;
+		p = (const unsigned char *)s->data;
 	} else {
 		bl__msgr_gather(in, 0, have < sizeof(buf) ? have : sizeof(buf),
 				buf);
@@ -327,14 +327,14 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 		 * the list is left empty, as bl_msgr_frame_release() empties
 		 * a payload - no splice, no iterator, no atomic.
 		 */
-		struct bl_ptr one = BL_PTR_INIT;
+		struct bl_seg one = { NULL, NULL, 0 };
 
 		if (bl__unlikely(!frame_head(f, p, len, crc)))
 			return bad("bad payload crc", -EBADMSG);
 		bl__list_take_one(in, &one);	/* lone: cannot fail */
 		if (bl__likely(len)) {
 			bl__list_set_one(&f->payload, one.raw,
-					 one.off + BL_MSGR_PREAMBLE, len);
+					 one.data + BL_MSGR_PREAMBLE, len);
 		} else {
 			bl_list_init(&f->payload);
 			bl__raw_put(one.raw);
@@ -353,7 +353,7 @@ parse_body(struct bl_list *in, struct bl_msgr_frame *f, size_t max_payload,
 			return bad("bad payload crc", -EBADMSG);
 		if (bl__likely(len))
 			bl__list_set_one(pay, bl__raw_get(s->raw),
-					 s->off + BL_MSGR_PREAMBLE, len);
+					 s->data + BL_MSGR_PREAMBLE, len);
 		else
 			bl_list_init(pay);
 		bl__list_trim_front(in, s, total);

@@ -39,6 +39,17 @@ void bl_ptr_from_raw(struct bl_ptr *p, struct bl_raw *r)
 	p->len = r ? bl__raw_used(r) : 0;
 }
 
+void bl_ptr_from_seg(struct bl_ptr *p, const struct bl_seg *seg)
+{
+	if (!seg || !seg->raw) {
+		*p = (struct bl_ptr)BL_PTR_INIT;
+		return;
+	}
+	p->raw = bl__raw_get(seg->raw);
+	p->off = (size_t)(seg->data - seg->raw->data);
+	p->len = seg->len;
+}
+
 int bl_ptr_slice(struct bl_ptr *dst, const struct bl_ptr *src, size_t off,
 		 size_t len)
 {

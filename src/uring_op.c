@@ -97,11 +97,11 @@ void bl__uring_op_maybe_free(struct bl_uring *u, struct uop *op)
 void bl__uring_op_share_list(struct uop *op, const struct bl_list *l)
 {
 	struct bl__seg_cursor cur;
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 	unsigned k = 0;
 
 	BL__LIST_FOREACH_SEG(l, cur, s) {
-		op->iov[k].iov_base = s->raw->data + s->off;
+		op->iov[k].iov_base = s->data;
 		op->iov[k].iov_len = s->len;
 		op->raws[k++] = bl__raw_get(s->raw);
 	}

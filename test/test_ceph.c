@@ -461,7 +461,7 @@ START_TEST(test_aio_write_of_thread_local_raws_sends_a_copy)
 	const char *o = oid("aio_local");
 	struct waiter w = WAITER_INIT;
 	struct bl_list_seg_iter it;
-	const struct bl_ptr *seg;
+	const struct bl_seg *seg;
 	struct bl_list l;
 	unsigned char *want;
 	unsigned nseg;

@@ -147,11 +147,11 @@ static size_t rand_off(const struct ml *m, uint64_t *rng)
 
 /* The walk's answer: every segment of @l, in order (borrowed: valid while
  * @l does not change); *@n gets their number. */
-static const struct bl_ptr **seg_table(const struct bl_list *l, unsigned *n)
+static const struct bl_seg **seg_table(const struct bl_list *l, unsigned *n)
 {
-	const struct bl_ptr **t;
+	const struct bl_seg **t;
 	struct bl_list_seg_iter it;
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 	unsigned i = 0;
 
 	*n = bl_list_num_buffers(l);
@@ -171,7 +171,7 @@ static const struct bl_ptr **seg_table(const struct bl_list *l, unsigned *n)
  * same raw, offset and length, one reference more, which its release
  * gives back.
  */
-static void check_seg(const struct bl_list *l, const struct bl_ptr *want,
+static void check_seg(const struct bl_list *l, const struct bl_seg *want,
 		      unsigned idx)
 {
 	struct bl_ptr p = BL_PTR_INIT;
@@ -182,10 +182,12 @@ static void check_seg(const struct bl_list *l, const struct bl_ptr *want,
 	if (rc)
 		ck_abort_msg("get_ptr(%u) of %u: %d", idx,
 			     bl_list_num_buffers(l), rc);
-	if (p.raw != want->raw || p.off != want->off || p.len != want->len)
-		ck_abort_msg("get_ptr(%u) of %u: {%zu, %zu}, the walk "
-			     "{%zu, %zu}", idx, bl_list_num_buffers(l), p.off,
-			     p.len, want->off, want->len);
+	if (p.raw != want->raw || bl_ptr_data(&p) != want->data ||
+	    p.len != want->len)
+		ck_abort_msg("get_ptr(%u) of %u: {%p, %zu}, the walk "
+			     "{%p, %zu}", idx, bl_list_num_buffers(l),
+			     (void *)bl_ptr_data(&p), p.len,
+			     (void *)want->data, want->len);
 	got = bl_raw_nref(p.raw);
 	if (got != nref + 1)
 		ck_abort_msg("get_ptr(%u): %u references, not %u", idx, got,
@@ -199,7 +201,7 @@ static void check_seg(const struct bl_list *l, const struct bl_ptr *want,
 
 /* check_seg() of segment @idx against the walk's table @t. */
 static void check_get_ptr(const struct bl_list *l,
-			  const struct bl_ptr *const *t, unsigned idx)
+			  const struct bl_seg *const *t, unsigned idx)
 {
 	check_seg(l, t[idx], idx);
 }
@@ -253,7 +255,7 @@ static void ml_get_ptrs(const struct ml *m, unsigned k, uint64_t *rng)
 {
 	unsigned n = bl_list_num_buffers(&m->l), idx[64], i = 0;
 	struct bl_list_seg_iter it;
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 
 	if (k > 64)
 		k = 64;
@@ -276,7 +278,7 @@ static void ml_get_ptrs(const struct ml *m, unsigned k, uint64_t *rng)
 /* Every segment of @m by bl_list_get_ptr(), in order, against the walk. */
 static void ml_get_ptr_all(const struct ml *m)
 {
-	const struct bl_ptr **t;
+	const struct bl_seg **t;
 	unsigned n;
 
 	t = seg_table(&m->l, &n);
@@ -361,7 +363,7 @@ START_TEST(test_lookups_across_100000_segments_match_flat_copy)
 	uint64_t rng = seed + 1;
 	static unsigned char buf[1024];
 	struct bl_list_seg_iter it;
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 	struct iovec iov[1];
 	struct ml m;
 	unsigned i;
@@ -386,7 +388,7 @@ START_TEST(test_lookups_across_100000_segments_match_flat_copy)
 			ck_assert(!memcmp(buf, m.b + a, n));
 			ck_assert_int_eq(bl_list_to_iovec(&m.l, off, iov, 1),
 					 1);
-			ck_assert_ptr_eq(iov[0].iov_base, bl_ptr_data(s));
+			ck_assert_ptr_eq(iov[0].iov_base, s->data);
 		}
 		off += s->len;
 	}
@@ -650,7 +652,7 @@ static void change_list(struct ml *m, struct ml *other, uint64_t *rng)
 		break;
 	}
 	case 13: {	/* the messenger's trim of the front segment */
-		const struct bl_ptr *f;
+		const struct bl_seg *f;
 
 		if (!m->len)
 			break;
@@ -929,7 +931,7 @@ static void ml_build_mixed_chunks(struct ml *m, unsigned nseg, uint64_t *rng)
  * last segment before the tail) and checks that one. */
 static void ml_get_ptr_index_all(const struct ml *m)
 {
-	const struct bl_ptr **t;
+	const struct bl_seg **t;
 	unsigned n;
 
 	t = seg_table(&m->l, &n);
@@ -949,7 +951,7 @@ START_TEST(test_get_ptr_at_every_position_like_a_walk)
 {
 	uint64_t rng = seed + 11;
 	struct bl_list e = BL_LIST_INIT(e);
-	const struct bl_ptr **t;
+	const struct bl_seg **t;
 	unsigned n, front, tail, i;
 	struct ml m;
 
@@ -1011,7 +1013,7 @@ START_TEST(test_get_ptr_at_every_position_like_a_walk)
 		 */
 		ck_assert_ptr_nonnull(m.l._lidx);	/* ml_lookups built it */
 		for (int k = 0; k < 4; k++) {
-			const struct bl_ptr *f = bl__list_front(&m.l);
+			const struct bl_seg *f = bl__list_front(&m.l);
 			/* a prepend moves the inline slots out (and drops
 			 * the index) only when they are full from slot 0 */
 			bool moves = !m.l._inl.start &&
@@ -1300,7 +1302,7 @@ START_TEST(test_get_ptr_without_memory_for_the_index_walks)
 {
 	uint64_t rng = seed + 15;
 	struct tu_alloc_stats st;
-	const struct bl_ptr **t;
+	const struct bl_seg **t;
 	unsigned n, i;
 	struct ml m;
 

@@ -2139,7 +2139,7 @@ START_TEST(test_seg_cursor_walks_every_segment_in_order)
 {
 	static char data[200];
 	struct bl__seg_cursor cur;
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 	struct bl_list l;
 	unsigned k = 0;
 
@@ -2154,7 +2154,7 @@ START_TEST(test_seg_cursor_walks_every_segment_in_order)
 		struct bl_ptr want = seg_of(&l, k++);
 
 		ck_assert_ptr_eq(s->raw, want.raw);
-		ck_assert_uint_eq(s->off, want.off);
+		ck_assert_ptr_eq(s->data, bl_ptr_data(&want));
 		ck_assert_uint_eq(s->len, want.len);
 	}
 	ck_assert_uint_eq(k, bl_list_num_buffers(&l));
@@ -2212,13 +2212,14 @@ END_TEST
 /* A lone slice moves into a list and out of it with no reference traffic. */
 START_TEST(test_lone_slice_moves_in_and_out)
 {
-	struct bl_ptr p, out;
+	struct bl_ptr p;
+	struct bl_seg out;
 	struct bl_list l;
 
 	ck_assert_int_eq(bl_ptr_alloc(&p, 64), 0);
 	memset(bl_ptr_data(&p), 'z', 64);
 	memset(&l, 0x5a, sizeof(l));	/* set_one needs no bl_list_init */
-	bl__list_set_one(&l, p.raw, 8, 48);
+	bl__list_set_one(&l, p.raw, bl_ptr_data(&p) + 8, 48);
 	ck_assert_int_eq(bl__list_validate(&l), 0);
 	ck_assert_uint_eq(bl_list_length(&l), 48);
 	ck_assert_uint_eq(bl_list_num_buffers(&l), 1);
@@ -2228,11 +2229,12 @@ START_TEST(test_lone_slice_moves_in_and_out)
 	bl__list_trim_front(&l, bl__list_front(&l), 8);
 	ck_assert_int_eq(bl__list_validate(&l), 0);
 	ck_assert_uint_eq(bl_list_length(&l), 40);
-	ck_assert_uint_eq(bl__list_front(&l)->off, 16);
+	ck_assert_ptr_eq(bl__list_front(&l)->data, bl_ptr_data(&p) + 16);
+	ck_assert_uint_eq(bl__seg_off(bl__list_front(&l)), 16);
 	ck_assert_uint_eq(bl_raw_nref(p.raw), 1);
 	ck_assert(bl__list_take_one(&l, &out));
 	ck_assert_ptr_eq(out.raw, p.raw);
-	ck_assert_uint_eq(out.off, 16);
+	ck_assert_ptr_eq(out.data, bl_ptr_data(&p) + 16);
 	ck_assert_uint_eq(out.len, 40);
 	ck_assert_uint_eq(bl_raw_nref(p.raw), 1);
 	ck_assert_int_eq(bl__list_validate(&l), 0);
@@ -2245,7 +2247,8 @@ END_TEST
 /* Only a list of one inline slice that owns nothing else is lone. */
 START_TEST(test_lone_refuses_lists_that_own_more)
 {
-	struct bl_ptr p, out;
+	struct bl_ptr p;
+	struct bl_seg out;
 	struct bl_list l;
 
 	make_abc(&l);	/* four segments: heap chunk */
@@ -2268,8 +2271,11 @@ START_TEST(test_lone_refuses_lists_that_own_more)
 	ck_assert_int_eq(bl_list_append_ptr(&l, &p), 0);
 	ck_assert_ptr_nonnull(bl__list_lone(&l));
 	ck_assert(bl__list_take_one(&l, &out));
+	ck_assert_ptr_eq(out.raw, p.raw);
+	ck_assert_ptr_eq(out.data, bl_ptr_data(&p));
+	ck_assert_uint_eq(out.len, 5);
 	ck_assert_uint_eq(bl_raw_nref(p.raw), 2);	/* p's and out's */
-	bl_ptr_release(&out);
+	bl_raw_put(out.raw);
 	bl_ptr_release(&p);
 	assert_str(&l, "");
 }
@@ -3363,7 +3369,7 @@ START_TEST(test_foreach_seg_lends_every_segment_in_order)
 {
 	static char data[200];
 	struct bl_list_seg_iter it;
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 	struct bl_list l;
 	unsigned k = 0;
 
@@ -3380,11 +3386,11 @@ START_TEST(test_foreach_seg_lends_every_segment_in_order)
 		struct bl_ptr want = seg_of(&l, k++);
 
 		ck_assert_ptr_eq(s->raw, want.raw);
-		ck_assert_uint_eq(s->off, want.off);
+		ck_assert_ptr_eq(s->data, bl_ptr_data(&want));
 		ck_assert_uint_eq(s->len, want.len);
 		/* borrowed: the list's reference, no other */
 		ck_assert_uint_eq(bl_raw_nref(s->raw), 1);
-		ck_assert_int_eq(memcmp(bl_ptr_data(s), data + 2 + 2 * k, 2), 0);
+		ck_assert_int_eq(memcmp(s->data, data + 2 + 2 * k, 2), 0);
 	}
 	ck_assert_uint_eq(k, bl_list_num_buffers(&l));
 	/* past the end it stays there */
@@ -3398,7 +3404,7 @@ START_TEST(test_foreach_seg_of_inline_list)
 {
 	struct bl_list l = BL_LIST_INIT(l);
 	struct bl_list_seg_iter it;
-	const struct bl_ptr *s;
+	const struct bl_seg *s;
 	size_t total = 0;
 	unsigned n = 0;
 
@@ -3411,6 +3417,56 @@ START_TEST(test_foreach_seg_of_inline_list)
 	ck_assert_uint_eq(total, 11);
 	ck_assert_ptr_eq(bl_list_seg_first(&l, &it)->raw, seg_of(&l, 0).raw);
 	bl_list_clear(&l);
+}
+END_TEST
+
+/*
+ * bl_ptr_from_seg() keeps a lent segment as a slice: the same bytes, a
+ * reference of its own that outlives the list; NULL gives the empty slice.
+ */
+START_TEST(test_ptr_from_seg_outlives_the_list)
+{
+	static char data[64];
+	struct bl_list l = BL_LIST_INIT(l);
+	struct bl_list_seg_iter it;
+	const struct bl_seg *s;
+	struct bl_ptr kept[4], p;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (char)('a' + i % 26);
+	add_segs(&l, data, sizeof(data), 16);	/* 4 segments, 4 raws */
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 4);
+	BL_LIST_FOREACH_SEG(&l, it, s) {
+		bl_ptr_from_seg(&kept[n], s);
+		ck_assert_ptr_eq(kept[n].raw, s->raw);
+		ck_assert_ptr_eq(bl_ptr_data(&kept[n]), s->data);
+		ck_assert_uint_eq(kept[n].len, s->len);
+		/* the list's reference and ours */
+		ck_assert_uint_eq(bl_raw_nref(s->raw), 2);
+		n++;
+	}
+	ck_assert_uint_eq(n, 4);
+	/* a slice of the middle of a segment: the offset comes back */
+	ck_assert_int_eq(bl_list_splice(&l, 0, 5, NULL), 0);
+	s = bl_list_seg_first(&l, &it);
+	bl_ptr_from_seg(&p, s);
+	ck_assert_uint_eq(p.off, kept[0].off + 5);
+	ck_assert_uint_eq(p.len, 11);
+	bl_list_clear(&l);
+	for (unsigned i = 0; i < n; i++) {
+		ck_assert_uint_eq(bl_raw_nref(kept[i].raw), 1 + (i == 0));
+		ck_assert_int_eq(memcmp(bl_ptr_data(&kept[i]), data + 16 * i,
+					16), 0);
+		bl_ptr_release(&kept[i]);
+	}
+	ck_assert_int_eq(memcmp(bl_ptr_data(&p), data + 5, 11), 0);
+	bl_ptr_release(&p);
+	memset(&p, 0x5a, sizeof(p));
+	bl_ptr_from_seg(&p, NULL);
+	ck_assert_ptr_null(p.raw);
+	ck_assert_uint_eq(p.off, 0);
+	ck_assert_uint_eq(p.len, 0);
 }
 END_TEST
 
@@ -3996,6 +4052,7 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_list_init_macro_is_bl_list_init);
 	tcase_add_test(tc, test_foreach_seg_lends_every_segment_in_order);
 	tcase_add_test(tc, test_foreach_seg_of_inline_list);
+	tcase_add_test(tc, test_ptr_from_seg_outlives_the_list);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("compare");

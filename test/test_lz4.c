@@ -659,7 +659,7 @@ START_TEST(test_output_of_a_thread_local_thread_is_thread_local)
 	unsigned char *data = make_data(len, MIXED, &rng), *back;
 	struct bl_list in, z, out;
 	struct bl_list_seg_iter it;
-	const struct bl_ptr *seg;
+	const struct bl_seg *seg;
 
 	ck_assert(!bl_raw_set_thread_local(true));
 	bl_list_init(&in);

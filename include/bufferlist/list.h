@@ -66,11 +66,11 @@ struct bl_list {
 	unsigned _nseg;			/* segments */
 	unsigned _abuf_next;		/* size of the next append buffer */
 	struct bl_raw *_abuf;		/* append buffer, one reference, or NULL */
-	struct bl_ptr *_ext;		/* last segment if it ends at _abuf's
+	struct bl_seg *_ext;		/* last segment if it ends at _abuf's
 					 * frontier, else NULL (a hint) */
 	struct bl__lindex *_lidx;	/* offset index of a long list, or NULL */
 	struct bl__chunk_hdr _inl;	/* the inline chunk: header ... */
-	struct bl_ptr _inl_seg[BL_LIST_INLINE];	/* ... and its slots */
+	struct bl_seg _inl_seg[BL_LIST_INLINE];	/* ... and its slots */
 	struct bl_pool *_pool;		/* where appends allocate; NULL: default */
 };
 
@@ -374,11 +374,12 @@ BL_API int bl_list_get_ptr(const struct bl_list *l, unsigned i,
  * Walking the segments: a cursor (all fields private) that lends each
  * segment in order without taking a reference, as in
  *	struct bl_list_seg_iter it;
- *	const struct bl_ptr *seg;
+ *	const struct bl_seg *seg;
  *	BL_LIST_FOREACH_SEG(l, it, seg)
- *		write(fd, bl_ptr_data(seg), seg->len);
- * The segments are borrowed: valid, and to be read only, until @l changes.
- * Any change to @l invalidates the cursor (as for struct bl_iter).
+ *		write(fd, seg->data, seg->len);
+ * The segments are borrowed (struct bl_seg, ptr.h): valid, and to be read
+ * only, until @l changes; bl_ptr_from_seg() keeps one.  Any change to @l
+ * invalidates the cursor (as for struct bl_iter).
  */
 struct bl_list_seg_iter {
 	const struct bl__chunk_hdr *_seg_chunk;	/* NULL past the last */
@@ -389,7 +390,7 @@ struct bl_list_seg_iter {
  * bl_list_seg_first() - puts @it on the first segment of @l (borrowed).
  * Return: that segment (borrowed, see above), or NULL when @l is empty.
  */
-BL_API const struct bl_ptr *bl_list_seg_first(const struct bl_list *l,
+BL_API const struct bl_seg *bl_list_seg_first(const struct bl_list *l,
 					       struct bl_list_seg_iter *it);
 
 /**
@@ -397,9 +398,9 @@ BL_API const struct bl_ptr *bl_list_seg_first(const struct bl_list *l,
  * Return: that segment (borrowed), or NULL past the last (and on every
  * call after that).
  */
-BL_API const struct bl_ptr *bl_list_seg_next(struct bl_list_seg_iter *it);
+BL_API const struct bl_seg *bl_list_seg_next(struct bl_list_seg_iter *it);
 
-/* Every segment @seg (const struct bl_ptr *) of @l in order, with @it. */
+/* Every segment @seg (const struct bl_seg *) of @l in order, with @it. */
 #define BL_LIST_FOREACH_SEG(l, it, seg)					\
 	for ((seg) = bl_list_seg_first((l), &(it)); (seg);		\
 	     (seg) = bl_list_seg_next(&(it)))

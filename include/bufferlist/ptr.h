@@ -23,6 +23,21 @@ struct bl_ptr {
 
 #define BL_PTR_INIT { NULL, 0, 0 }
 
+/*
+ * A segment of a list, as the list lends it (bl_list_seg_first()): the
+ * slice's raw, the address of its first byte and its length, read-only
+ * and without a reference of its own.  A list keeps its segments in this
+ * form, with the address where struct bl_ptr has an offset, so that
+ * reading their bytes (an iovec export, a cursor, a copy) never loads a
+ * raw's header.  bl_ptr_from_seg() makes a slice of one that outlives
+ * the list.
+ */
+struct bl_seg {
+	struct bl_raw *raw;
+	char *data;		/* the first byte, inside raw's data */
+	size_t len;		/* at least 1 */
+};
+
 /**
  * bl_ptr_alloc() - a new raw of exactly @len bytes that @p covers.
  * @p: output only; what it held is not released.
@@ -56,6 +71,15 @@ BL_API int bl_ptr_reserve(struct bl_ptr *p, size_t cap);
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_ptr_from_raw(struct bl_ptr *p, struct bl_raw *r);
+
+/**
+ * bl_ptr_from_seg() - make @p cover the bytes of @seg, a segment a list
+ * lent (borrowed), with a reference of its own: the way to keep a segment
+ * after the list changes.  NULL gives the empty slice.  @p is output
+ * only; what it held is not released.
+ * Return: nothing; it cannot fail.
+ */
+BL_API void bl_ptr_from_seg(struct bl_ptr *p, const struct bl_seg *seg);
 
 /**
  * bl_ptr_slice() - @dst = bytes [@off, @off + @len) of @src.
