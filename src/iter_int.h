@@ -86,23 +86,6 @@ static inline const struct bl_seg *bl__iter_seg(const struct bl_iter *it)
 }
 
 /*
- * The raw that the next read starts in, or NULL at the end (to prefetch
- * its header): the next segment's when an inline move used this one up.
- */
-static inline struct bl_raw *bl__iter_raw(const struct bl_iter *it)
-{
-	struct bl__seg_cursor cur = bl__iter_cursor(it);
-	const struct bl_seg *s;
-
-	if (!cur.c)
-		return NULL;
-	s = bl__iter_seg(it);
-	if (it->_p == s->data + s->len)
-		s = bl__seg_next(&cur);
-	return s ? s->raw : NULL;
-}
-
-/*
  * Moves @it from the end of a segment that an inline move used up to the
  * start of the next (past the last one at the end of the list): the same
  * offset, the window opened on the bytes that follow.

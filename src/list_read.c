@@ -113,7 +113,10 @@ bool bl_list_contents_equal(const struct bl_list *a, const struct bl_list *b)
 static inline void iov_fill(struct iovec *v, const struct bl_seg *s)
 {
 	if (SEG_IS_IOVEC) {
-		memcpy(v, &s->data, sizeof(*v));
+		/* from the struct, not from &s->data: the copy spans two
+		 * members */
+		memcpy(v, (const char *)s + offsetof(struct bl_seg, data),
+		       sizeof(*v));
 	} else {
 		v->iov_base = s->data;
 		v->iov_len = s->len;
@@ -393,11 +396,15 @@ int bl__list_validate(const struct bl_list *l)
 			return -3;	/* empty heap chunk */
 		for (uint32_t i = c->start; i < c->start + c->count; i++) {
 			const struct bl_seg *s = &slots(c)[i];
+			uintptr_t d, b;
 
 			if (!s->raw || !s->len)
 				return -4;
-			if (s->data < s->raw->data ||
-			    bl__seg_off(s) + s->len > bl__raw_used(s->raw) ||
+			/* addresses as integers: a broken slot may point
+			 * anywhere */
+			d = (uintptr_t)s->data;
+			b = (uintptr_t)s->raw->data;
+			if (d < b || !bl__raw_covers(s->raw, d - b, s->len) ||
 			    bl__raw_used(s->raw) > s->raw->len)
 				return -5;
 			if (!bl_raw_nref(s->raw))

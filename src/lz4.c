@@ -95,20 +95,6 @@ static inline size_t max_sz(size_t a, size_t b)
 	return a > b ? a : b;
 }
 
-/*
- * Touch the header of the raw under @it's next segment ahead of time.
- * Walking a list of small segments otherwise stalls on one cache miss per
- * segment (the header of a 4 KiB combined raw lies after its data, on a
- * line nothing else brings in), a visible share of a 4 KiB-segment decode.
- */
-static inline void prefetch_seg(const struct bl_iter *it)
-{
-	struct bl_raw *r = bl__iter_raw(it);
-
-	if (r)
-		__builtin_prefetch(r);
-}
-
 /* ---- XXH32 --------------------------------------------------------------- */
 
 #define XXH_P1 0x9E3779B1u
@@ -603,7 +589,6 @@ static int cc_run(struct cctx *c, const struct bl_list *in)
 
 	bl_iter_init(&it, in, 0);
 	while ((n = bl_iter_get_ptr_and_advance(&it, SIZE_MAX, &p))) {
-		prefetch_seg(&it);
 		c->in_left -= n;
 		if (c->cchk)
 			bl__xxh32_update(&c->xs, p, n);
@@ -716,7 +701,6 @@ static bool rd_refill(struct rd *r)
 	n = bl_iter_get_ptr_and_advance(&r->it, r->rest, &p);
 	if (!n)
 		return false;
-	prefetch_seg(&r->it);
 	r->rest -= n;
 	r->ip = (const uint8_t *)p;
 	r->iend = r->ip + n;

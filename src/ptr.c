@@ -39,15 +39,26 @@ void bl_ptr_from_raw(struct bl_ptr *p, struct bl_raw *r)
 	p->len = r ? bl__raw_used(r) : 0;
 }
 
-void bl_ptr_from_seg(struct bl_ptr *p, const struct bl_seg *seg)
+int bl_ptr_from_seg(struct bl_ptr *p, const struct bl_seg *seg)
 {
-	if (!seg || !seg->raw) {
+	uintptr_t d, b;
+
+	if (!p || !seg || (!seg->raw && seg->len))
+		return -EINVAL;
+	if (!seg->raw) {
 		*p = (struct bl_ptr)BL_PTR_INIT;
-		return;
+		return 0;
 	}
+	/* a segment built by hand may point anywhere: compare addresses as
+	 * integers, never subtract pointers into different objects */
+	d = (uintptr_t)seg->data;
+	b = (uintptr_t)seg->raw->data;
+	if (d < b || !bl__raw_covers(seg->raw, d - b, seg->len))
+		return -ERANGE;
 	p->raw = bl__raw_get(seg->raw);
-	p->off = (size_t)(seg->data - seg->raw->data);
+	p->off = d - b;
 	p->len = seg->len;
+	return 0;
 }
 
 int bl_ptr_slice(struct bl_ptr *dst, const struct bl_ptr *src, size_t off,

@@ -168,7 +168,7 @@ static const struct bl_seg **seg_table(const struct bl_list *l, unsigned *n)
 
 /*
  * bl_list_get_ptr(@l, @idx) shares what the walk found there, @want: the
- * same raw, offset and length, one reference more, which its release
+ * same raw, address and length, one reference more, which its release
  * gives back.
  */
 static void check_seg(const struct bl_list *l, const struct bl_seg *want,

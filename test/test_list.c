@@ -3421,16 +3421,16 @@ START_TEST(test_foreach_seg_of_inline_list)
 END_TEST
 
 /*
- * bl_ptr_from_seg() keeps a lent segment as a slice: the same bytes, a
- * reference of its own that outlives the list; NULL gives the empty slice.
+ * bl_ptr_from_seg() keeps a lent segment as a slice: the same bytes, the
+ * offset back, a reference of its own that outlives the list.
  */
 START_TEST(test_ptr_from_seg_outlives_the_list)
 {
 	static char data[64];
-	struct bl_list l = BL_LIST_INIT(l);
+	struct bl_list l = BL_LIST_INIT(l), sub = BL_LIST_INIT(sub);
 	struct bl_list_seg_iter it;
 	const struct bl_seg *s;
-	struct bl_ptr kept[4], p;
+	struct bl_ptr kept[4], p, q;
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < sizeof(data); i++)
@@ -3438,21 +3438,24 @@ START_TEST(test_ptr_from_seg_outlives_the_list)
 	add_segs(&l, data, sizeof(data), 16);	/* 4 segments, 4 raws */
 	ck_assert_uint_eq(bl_list_num_buffers(&l), 4);
 	BL_LIST_FOREACH_SEG(&l, it, s) {
-		bl_ptr_from_seg(&kept[n], s);
+		ck_assert_int_eq(bl_ptr_from_seg(&kept[n], s), 0);
 		ck_assert_ptr_eq(kept[n].raw, s->raw);
 		ck_assert_ptr_eq(bl_ptr_data(&kept[n]), s->data);
+		ck_assert_uint_eq(kept[n].off, 0);
 		ck_assert_uint_eq(kept[n].len, s->len);
 		/* the list's reference and ours */
 		ck_assert_uint_eq(bl_raw_nref(s->raw), 2);
 		n++;
 	}
 	ck_assert_uint_eq(n, 4);
-	/* a slice of the middle of a segment: the offset comes back */
-	ck_assert_int_eq(bl_list_splice(&l, 0, 5, NULL), 0);
-	s = bl_list_seg_first(&l, &it);
-	bl_ptr_from_seg(&p, s);
-	ck_assert_uint_eq(p.off, kept[0].off + 5);
-	ck_assert_uint_eq(p.len, 11);
+	/* a segment cut at both ends: bytes [5, 11) of the first raw */
+	ck_assert_int_eq(bl_list_substr_of(&sub, &l, 5, 6), 0);
+	s = bl_list_seg_first(&sub, &it);
+	ck_assert_int_eq(bl_ptr_from_seg(&p, s), 0);
+	ck_assert_ptr_eq(p.raw, kept[0].raw);
+	ck_assert_uint_eq(p.off, 5);
+	ck_assert_uint_eq(p.len, 6);
+	bl_list_clear(&sub);
 	bl_list_clear(&l);
 	for (unsigned i = 0; i < n; i++) {
 		ck_assert_uint_eq(bl_raw_nref(kept[i].raw), 1 + (i == 0));
@@ -3460,13 +3463,98 @@ START_TEST(test_ptr_from_seg_outlives_the_list)
 					16), 0);
 		bl_ptr_release(&kept[i]);
 	}
-	ck_assert_int_eq(memcmp(bl_ptr_data(&p), data + 5, 11), 0);
+	ck_assert_int_eq(memcmp(bl_ptr_data(&p), data + 5, 6), 0);
 	bl_ptr_release(&p);
-	memset(&p, 0x5a, sizeof(p));
-	bl_ptr_from_seg(&p, NULL);
+	/* the second piece of an append buffer starts inside its raw */
+	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
+	ck_assert_int_eq(bl_ptr_alloc(&q, 1), 0);
+	memcpy(bl_ptr_data(&q), "-", 1);
+	ck_assert_int_eq(bl_list_append_ptr_move(&l, &q), 0);
+	ck_assert_int_eq(bl_list_append(&l, "def", 3), 0);
+	ck_assert_uint_eq(bl_list_num_buffers(&l), 3);
+	s = bl_list_seg_first(&l, &it);
+	s = bl_list_seg_next(&it);
+	s = bl_list_seg_next(&it);
+	ck_assert_int_eq(bl_ptr_from_seg(&p, s), 0);
+	ck_assert_ptr_eq(p.raw, bl_list_seg_first(&l, &it)->raw);
+	ck_assert_uint_eq(p.off, 3);
+	ck_assert_uint_eq(p.len, 3);
+	ck_assert_int_eq(memcmp(bl_ptr_data(&p), "def", 3), 0);
+	bl_ptr_release(&p);
+	bl_list_clear(&l);
+}
+END_TEST
+
+/*
+ * bl_ptr_from_seg() of what no list lent: NULL arguments and a length
+ * without a raw are -EINVAL, bytes outside the raw's handed-out ones
+ * -ERANGE, and @p is left as it was; no raw and no length is the empty
+ * slice.
+ */
+START_TEST(test_ptr_from_seg_refuses_a_bad_segment)
+{
+	struct bl_ptr r, p, was;
+	struct bl_seg bad[4];
+	struct bl_seg none = { NULL, NULL, 0 };
+	char *d;
+
+	ck_assert_int_eq(bl_ptr_alloc(&r, 64), 0);
+	d = bl_ptr_data(&r);
+	bad[0] = (struct bl_seg){ r.raw, d - 1, 2 };	/* before the raw */
+	bad[1] = (struct bl_seg){ r.raw, d + 60, 5 };	/* past its end */
+	bad[2] = (struct bl_seg){ r.raw, d + 65, 1 };	/* all past it */
+	bad[3] = (struct bl_seg){ r.raw, d, SIZE_MAX };	/* a wrapping length */
+	memset(&was, 0x5a, sizeof(was));
+	p = was;
+	ck_assert_int_eq(bl_ptr_from_seg(NULL, &none), -EINVAL);
+	ck_assert_int_eq(bl_ptr_from_seg(&p, NULL), -EINVAL);
+	ck_assert_mem_eq(&p, &was, sizeof(p));
+	ck_assert_int_eq(bl_ptr_from_seg(&p, &(struct bl_seg){ NULL, d, 5 }),
+			 -EINVAL);
+	ck_assert_mem_eq(&p, &was, sizeof(p));
+	for (unsigned i = 0; i < 4; i++) {
+		ck_assert_msg(bl_ptr_from_seg(&p, &bad[i]) == -ERANGE,
+			      "bad segment %u accepted", i);
+		ck_assert_mem_eq(&p, &was, sizeof(p));
+	}
+	ck_assert_uint_eq(bl_raw_nref(r.raw), 1);
+	/* the last byte exactly, and the empty segment */
+	ck_assert_int_eq(bl_ptr_from_seg(&p, &(struct bl_seg){ r.raw, d + 63,
+							     1 }), 0);
+	ck_assert_uint_eq(p.off, 63);
+	ck_assert_uint_eq(bl_raw_nref(r.raw), 2);
+	bl_ptr_release(&p);
+	ck_assert_int_eq(bl_ptr_from_seg(&p, &none), 0);
 	ck_assert_ptr_null(p.raw);
 	ck_assert_uint_eq(p.off, 0);
 	ck_assert_uint_eq(p.len, 0);
+	bl_ptr_release(&r);
+}
+END_TEST
+
+/*
+ * The invariant check catches a slot whose bytes leave its raw: an
+ * address before the raw's data, or a length past its frontier.
+ */
+START_TEST(test_validate_catches_a_slot_outside_its_raw)
+{
+	struct bl_list l = BL_LIST_INIT(l);
+	struct bl_seg *s, keep;
+
+	add_segs(&l, "0123456789", 10, 10);
+	s = (struct bl_seg *)bl__list_front(&l);	/* the test breaks it */
+	keep = *s;
+	ck_assert_int_eq(bl__list_validate(&l), 0);
+	s->data = keep.data - 1;
+	ck_assert_int_eq(bl__list_validate(&l), -5);
+	s->data = keep.data + 1;	/* its last byte past the frontier */
+	ck_assert_int_eq(bl__list_validate(&l), -5);
+	s->data = keep.data;
+	s->len = keep.len + 1;
+	ck_assert_int_eq(bl__list_validate(&l), -5);
+	*s = keep;
+	ck_assert_int_eq(bl__list_validate(&l), 0);
+	bl_list_clear(&l);
 }
 END_TEST
 
@@ -4053,6 +4141,8 @@ static Suite *list_suite(void)
 	tcase_add_test(tc, test_foreach_seg_lends_every_segment_in_order);
 	tcase_add_test(tc, test_foreach_seg_of_inline_list);
 	tcase_add_test(tc, test_ptr_from_seg_outlives_the_list);
+	tcase_add_test(tc, test_ptr_from_seg_refuses_a_bad_segment);
+	tcase_add_test(tc, test_validate_catches_a_slot_outside_its_raw);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("compare");

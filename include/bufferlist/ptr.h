@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ptr.h - a slice {raw, off, len} over a raw.
+ * ptr.h - a slice {raw, off, len} over a raw, and the form a list keeps
+ * its slices in (struct bl_seg).
  *
- * A value type: it lives on the stack, in an array or inside a list, never
- * on the heap on its own.  A slice with a raw holds one reference to it,
+ * A value type: it lives on the stack, in an array or in a struct of the
+ * caller's, never on the heap on its own (a list keeps each slice as a
+ * struct bl_seg).  A slice with a raw holds one reference to it,
  * even when it is empty.  The empty slice is {NULL, 0, 0}.
  */
 #ifndef BUFFERLIST_PTR_H
@@ -25,12 +27,15 @@ struct bl_ptr {
 
 /*
  * A segment of a list, as the list lends it (bl_list_seg_first()): the
- * slice's raw, the address of its first byte and its length, read-only
- * and without a reference of its own.  A list keeps its segments in this
- * form, with the address where struct bl_ptr has an offset, so that
- * reading their bytes (an iovec export, a cursor, a copy) never loads a
- * raw's header.  bl_ptr_from_seg() makes a slice of one that outlives
- * the list.
+ * slice's raw, the address of its first byte and its length, without a
+ * reference of its own.  The struct is the list's: read it, never change
+ * it.  Its bytes may be written as bl_ptr_data()'s may (not a static
+ * raw's; other lists may share them, and a cached crc goes stale: see
+ * bl_list_copy_in() and bl_list_invalidate_crc()).  A list keeps its
+ * segments in this form, with the address where struct bl_ptr has an
+ * offset, so that reading their bytes (an iovec export, a cursor, a
+ * copy) never loads a raw's header.  bl_ptr_from_seg() makes a slice of
+ * one that outlives the list.
  */
 struct bl_seg {
 	struct bl_raw *raw;
@@ -73,13 +78,16 @@ BL_API int bl_ptr_reserve(struct bl_ptr *p, size_t cap);
 BL_API void bl_ptr_from_raw(struct bl_ptr *p, struct bl_raw *r);
 
 /**
- * bl_ptr_from_seg() - make @p cover the bytes of @seg, a segment a list
- * lent (borrowed), with a reference of its own: the way to keep a segment
- * after the list changes.  NULL gives the empty slice.  @p is output
- * only; what it held is not released.
- * Return: nothing; it cannot fail.
+ * bl_ptr_from_seg() - make @p cover the bytes of @seg (borrowed; a
+ * segment a list lent) with a new reference of its own: the way to keep
+ * a segment after the list changes.  A segment without a raw and of
+ * length 0 gives the empty slice.  @p is output only; what it held is
+ * not released.
+ * Return: 0; -EINVAL (@p or @seg NULL, or a length without a raw) or
+ * -ERANGE (a hand-built @seg whose bytes are not all within its raw's
+ * handed-out bytes); on failure @p is unchanged.
  */
-BL_API void bl_ptr_from_seg(struct bl_ptr *p, const struct bl_seg *seg);
+BL_API int bl_ptr_from_seg(struct bl_ptr *p, const struct bl_seg *seg);
 
 /**
  * bl_ptr_slice() - @dst = bytes [@off, @off + @len) of @src.
