@@ -214,12 +214,42 @@ static inline struct bl__chunk_hdr *lindex_next(const struct bl__lindex *x,
 	return x->n ? x->e[x->n - 1].c->next : third;
 }
 
-/* The last entry of @x (not empty) that starts at or before @off. */
+/*
+ * The last entry of @x (not empty) that starts at or before @off
+ * (< x->end).  The search starts where the entries' average length puts
+ * @off, which in a list of segments of one size (pages, records) is the
+ * answer, and gallops from there to bracket it: two probes then, and
+ * never more than about twice a binary search's in the worst case.  A
+ * plain binary search of a million-segment list's 62,500 entries took 16
+ * dependent loads, about as long as the rest of a lookup.
+ */
 static inline uint32_t lindex_search(const struct bl__lindex *x, size_t off)
 {
-	uint32_t lo = 0, n = x->n;
+	uint32_t n = x->n, lo, hi, step = 1;
+	size_t avg = x->end / n;	/* >= 1: an entry covers >= 1 byte */
 
-	/* e[lo].off <= off throughout; n entries from lo are candidates */
+	lo = off / avg < n ? (uint32_t)(off / avg) : n - 1;
+	if (x->e[lo].off <= off) {
+		/* up: the first entry past @off, or the end */
+		while (step < n - lo && x->e[lo + step].off <= off) {
+			lo += step;
+			step *= 2;
+		}
+		hi = step < n - lo ? lo + step : n;
+	} else {
+		/* down: e[0].off is 0, so an entry at or before @off exists */
+		hi = lo;
+		for (;;) {
+			lo = hi > step ? hi - step : 0;
+			if (x->e[lo].off <= off)
+				break;
+			hi = lo;
+			step *= 2;
+		}
+	}
+	/* e[lo].off <= off < e[hi].off (hi == n: the end); a binary search
+	 * of the entries from lo before hi */
+	n = hi - lo;
 	while (n > 1) {
 		uint32_t half = n / 2;
 

@@ -404,6 +404,42 @@ END_TEST
  * would (it asks the list after WALK_MAX segments): every distance from
  * one byte to the whole list, to the end, and refused past it.
  */
+/*
+ * The index's search starts where the entries' average length puts an
+ * offset: in a list of very unequal segments (a run of 1-byte ones, a run
+ * of about a kilobyte each, 1-byte ones again) that guess is far off in
+ * both directions, and the search must still find every byte.
+ */
+START_TEST(test_lookups_in_very_unequal_segments_match_flat_copy)
+{
+	uint64_t rng = seed + 7;
+	unsigned char buf[4];
+	struct ml m;
+	size_t off;
+
+	ml_init(&m);
+	ml_push(&m, 3000, 1, &rng);
+	ml_push(&m, 300, 1200, &rng);
+	ml_push(&m, 3000, 1, &rng);
+	ck_assert_uint_ge(bl_list_num_buffers(&m.l), 6000);
+	/* every byte of the small runs, every 97th of the large one */
+	for (off = 0; off < m.len; off += off < 2900 || m.len - off < 3100
+						? 1 : 97) {
+		size_t n = m.len - off < sizeof(buf) ? m.len - off
+						     : sizeof(buf);
+
+		if (bl_list_copy_out(&m.l, off, n, buf) ||
+		    memcmp(buf, m.b + off, n))
+			ck_abort_msg("copy_out of %zu at %zu (length %zu)", n,
+				     off, m.len);
+	}
+	ck_assert_ptr_nonnull(m.l._lidx);
+	ml_lookups(&m, 2000, &rng);
+	ml_check_all(&m);
+	ml_free(&m);
+}
+END_TEST
+
 START_TEST(test_cursor_moves_far_forward_like_a_walk)
 {
 	uint64_t rng = seed + 10;
@@ -1398,6 +1434,7 @@ static Suite *lindex_suite(void)
 	tcase_set_timeout(tc, 300);	/* valgrind */
 	tcase_add_unchecked_fixture(tc, pool_setup, pool_teardown);
 	tcase_add_test(tc, test_lookups_across_100000_segments_match_flat_copy);
+	tcase_add_test(tc, test_lookups_in_very_unequal_segments_match_flat_copy);
 	tcase_add_test(tc, test_short_list_keeps_no_index);
 	tcase_add_test(tc, test_appends_after_lookups_extend_the_index);
 	suite_add_tcase(s, tc);
