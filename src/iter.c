@@ -174,7 +174,6 @@ copy_list_slow(struct bl_iter *it, size_t len, struct bl_list *dst)
 	struct bl_iter t = *it;
 	struct bl_list tmp;
 	struct bl_seg run;
-	struct bl_ptr p;
 	int ret;
 
 	if (len > bl_iter_remaining(it))
@@ -182,9 +181,8 @@ copy_list_slow(struct bl_iter *it, size_t len, struct bl_list *dst)
 	if (!len)
 		return 0;
 	if (take(&t, len, &run) == len) {
-		/* one slice: append_ptr is failure-atomic by itself */
-		p = bl__seg_ptr(&run);
-		ret = bl_list_append_ptr(dst, &p);
+		/* one slice: its append is failure-atomic by itself */
+		ret = bl__list_append_seg(dst, &run);
 		if (!ret)
 			*it = t;
 		return ret;
@@ -192,8 +190,7 @@ copy_list_slow(struct bl_iter *it, size_t len, struct bl_list *dst)
 	/* build aside, so a failure leaves dst and the cursor alone */
 	bl_list_init(&tmp);
 	for (;;) {
-		p = bl__seg_ptr(&run);
-		ret = bl_list_append_ptr(&tmp, &p);
+		ret = bl__list_append_seg(&tmp, &run);
 		if (ret) {
 			bl_list_clear(&tmp);
 			return ret;

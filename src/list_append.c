@@ -308,6 +308,16 @@ int bl_list_append_ptr_move(struct bl_list *l, struct bl_ptr *p)
 	return 0;
 }
 
+int bl__list_append_seg(struct bl_list *l, const struct bl_seg *s)
+{
+	if (try_extend(l, s->raw, s->data, s->len))
+		return 0;
+	if (push_seg(l, s->raw, s->data, s->len, NULL))
+		return -ENOMEM;
+	bl__raw_get(s->raw);
+	return 0;
+}
+
 /*
  * Pushes @src's slices onto @l, sharing them; the first extends @l's last
  * segment when it continues it.  @spare as for push_seg(): with room for

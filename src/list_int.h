@@ -312,6 +312,14 @@ int bl__list_validate(const struct bl_list *l);
 void *bl__list_append_room(struct bl_list *l, size_t len);
 
 /*
+ * Shares segment @s of another list (s->len > 0) onto the end of @l:
+ * bl_list_append_ptr() for a segment already known good, without turning
+ * it into an offset and back (two loads of its raw's header).  Return: 0,
+ * or -ENOMEM with @l unchanged.
+ */
+int bl__list_append_seg(struct bl_list *l, const struct bl_seg *s);
+
+/*
  * Appends @a (NULL: zeros) then @b as one operation: both or neither, and
  * on failure the list (append buffer included) is as it was.  Copies.
  */

@@ -548,6 +548,20 @@ static int step(struct in *in, uint8_t op)
 			      v[idx].iov_len == p.len);
 			free(v);
 		}
+		{	/* the walk lends that segment; from_seg shares it */
+			struct bl_list_seg_iter it;
+			const struct bl_seg *s = bl_list_seg_first(&L[j], &it);
+			struct bl_ptr w;
+
+			for (unsigned t = 0; t < idx && s; t++)
+				s = bl_list_seg_next(&it);
+			CHECK(s && s->raw == p.raw &&
+			      s->data == bl_ptr_data(&p) && s->len == p.len);
+			CHECK(bl_ptr_from_seg(&w, s) == 0);
+			CHECK(w.raw == p.raw && w.off == p.off &&
+			      w.len == p.len);
+			bl_ptr_release(&w);
+		}
 		so = rdoff(in, p.len);
 		sl = rdrange(in, p.len, so);
 		q = p;
