@@ -270,6 +270,20 @@ int bl_list_append_zero(struct bl_list *l, size_t len)
 
 /* ---- appending slices ------------------------------------------------- */
 
+/* Shares the checked slice {@raw, @data, @len} onto @l's end: extends the
+ * last segment when it continues it, else one new slot and one reference.
+ * 0, or -ENOMEM with @l unchanged. */
+static inline int share_one(struct bl_list *l, struct bl_raw *raw,
+			    char *data, size_t len)
+{
+	if (try_extend(l, raw, data, len))
+		return 0;
+	if (push_seg(l, raw, data, len, NULL))
+		return -ENOMEM;
+	bl__raw_get(raw);
+	return 0;
+}
+
 int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p)
 {
 	int ret;
@@ -279,12 +293,7 @@ int bl_list_append_ptr(struct bl_list *l, const struct bl_ptr *p)
 	ret = ptr_check(p);
 	if (ret)
 		return ret;
-	if (try_extend(l, p->raw, ptr_at(p), p->len))
-		return 0;
-	if (push_seg(l, p->raw, ptr_at(p), p->len, NULL))
-		return -ENOMEM;
-	bl__raw_get(p->raw);
-	return 0;
+	return share_one(l, p->raw, ptr_at(p), p->len);
 }
 
 int bl_list_append_ptr_move(struct bl_list *l, struct bl_ptr *p)
@@ -310,12 +319,7 @@ int bl_list_append_ptr_move(struct bl_list *l, struct bl_ptr *p)
 
 int bl__list_append_seg(struct bl_list *l, const struct bl_seg *s)
 {
-	if (try_extend(l, s->raw, s->data, s->len))
-		return 0;
-	if (push_seg(l, s->raw, s->data, s->len, NULL))
-		return -ENOMEM;
-	bl__raw_get(s->raw);
-	return 0;
+	return share_one(l, s->raw, s->data, s->len);
 }
 
 /*

@@ -1,28 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * list_index.c - the offset index of a long list, so that finding the
- * segment that holds a byte costs a binary search and a scan of at most
- * LSTEP segments instead of a walk from the front, and finding segment
- * number i (bl_list_get_ptr()) a binary search from entry i / LSTEP.  It
- * covers the chunks from the third up to the one before the tail: one
- * entry every LSTEP slots of each chunk, with that slot's first byte and
- * its segment's ordinal, both counted from the third chunk's start.  The first two
- * chunks are left to the walk in locate() and to get_ptr's direct look
- * (changes at the very front, such as the messenger trimming its first
- * segment or a prepend into the inline slots, then leave the index
- * valid), and the tail is left out because appends change it (get_ptr
- * finds a segment there from the list's count).  Appends only ever add
- * chunks after the tail, so they never touch the index; lookups of
- * either kind extend it over the chunks sealed since, as far as they
- * need to go (lindex_extend()).  A splice keeps the entries of the chunks
- * before the first one it changes (bl__lindex_cut()), and with them
- * their ordinals: where the entries end, in bytes (end) and in segments
- * (lindex_nseg(), from the last entry and its chunk), is all an extension
- * needs.  Every other change to the chain or to a segment's length drops
- * it (bl__lindex_drop(): the one reset, claim_prepend, a prepend that
- * moves the inline slots out, undoing appends).  It is a cache: a lookup
- * on a const list may build it, and when memory runs out the lookup walks
- * instead, never failing.
+ * segment that holds a byte costs a search of the index (lindex_search())
+ * and a scan of at most LSTEP segments instead of a walk from the front,
+ * and finding segment number i (bl_list_get_ptr()) a binary search from
+ * entry i / LSTEP.  It covers the chunks from the third up to the one
+ * before the tail: one entry every LSTEP slots of each chunk, with that
+ * slot's first byte and its segment's ordinal, both counted from the third
+ * chunk's start.  The first two chunks are left to the walk in locate()
+ * and to get_ptr's direct look (changes at the very front, such as the
+ * messenger trimming its first segment or a prepend into the inline slots,
+ * then leave the index valid), and the tail is left out because appends
+ * change it (get_ptr finds a segment there from the list's count).
+ * Appends only ever add chunks after the tail, so they never touch the
+ * index; lookups of either kind extend it over the chunks sealed since, as
+ * far as they need to go (lindex_extend()).  A splice keeps the entries of
+ * the chunks before the first one it changes (bl__lindex_cut()), and with
+ * them their ordinals: where the entries end, in bytes (end) and in
+ * segments (lindex_nseg(), from the last entry and its chunk), is all an
+ * extension needs.  Every other change to the chain or to a segment's
+ * length drops it (bl__lindex_drop(): the one reset, claim_prepend, a
+ * prepend that moves the inline slots out, undoing appends).  It is a
+ * cache: a lookup on a const list may build it, and when memory runs out
+ * the lookup walks instead, never failing.
  */
 #include "list_priv.h"	/* first: config.h sets _GNU_SOURCE */
 

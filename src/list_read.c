@@ -67,8 +67,7 @@ int bl_list_compare(const struct bl_list *a, const struct bl_list *b)
 	while (sa && sb) {
 		size_t n = sa->len - oa < sb->len - ob ? sa->len - oa
 						       : sb->len - ob;
-		int r = memcmp(sa->data + oa,
-			       sb->data + ob, n);
+		int r = memcmp(sa->data + oa, sb->data + ob, n);
 
 		if (r)
 			return r < 0 ? -1 : 1;
@@ -396,15 +395,10 @@ int bl__list_validate(const struct bl_list *l)
 			return -3;	/* empty heap chunk */
 		for (uint32_t i = c->start; i < c->start + c->count; i++) {
 			const struct bl_seg *s = &slots(c)[i];
-			uintptr_t d, b;
 
 			if (!s->raw || !s->len)
 				return -4;
-			/* addresses as integers: a broken slot may point
-			 * anywhere */
-			d = (uintptr_t)s->data;
-			b = (uintptr_t)s->raw->data;
-			if (d < b || !bl__raw_covers(s->raw, d - b, s->len) ||
+			if (!bl__raw_covers_at(s->raw, s->data, s->len) ||
 			    bl__raw_used(s->raw) > s->raw->len)
 				return -5;
 			if (!bl_raw_nref(s->raw))

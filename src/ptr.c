@@ -41,22 +41,17 @@ void bl_ptr_from_raw(struct bl_ptr *p, struct bl_raw *r)
 
 int bl_ptr_from_seg(struct bl_ptr *p, const struct bl_seg *seg)
 {
-	uintptr_t d, b;
-
 	if (!p || !seg || (!seg->raw && seg->len))
 		return -EINVAL;
 	if (!seg->raw) {
 		*p = (struct bl_ptr)BL_PTR_INIT;
 		return 0;
 	}
-	/* a segment built by hand may point anywhere: compare addresses as
-	 * integers, never subtract pointers into different objects */
-	d = (uintptr_t)seg->data;
-	b = (uintptr_t)seg->raw->data;
-	if (d < b || !bl__raw_covers(seg->raw, d - b, seg->len))
+	/* a segment built by hand may point anywhere */
+	if (!bl__raw_covers_at(seg->raw, seg->data, seg->len))
 		return -ERANGE;
 	p->raw = bl__raw_get(seg->raw);
-	p->off = d - b;
+	p->off = (size_t)(seg->data - seg->raw->data);
 	p->len = seg->len;
 	return 0;
 }

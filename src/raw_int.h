@@ -216,6 +216,18 @@ static inline bool bl__raw_covers(const struct bl_raw *r, size_t off,
 	return len <= used && off <= used - len;
 }
 
+/*
+ * [@data, @data + @len) lies within @r's handed-out bytes: the same check
+ * for a slice given by its address (a list's segment).  Addresses are
+ * compared as integers, since a hand-built one may point anywhere: one
+ * before the data wraps to an offset no raw covers.
+ */
+static inline bool bl__raw_covers_at(const struct bl_raw *r,
+				     const char *data, size_t len)
+{
+	return bl__raw_covers(r, (uintptr_t)data - (uintptr_t)r->data, len);
+}
+
 /* For the one writer of @r's frontier only (an owned raw, or one reference). */
 static inline void bl__raw_set_used(struct bl_raw *r, size_t used)
 {

@@ -2825,6 +2825,16 @@ static void idle_rig_start(struct idle_rig *r, size_t reply)
 	free(req);
 }
 
+/* idle_rig_start(), then serving until the idle server has ended the
+ * connection, which delivered the one request and closed for the time. */
+static void idle_rig_serve(struct idle_rig *r, size_t reply)
+{
+	idle_rig_start(r, reply);
+	serve_until(r->s, bp_closed, &r->x);
+	ck_assert_uint_eq(r->x.delivered, 1);
+	ck_assert_int_eq(r->x.close_err, -ETIMEDOUT);
+}
+
 static void idle_rig_end(struct idle_rig *r)
 {
 	bl_msgr_server_destroy(r->s);
@@ -2850,10 +2860,7 @@ START_TEST(a_peer_that_does_not_read_is_reset_when_idle)
 	struct idle_rig r;
 	size_t got = 0;
 
-	idle_rig_start(&r, reply);
-	serve_until(r.s, bp_closed, &r.x);
-	ck_assert_uint_eq(r.x.delivered, 1);
-	ck_assert_int_eq(r.x.close_err, -ETIMEDOUT);
+	idle_rig_serve(&r, reply);
 	ck_assert_msg(strstr(r.x.reason, "idle"), "reason: %s", r.x.reason);
 	ck_assert_uint_eq(r.x.st.frames_sent, 0);	/* it was still waiting */
 	ck_assert_uint_eq(r.x.st.resets, 1);
@@ -2877,10 +2884,7 @@ START_TEST(an_idle_peer_that_took_everything_is_not_reset)
 	struct idle_rig r;
 	size_t got = 0;
 
-	idle_rig_start(&r, reply);
-	serve_until(r.s, bp_closed, &r.x);
-	ck_assert_uint_eq(r.x.delivered, 1);
-	ck_assert_int_eq(r.x.close_err, -ETIMEDOUT);
+	idle_rig_serve(&r, reply);
 	ck_assert_uint_eq(r.x.st.frames_sent, 1);
 	ck_assert_uint_eq(r.x.st.resets, 0);
 	ck_assert_int_eq(read_to_end(r.fa, &got), 0);
