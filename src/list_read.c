@@ -130,7 +130,7 @@ int bl_list_to_iovec(const struct bl_list *l, size_t off, struct iovec *iov,
 	uint32_t i;
 	int n = 0;
 
-	if (iovcnt < 0)
+	if (iovcnt < 0 || (!iov && iovcnt))
 		return -EINVAL;
 	if (off > l->_len)
 		return -ERANGE;

@@ -13,12 +13,42 @@
  */
 #include "uring_priv.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+/*
+ * The descriptor an op's system calls use.  io_uring resolves an op's
+ * number to its file when the op is submitted and holds that file: a
+ * caller that closes the number, and a new socket that gets it, leave
+ * the op on the first file.  Here an op that has to wait does the same
+ * by holding a duplicate of the number from then on (closed when the op
+ * is released); an op that never waits ends inside its submit call, with
+ * no window to close anything in.  Without a descriptor to spare
+ * (EMFILE) it keeps the number, as before.
+ */
+static int op_fd(const struct uop *op)
+{
+	return op->held ? op->hfd : op->fd;
+}
+
+static void hold_file(struct uop *op)
+{
+	int d;
+
+	if (op->held)
+		return;
+	d = fcntl(op->fd, F_DUPFD_CLOEXEC, 0);
+	if (d >= 0) {
+		op->hfd = d;
+		op->held = 1;
+	}
+}
+
 static void waitq_push(struct bl_uring *u, struct uop *op)
 {
+	hold_file(op);
 	op->qnext = u->waitq;
 	op->queued = 1;
 	u->waitq = op;
@@ -26,7 +56,7 @@ static void waitq_push(struct bl_uring *u, struct uop *op)
 
 static bool fd_ready(const struct uop *op)
 {
-	struct pollfd p = { .fd = op->fd, .events = bl__uring_op_events(op) };
+	struct pollfd p = { .fd = op_fd(op), .events = bl__uring_op_events(op) };
 
 	return poll(&p, 1, 0) != 0;	/* errors: let the I/O call say */
 }
@@ -37,6 +67,7 @@ static ssize_t blk_syscall(struct bl_uring *u, struct uop *op)
 	int n = (int)(op->niov - op->iov_at);
 	off_t off = op->off < 0 ? -1 : op->off + (off_t)op->done;
 	ssize_t r = -1;
+	int fd = op_fd(op);
 
 	if (n > BL__IOV_MAX)
 		n = BL__IOV_MAX;
@@ -44,32 +75,32 @@ static ssize_t blk_syscall(struct bl_uring *u, struct uop *op)
 	switch (op->kind) {
 	case OP_WRITE:
 		if (off >= 0) {
-			r = pwritev(op->fd, v, n, off);
+			r = pwritev(fd, v, n, off);
 		} else if (op->nosig == BL__NOSIG_SOCK) {
 			op->msg.msg_iov = v;
 			op->msg.msg_iovlen = (size_t)n;
-			r = sendmsg(op->fd, &op->msg,
+			r = sendmsg(fd, &op->msg,
 				    MSG_NOSIGNAL | MSG_DONTWAIT);
 		} else if (op->nosig == BL__NOSIG_GUARD) {
 			struct bl__sigpipe_guard g;
 
 			bl__sigpipe_block(&g);
-			r = writev(op->fd, v, n);
+			r = writev(fd, v, n);
 			bl__sigpipe_restore(&g, r < 0 && errno == EPIPE);
 		} else {
-			r = writev(op->fd, v, n);
+			r = writev(fd, v, n);
 		}
 		break;
 	case OP_READ:
-		r = off < 0 ? readv(op->fd, v, n) : preadv(op->fd, v, n, off);
+		r = off < 0 ? readv(fd, v, n) : preadv(fd, v, n, off);
 		break;
 	case OP_SEND:
 		op->msg.msg_iov = v;
 		op->msg.msg_iovlen = (size_t)n;
-		r = sendmsg(op->fd, &op->msg, op->msg_flags | MSG_DONTWAIT);
+		r = sendmsg(fd, &op->msg, op->msg_flags | MSG_DONTWAIT);
 		break;
 	case OP_RECV:
-		r = recv(op->fd, v->iov_base, v->iov_len,
+		r = recv(fd, v->iov_base, v->iov_len,
 			 op->msg_flags | MSG_DONTWAIT);
 		break;
 	}
@@ -135,7 +166,7 @@ void bl__uring_blk_pooled(struct bl_uring *u, struct uop *op)
 			break;
 		}
 		u->cnt.sqes++;
-		r = recv(op->fd, br->base + (size_t)id * br->buf_size,
+		r = recv(op_fd(op), br->base + (size_t)id * br->buf_size,
 			 br->buf_size, op->msg_flags | MSG_DONTWAIT);
 		r = blk_hook(op, r < 0 ? -errno : r);
 		if (r <= 0)
@@ -176,7 +207,7 @@ static int blk_poll(struct bl_uring *u, int ms)
 		u->waitq = op->qnext;
 		op->queued = 0;
 		ops[n] = op;
-		pfd[n].fd = op->fd;
+		pfd[n].fd = op_fd(op);
 		pfd[n].events = bl__uring_op_events(op);
 		pfd[n].revents = 0;
 		n++;

@@ -26,6 +26,7 @@
 #include "uring_priv.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 /* -EAGAIN / -EINTR completions retried in a row before giving up. */
 #define RETRY_MAX 64u
@@ -70,6 +71,8 @@ void bl__uring_op_release(struct uop *op)
 	bl_list_clear(&op->data);
 	if (op->br)
 		bl__uring_br_op_unpin(op->br);
+	if (op->held)
+		close(op->hfd);
 	bl__free(op->al, op, op->asize, _Alignof(struct uop));
 }
 

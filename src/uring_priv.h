@@ -131,6 +131,8 @@ struct uop {
 	uint8_t seq;		/* enum seq_state */
 	uint8_t stranded;	/* destroy: seen waiting for a notification */
 	int fd;
+	int hfd;		/* blocking: a dup of fd held while waiting */
+	uint8_t held;		/* hfd is open (closed on release) */
 	int msg_flags;
 	int bufidx;		/* registered buffer index, or -1 */
 	unsigned notifs;	/* zero-copy notifications still due */

@@ -2547,6 +2547,32 @@ static void write_object(int fd, size_t len)
 	bl_list_clear(&out);
 }
 
+/* The next reply on the blocking @fd: its result (its tag into *@tag). */
+static int64_t read_reply(int fd, uint64_t *tag)
+{
+	struct bl_msgr_frame f;
+	struct bl_list in;
+	uint64_t res = 0;
+	int r;
+
+	bl_list_init(&in);
+	bl_msgr_frame_init(&f);
+	while ((r = bl_msgr_parse(&in, &f, 1 << 20)) == 0) {
+		unsigned char b[4096];
+		ssize_t n = recv(fd, b, sizeof(b), 0);
+
+		ck_assert_msg(n > 0, "no reply (recv %zd)", n);
+		ck_assert_int_eq(bl_list_append(&in, b, (size_t)n), 0);
+	}
+	ck_assert_int_eq(r, 1);
+	ck_assert_int_eq(bl_list_copy_out(&f.payload, 0, 8, tag), 0);
+	ck_assert_int_eq(bl_list_copy_out(&f.payload, 8, 8, &res), 0);
+	bl_msgr_frame_release(&f);
+	ck_assert_uint_eq(bl_list_length(&in), 0);
+	bl_list_clear(&in);
+	return (int64_t)res;
+}
+
 /* @n READs of @len bytes of object 0 of "obj", pipelined. */
 static void read_requests(int fd, int n, size_t len)
 {
@@ -2849,6 +2875,205 @@ START_TEST(test_hello_with_absurd_alignment_is_refused)
 }
 END_TEST
 
+/*
+ * A raw target's metadata block that places the run's objects past the
+ * end of the file (a file served smaller than it was written, or forged):
+ * the server refuses the run (META_GET fails), and a WRITE whose slot
+ * would wrap around 2^64 to offset 0 (objno 2^44 - 64 of 1 MiB objects
+ * after 64 MiB) is refused, the metadata block left as it was.
+ */
+START_TEST(test_serve_refuses_a_raw_run_whose_objects_start_past_the_end)
+{
+	unsigned char blk[4096], got[4096];
+	char f[PATH_MAX + 64], t[PATH_MAX + 64], tcp[64];
+	struct bl_list body, out;
+	uint64_t tag;
+	int fd, sfd;
+
+	memset(blk, 0, sizeof(blk));
+	memcpy(blk, "BLBRAW02", 8);
+	blk[8] = 3;				/* name length */
+	blk[12] = 4;				/* metadata length */
+	blk[16 + 3] = 0x04;			/* objects at 64 MiB (LE) */
+	memcpy(blk + 24, "run" "meta", 7);
+	{
+		uint32_t crc = bl_crc32c(0xFFFFFFFF, blk, 4092);
+
+		memcpy(blk + 4092, &crc, 4);
+	}
+	path_in(f, sizeof(f), scratch, "raw");
+	fd = open(f, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, blk, sizeof(blk), 0), (ssize_t)sizeof(blk));
+	ck_assert_int_eq(ftruncate(fd, 2 << 20), 0);
+	close(fd);
+	start_server(fmt(t, sizeof(t), "file:%s", f), tcp, sizeof(tcp));
+	sfd = connect_to(tcp);
+
+	bl_list_init(&body);
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_encode_bytes(&body, "run", 3), 0);
+	request(&out, 6, 1, &body);		/* META_GET */
+	send_list(sfd, &out);
+	bl_list_clear(&out);
+	ck_assert_int_lt(read_reply(sfd, &tag), 0);
+	ck_assert_uint_eq(tag, 1);
+
+	ck_assert_int_eq(bl_encode_u32(&body, 4096), 0);	/* data_off */
+	ck_assert_int_eq(bl_encode_u64(&body, (1ull << 44) - 64), 0);
+	ck_assert_int_eq(bl_encode_u64(&body, 0), 0);		/* off */
+	ck_assert_int_eq(bl_encode_u64(&body, 1 << 20), 0);	/* span */
+	ck_assert_int_eq(bl_encode_bytes(&body, "run", 3), 0);
+	ck_assert_int_eq(bl_list_append_zero(&body, 4096 - 47), 0);
+	ck_assert_int_eq(bl_list_append_zero(&body, 4096), 0);
+	request(&out, T_WRITE_, 2, &body);
+	send_list(sfd, &out);
+	bl_list_clear(&out);
+	ck_assert_int_lt(read_reply(sfd, &tag), 0);
+	ck_assert_uint_eq(tag, 2);
+	close(sfd);
+	stop_server();
+
+	fd = open(f, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, got, sizeof(got), 0), (ssize_t)sizeof(got));
+	close(fd);
+	ck_assert_msg(!memcmp(got, blk, sizeof(blk)),
+		      "the metadata block was overwritten");
+}
+END_TEST
+
+/* A listening socket on loopback, its "tcp:127.0.0.1:PORT" into @tcp. */
+static int fake_listen(char *tcp, size_t len)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(lfd, 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(lfd, 1), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+	fmt(tcp, len, "tcp:127.0.0.1:%d", ntohs(a.sin_port));
+	return lfd;
+}
+
+/* A reply frame: @tag, @res, then @body (may be NULL). */
+static void send_reply(int fd, uint64_t tag, int64_t res, struct bl_list *body)
+{
+	struct bl_list p, out;
+
+	bl_list_init(&p);
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_encode_u64(&p, tag), 0);
+	ck_assert_int_eq(bl_encode_u64(&p, (uint64_t)res), 0);
+	if (body)
+		ck_assert_int_eq(bl_list_claim_append(&p, body), 0);
+	ck_assert_int_eq(bl_msgr_encode(&out, 100, tag, &p, 0), 0);
+	send_list(fd, &out);
+	bl_list_clear(&p);
+	bl_list_clear(&out);
+}
+
+/*
+ * A server that answers a blbench client's HELLO as a directory would,
+ * every other request with 0, and its first WRITE with @bad: until the
+ * client hangs up (or 20 s pass).
+ */
+static void fake_server_answering(int lfd, int64_t bad)
+{
+	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+	int64_t end = mono_ms() + 20000;
+	bool bad_sent = false;
+	struct bl_list in;
+	int cfd;
+
+	ck_assert_int_eq(poll(&pfd, 1, 20000), 1);
+	cfd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(cfd, 0);
+	bl_list_init(&in);
+	while (mono_ms() < end) {
+		struct bl_msgr_frame f;
+		unsigned char buf[65536];
+		uint64_t tag;
+		ssize_t n;
+		int r;
+
+		bl_msgr_frame_init(&f);
+		r = bl_msgr_parse(&in, &f, (size_t)2 << 30);
+		ck_assert_int_ge(r, 0);
+		if (r == 0) {
+			pfd.fd = cfd;
+			if (poll(&pfd, 1, 1000) <= 0)
+				continue;
+			n = recv(cfd, buf, sizeof(buf), 0);
+			if (n <= 0)
+				break;
+			ck_assert_int_eq(bl_list_append(&in, buf, (size_t)n), 0);
+			continue;
+		}
+		ck_assert_int_eq(bl_list_copy_out(&f.payload, 0, 8, &tag), 0);
+		if (f.type == 1) {	/* HELLO: a directory of 1 GiB */
+			struct bl_list h;
+
+			bl_list_init(&h);
+			ck_assert_int_eq(bl_encode_u64(&h, 1ull << 30), 0);
+			ck_assert_int_eq(bl_encode_u32(&h, 0), 0);
+			ck_assert_int_eq(bl_encode_u32(&h, 4096), 0);
+			ck_assert_int_eq(bl_encode_u32(&h, 1), 0);
+			ck_assert_int_eq(bl_encode_u64(&h, 1ull << 30), 0);
+			ck_assert_int_eq(bl_encode_bytes(&h, "dir:/x", 6), 0);
+			ck_assert_int_eq(bl_encode_u32(&h, 4096), 0);
+			send_reply(cfd, tag, 0, &h);
+			bl_list_clear(&h);
+		} else if (f.type == T_WRITE_ && !bad_sent) {
+			send_reply(cfd, tag, bad, NULL);
+			bad_sent = true;
+		} else {
+			send_reply(cfd, tag, f.type == T_WRITE_ ?
+				   (int64_t)bl_list_length(&f.payload) : 0,
+				   NULL);
+		}
+		bl_msgr_frame_release(&f);
+	}
+	ck_assert_msg(bad_sent, "the client sent no WRITE");
+	bl_list_clear(&in);
+	close(cfd);
+}
+
+/*
+ * The server's result is 64 bits; a WRITE's can only be -errno or the
+ * bytes written.  Results a 32-bit int would read as 0 (-(1 << 32)) or
+ * that have no negation (INT64_MIN), or that exceed the request, are a
+ * protocol error that fails the run: never "Success", never exit 0.
+ */
+START_TEST(test_tcp_result_outside_the_request_is_a_protocol_error)
+{
+	const int64_t bad[] = { -(INT64_C(1) << 32), INT64_MIN,
+				INT64_C(1) << 40, -100000 };
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char tcp[64], p[PATH_MAX + 64], *err;
+		int lfd = fake_listen(tcp, sizeof(tcp)), st;
+		pid_t pid = SPAWN("cl", "-b", "64K", "-t", "1", "1", "write",
+				  "--target", tcp);
+
+		fake_server_answering(lfd, bad[i]);
+		st = wait_exit(pid, 20);
+		err = slurp(fmt(p, sizeof(p), "%s/.cl.err", scratch));
+		ck_assert_msg(st == 1 && !strstr(err, "Success") &&
+			      strstr(err, "out of range"),
+			      "result %lld: status %d (-1: still running):\n%s",
+			      (long long)bad[i], st, err);
+		free(err);
+		close(lfd);
+	}
+}
+END_TEST
+
 START_TEST(test_tcp_target_that_is_not_there_gives_one_line_reason)
 {
 	struct res r;
@@ -2996,6 +3221,8 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_tcp_host_that_does_not_resolve_gives_the_resolvers_reason);
 	tcase_add_test(tc, test_failed_server_write_leaves_no_empty_object);
 	tcase_add_test(tc, test_hello_with_absurd_alignment_is_refused);
+	tcase_add_test(tc, test_tcp_result_outside_the_request_is_a_protocol_error);
+	tcase_add_test(tc, test_serve_refuses_a_raw_run_whose_objects_start_past_the_end);
 #ifndef __SANITIZE_THREAD__
 	/*
 	 * Under TSan, on a machine loaded by other jobs, the client once took

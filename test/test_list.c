@@ -2385,6 +2385,23 @@ START_TEST(test_to_iovec_one_entry_per_segment)
 }
 END_TEST
 
+/*
+ * A NULL @iov with room claimed is -EINVAL, as bl_list_copy_out() answers
+ * a NULL destination, not a write through NULL; with no room it is 0.
+ */
+START_TEST(test_to_iovec_null_array_is_einval)
+{
+	struct bl_list l;
+
+	make_abc(&l);
+	ck_assert_int_eq(bl_list_to_iovec(&l, 0, NULL, 4), -EINVAL);
+	ck_assert_int_eq(bl_list_to_iovec(&l, 10, NULL, 4), -EINVAL);
+	ck_assert_int_eq(bl_list_to_iovec(&l, 0, NULL, 0), 0);
+	bl_list_clear(&l);
+	ck_assert_int_eq(bl_list_to_iovec(&l, 0, NULL, 1), -EINVAL);
+}
+END_TEST
+
 START_TEST(test_to_iovec_resume_over_3000_segments)
 {
 	static unsigned char data[3000 * 5], got[3000 * 5];
@@ -4153,6 +4170,7 @@ static Suite *list_suite(void)
 	tc = tcase_create("iovec");
 	tcase_set_timeout(tc, 60);	/* sanitizers on a loaded machine */
 	tcase_add_test(tc, test_to_iovec_one_entry_per_segment);
+	tcase_add_test(tc, test_to_iovec_null_array_is_einval);
 	tcase_add_test(tc, test_to_iovec_resume_over_3000_segments);
 	tcase_add_test(tc, test_to_iovec_every_count_and_start_across_chunks);
 	tcase_add_test(tc, test_get_ptr_shares_segment);

@@ -1786,6 +1786,64 @@ START_TEST(test_recv_sees_zero_when_the_peer_closes)
 END_TEST
 
 /*
+ * A receive holds the socket it was armed on, not its number: after the
+ * caller closes the descriptor and a new socket gets the same number, the
+ * receive still takes the first socket's bytes and never the new one's,
+ * on both back ends (io_uring keeps a reference to the file; the
+ * blocking back end holds a duplicate while the receive waits).
+ */
+START_TEST(test_recv_armed_on_a_closed_descriptor_keeps_its_socket)
+{
+	struct bl_uring *u = new_ring(0);
+	time_t end = time(NULL) + 20;
+	struct rec r;
+	int a[2], b[2], num;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
+	rec_init(&r);
+	num = a[1];
+	ck_assert_int_eq(bl_uring_recv(u, num, 100, rec_cb, &r), 0);
+	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
+	ck_assert_int_eq(r.calls, 0);
+	/* the number now names another socket, with bytes waiting */
+	close(num);
+	ck_assert_int_eq(dup2(b[1], num), num);
+	close(b[1]);
+	ck_assert_int_eq(write(b[0], "new!", 4), 4);
+	for (int i = 0; i < 20; i++) {
+		ck_assert_int_ge(bl_uring_run(u, 0, 10), 0);
+		ck_assert_int_eq(r.calls, 0);
+	}
+	/* what the first socket's peer sends is what it gets */
+	ck_assert_int_eq(write(a[0], "old!", 4), 4);
+	while (!r.calls && time(NULL) < end)
+		ck_assert_int_ge(bl_uring_run(u, 1, 100), 0);
+	ck_assert_int_eq(r.calls, 1);
+	ck_assert_int_eq(r.res, 4);
+	ck_assert_uint_eq(bl_list_length(&r.data), 4);
+	{
+		char got[4];
+
+		bl_list_copy_out(&r.data, 0, 4, got);
+		ck_assert_mem_eq(got, "old!", 4);
+	}
+	/* the new socket's bytes are still there for its own reader */
+	{
+		char got[4];
+
+		ck_assert_int_eq(recv(num, got, 4, MSG_DONTWAIT), 4);
+		ck_assert_mem_eq(got, "new!", 4);
+	}
+	bl_list_clear(&r.data);
+	bl_uring_destroy(u);
+	close(a[0]);
+	close(b[0]);
+	close(num);
+}
+END_TEST
+
+/*
  * bl_uring_run(u, 0, 0) in a loop drives both back ends: a receive whose
  * data arrived completes, and a send larger than the socket buffer goes
  * out whole while the same loop drains the peer.  (The loop is bounded by
@@ -3970,6 +4028,7 @@ static Suite *uring_suite(void)
 		tcase_add_test(tc, test_waits_that_outlast_the_window_back_off_from_spinning);
 		tcase_add_test(tc, test_a_wait_spins_only_where_an_answer_is_due);
 		tcase_add_test(tc, test_recv_sees_zero_when_the_peer_closes);
+		tcase_add_test(tc, test_recv_armed_on_a_closed_descriptor_keeps_its_socket);
 		tcase_add_test(tc, test_write_to_a_gone_reader_is_epipe_without_sigpipe);
 		tcase_add_test(tc, test_run_with_min_complete_zero_advances_waiting_ops);
 		tcase_add_test(tc, test_writes_at_the_file_position_land_whole_and_in_order);

@@ -66,8 +66,11 @@ static int slot_off(const struct file_target *f, const struct blb_op *op,
 	uint64_t span = f->t.obj_span, base;
 
 	/* written so that nothing overflows: off, len and objno may come
-	 * from a network peer (serve) */
-	if (!span || op->off > span || len > span - op->off ||
+	 * from a network peer (serve); objno below (size - data_off) / span
+	 * keeps objno * span + span within size - data_off, so base + len
+	 * cannot wrap */
+	if (!span || f->data_off >= f->size || op->off > span ||
+	    len > span - op->off ||
 	    op->objno >= (f->size - f->data_off) / span)
 		return -ENOSPC;
 	base = f->data_off + op->objno * span + op->off;
@@ -165,8 +168,10 @@ static int meta_block_parse(const struct file_target *f,
 	} else if (!memcmp(buf, RAW_META_MAGIC2, 8)) {
 		*data_off = blb_get_le64(buf + 16);
 		at = 24;
+		/* past the end there is no slot: a file served smaller than
+		 * its run was written, or a forged block */
 		if (*data_off < RAW_RESERVED || *data_off > RAW_DATA_ALIGN_MAX ||
-		    *data_off % f->meta_block)
+		    *data_off % f->meta_block || *data_off >= f->size)
 			return -ENOENT;
 	} else {
 		return -ENOENT;

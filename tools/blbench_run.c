@@ -486,12 +486,15 @@ static void finish_op(struct blb_bench *b, struct blb_op *op, double now)
 
 	op->busy = false;
 	if (op->res < 0) {
+		/* no target should give one, but an int must not read it as 0 */
+		int err = op->res < -BLB_ERRNO_MAX ? -EPROTO : (int)op->res;
+
 		if (!b->failed)
 			fprintf(stderr, "blbench: %s %s: %s\n",
 				b->mode == BLB_WRITE ? "writing" : "reading",
-				op->name, strerror((int)-op->res));
+				op->name, strerror(-err));
 		if (!b->failed)
-			b->failed = (int)op->res;
+			b->failed = err;
 		b->st.in_flight--;
 		bl_list_clear(&op->data);
 		return;

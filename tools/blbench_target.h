@@ -23,6 +23,8 @@
 #include "blbench_util.h"
 
 #define BLB_NAME_MAX 256
+/* An op's result below -BLB_ERRNO_MAX is no errno (the kernel's MAX_ERRNO). */
+#define BLB_ERRNO_MAX 4095
 
 enum blb_mode {
 	BLB_WRITE = 1,

@@ -35,6 +35,7 @@ struct tcp_slot {
 	bool used;
 	struct blb_op *op;		/* an async op, or ... */
 	struct tcp_sync *sync;		/* ... a call someone waits for */
+	uint64_t most;			/* the largest result it may have */
 	unsigned next_free;
 };
 
@@ -79,6 +80,7 @@ static int slot_alloc(struct tcp_target *tt, uint64_t *tag)
 	s->gen++;
 	s->op = NULL;
 	s->sync = NULL;
+	s->most = 0;
 	*tag = (uint64_t)s->gen << 32 | i;
 	return (int)i;
 }
@@ -131,10 +133,23 @@ static void tcp_on_frame(void *arg, struct bl_msgr_conn *c,
 	uint64_t tag, res;
 	unsigned idx;
 
+	struct tcp_slot *s;
+
 	if (f->type != T_REPLY || bl_iter_init(&it, &f->payload, 0) < 0 ||
 	    bl_decode_u64(&it, &tag) < 0 || bl_decode_u64(&it, &res) < 0 ||
-	    !slot_find(tt, tag, &idx)) {
+	    !(s = slot_find(tt, tag, &idx))) {
 		bl_msgr_conn_abort(c, -EBADMSG, "a reply that answers nothing");
+		return;
+	}
+	/*
+	 * -errno, or at most what was asked (bytes written or read; 0 for a
+	 * call): anything else, -(1 << 32) or INT64_MIN included, is not an
+	 * answer, and must not pass for one where an int would read it.  The
+	 * slot fails with the connection (tcp_on_close).
+	 */
+	if ((int64_t)res < 0 ? (int64_t)res < -BLB_ERRNO_MAX : res > s->most) {
+		bl_msgr_conn_abort(c, -EPROTO, "a reply whose result is out of "
+				   "range");
 		return;
 	}
 	/* what follows the 16-byte reply header is the data, shared */
@@ -271,6 +286,7 @@ static int tcp_write(struct blb_target *t, struct blb_op *op,
 		return -ENOMEM;
 	}
 	tt->slots[i].op = op;
+	tt->slots[i].most = bl_list_length(data);
 	return tcp_send(tt, i, T_WRITE, &l);
 }
 
@@ -295,6 +311,7 @@ static int tcp_read(struct blb_target *t, struct blb_op *op, size_t len)
 		return -ENOMEM;
 	}
 	tt->slots[i].op = op;
+	tt->slots[i].most = len;
 	return tcp_send(tt, i, T_READ, &l);
 }
 

@@ -354,7 +354,7 @@ BL_API int bl_list_compare(const struct bl_list *a, const struct bl_list *b);
  * Borrowed: the iovecs point into @l's raws, valid while @l holds them.
  * No allocation.  Resume at @off plus the bytes returned so far.
  * Return: entries filled, 0 at the end, -ERANGE when @off > length,
- * -EINVAL when @iovcnt < 0.
+ * -EINVAL when @iovcnt < 0, or @iov is NULL and @iovcnt is not 0.
  */
 BL_API int bl_list_to_iovec(const struct bl_list *l, size_t off,
 			    struct iovec *iov, int iovcnt);
