@@ -842,6 +842,31 @@ START_TEST(test_msgbench_takes_sizes_with_suffixes)
 }
 END_TEST
 
+/*
+ * A ping-pong client waits for the answer to its last request before it
+ * closes: closing as soon as the request went to the kernel made the
+ * server's reply fail (EPIPE) and the run end with "errors" and status
+ * 1.  Large frames keep the reply in flight long enough to hit it; a
+ * few runs make the race show.
+ */
+START_TEST(test_msgbench_pingpong_ends_without_errors)
+{
+	struct res r;
+
+	for (int i = 0; i < 3; i++) {
+		RUN_MSGBENCH(&r, "--mode", "pingpong", "--size", "4M",
+			     "--seconds", "0.5", "--impl", "ours", "-q");
+		expect_status(&r, 0);
+		ck_assert_ptr_nonnull(strstr(r.out,
+			"RESULT msgbench pingpong size=4194304 conns=1 impl=ours "));
+		ck_assert_msg(!strstr(r.err, "errors") &&
+			      !strstr(r.err, "Broken pipe"),
+			      "stderr:\n%s", r.err);
+		res_free(&r);
+	}
+}
+END_TEST
+
 START_TEST(test_pool_and_sizes_with_suffixes_are_accepted)
 {
 	char t[PATH_MAX + 64];
@@ -3158,6 +3183,7 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_msgbench_bad_options_give_a_reason_and_status_2);
 	tcase_add_test(tc, test_msgbench_help_lists_every_option_on_stdout);
 	tcase_add_test(tc, test_msgbench_takes_sizes_with_suffixes);
+	tcase_add_test(tc, test_msgbench_pingpong_ends_without_errors);
 	tcase_add_test(tc, test_pool_and_sizes_with_suffixes_are_accepted);
 	tcase_add_test(tc, test_unopenable_target_gives_one_line_reason);
 	tcase_add_test(tc, test_rados_target_options_are_checked_before_connecting);

@@ -157,9 +157,9 @@ void *mb_ours_server(void *arg)
 
 struct cconn {
 	struct bl_msgr_conn *c;
-	unsigned outstanding;
+	unsigned outstanding;		/* sends not yet handed to the kernel */
+	unsigned awaiting;		/* ping-pong: requests not answered */
 	bool closed;
-	uint64_t replies;
 };
 
 struct client {
@@ -194,10 +194,14 @@ static int ours_send(struct client *cl, struct cconn *cc)
 		if (bl_lz4_compress(&cl->payload, &z, NULL) < 0)
 			mb_die("bl_lz4_compress", ENOMEM);
 		cc->outstanding++;
+		if (cl->cfg->mode == MB_PINGPONG)
+			cc->awaiting++;
 		err = bl_msgr_send(cc->c, MB_TYPE_LZ4, &z, ours_sent, cc);
 		bl_list_clear(&z);
 		return err;
 	}
+	if (cl->cfg->mode == MB_PINGPONG)
+		cc->awaiting++;
 	/*
 	 * A new payload each time, as far as its crc is concerned.  (Small
 	 * payloads are copied into the frame, and their crc taken over the
@@ -221,6 +225,8 @@ static void ours_cli_frame(void *arg, struct bl_msgr_conn *c,
 		if (cl->cc[i].c == c)
 			cc = &cl->cc[i];
 	cl->replies++;
+	if (cc && cc->awaiting)
+		cc->awaiting--;
 	if (cc && !cl->stop && ours_send(cl, cc))
 		mb_die("bl_msgr_send", EIO);
 }
@@ -303,12 +309,19 @@ void mb_ours_client(const struct mb_cfg *cfg, const struct sockaddr_in *sa,
 		r->msgs_s = (double)cl.replies / (t1 - t0);
 		r->gb_s = r->msgs_s * (double)cfg->size * 2 / 1e9;
 	}
-	/* drain, then close */
+	/*
+	 * Drain, then close.  Ping-pong waits for the answer to every
+	 * request too: a request handed to the kernel is not answered yet,
+	 * and closing then would make the server's reply fail (EPIPE) at
+	 * the normal end of a run.
+	 */
 	for (;;) {
 		unsigned left = 0;
 
 		for (int i = 0; i < cfg->conns; i++)
-			left += cl.cc[i].outstanding;
+			if (!cl.cc[i].closed)
+				left += cl.cc[i].outstanding +
+					cl.cc[i].awaiting;
 		if (!left)
 			break;
 		if (bl_uring_run(u, 1, 100) < 0)
