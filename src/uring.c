@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>	/* SYNC_FILE_RANGE_* */
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -303,7 +304,8 @@ static int op_start(struct bl_uring *u, struct uop *op)
 		op_link(u, op);
 		return 0;	/* starts when the one before it ends */
 	}
-	if (!op->total && op->kind != OP_RECV && op->kind != OP_POOLED) {
+	if (!op->total && (op->kind == OP_WRITE || op->kind == OP_READ ||
+			   op->kind == OP_SEND)) {
 		op_link(u, op);
 		op->res = 0;
 		bl__uring_doneq_push(u, op);
@@ -318,7 +320,7 @@ static int op_start(struct bl_uring *u, struct uop *op)
 			bl__uring_blk_perform(u, op);
 		return 0;
 	}
-	sqe = bl__uring_get_sqe(u);
+	sqe = bl__uring_get_sqes(u, bl__uring_op_nsqe(op));
 	if (!sqe) {
 		bl__uring_seq_pop(u, op);	/* alone in its queue */
 		bl__uring_op_release(op);
@@ -349,13 +351,79 @@ static void set_pollfirst(struct bl_uring *u, struct uop *op)
 							  : -1);
 }
 
+/* ---- per-operation options ---------------------------------------------- */
+
+#define OPTS_RW_FLAGS (RWF_DSYNC | RWF_SYNC | RWF_NOWAIT)
+
+/* What @o asks that an op of this kind cannot do: -EINVAL, else 0. */
+static int opts_check(const struct bl_uring_opts *o, bool write, bool timer)
+{
+	if (!o)
+		return 0;
+	if ((o->rw_flags & ~OPTS_RW_FLAGS) ||
+	    o->sync > BL_URING_SYNC_FDATASYNC)
+		return -EINVAL;
+	if (!write && (o->rw_flags || o->sync))
+		return -EINVAL;
+	if (timer && o->timeout_ms)
+		return -EINVAL;
+	return 0;
+}
+
+/* @op takes @o's options and an id (which op_submit hands back). */
+static void opts_apply(struct bl_uring *u, struct uop *op,
+		       const struct bl_uring_opts *o)
+{
+	if (!o)
+		return;
+	op->rw_flags = o->rw_flags;
+	op->sync = (uint8_t)o->sync;
+	if (o->timeout_ms)
+		op->deadline_us = bl__now_us() + (uint64_t)o->timeout_ms * 1000;
+	op->id = ++u->next_id;
+}
+
+/* op_start(), and @o (if any) gets the op's id when it started. */
+static int op_submit(struct bl_uring *u, struct uop *op,
+		     struct bl_uring_opts *o)
+{
+	uint64_t id = op->id;
+	int ret = op_start(u, op);
+
+	if (!ret && o)
+		o->id = id;
+	return ret;
+}
+
 int bl_uring_write(struct bl_uring *u, int fd, off_t off,
 		   const struct bl_list *l, bl_uring_cb cb, void *arg)
 {
+	return bl_uring_write_opts(u, fd, off, l, NULL, cb, arg);
+}
+
+int bl_uring_write_opts(struct bl_uring *u, int fd, off_t off,
+			const struct bl_list *l, struct bl_uring_opts *o,
+			bl_uring_cb cb, void *arg)
+{
 	struct uop *op;
+	int ret;
 
 	if (!u || !l)
 		return -EINVAL;
+	ret = opts_check(o, true, false);
+	if (ret)
+		return ret;
+	/* nothing to write, but a sync asked for: the sync alone */
+	if (o && o->sync && bl_list_is_empty(l)) {
+		struct bl_uring_opts so = { .timeout_ms = o->timeout_ms };
+
+		ret = bl_uring_fsync(u, fd,
+				     o->sync == BL_URING_SYNC_FDATASYNC ?
+				     BL_URING_FSYNC_DATASYNC : 0, &so, cb, arg);
+		if (!ret)
+			o->id = so.id;
+		return ret;
+	}
 	op = bl__uring_op_new(u, OP_WRITE, bl_list_num_buffers(l));
 	if (!op)
 		return -ENOMEM;
@@ -366,12 +434,122 @@ int bl_uring_write(struct bl_uring *u, int fd, off_t off,
 	op->arg = arg;
 	if (u->ring && op->niov == 1)
 		op->bufidx = fixed_index(u, op->raws[0]);
+	opts_apply(u, op, o);
 	set_pollfirst(u, op);
-	return op_start(u, op);
+	/* a write that must not wait must not wait for readiness either */
+	if (op->rw_flags & RWF_NOWAIT)
+		op->pollfirst = 0;
+	return op_submit(u, op, o);
+}
+
+/* An op of one request and no bytes: a sync or a timer. */
+static int op_plain(struct bl_uring *u, int kind, int fd,
+		    struct bl_uring_opts *o, bl_uring_cb cb, void *arg,
+		    struct uop **out)
+{
+	struct uop *op;
+	int ret = opts_check(o, false, kind == OP_TIMER);
+
+	if (ret)
+		return ret;
+	op = bl__uring_op_new(u, kind, 0);
+	if (!op)
+		return -ENOMEM;
+	op->fd = fd;
+	op->cb = cb;
+	op->arg = arg;
+	opts_apply(u, op, o);
+	*out = op;
+	return 0;
+}
+
+int bl_uring_fsync(struct bl_uring *u, int fd, unsigned flags,
+		   struct bl_uring_opts *o, bl_uring_cb cb, void *arg)
+{
+	struct uop *op;
+	int ret;
+
+	if (!u || (flags & ~BL_URING_FSYNC_DATASYNC))
+		return -EINVAL;
+	ret = op_plain(u, OP_FSYNC, fd, o, cb, arg, &op);
+	if (ret)
+		return ret;
+	op->fsync_flags = flags & BL_URING_FSYNC_DATASYNC ?
+			  IORING_FSYNC_DATASYNC : 0;
+	return op_submit(u, op, o);
+}
+
+int bl_uring_sync_range(struct bl_uring *u, int fd, off_t off, off_t len,
+			unsigned flags, struct bl_uring_opts *o,
+			bl_uring_cb cb, void *arg)
+{
+	struct uop *op;
+	int ret;
+
+	if (!u || off < 0 || len < 0 || (uint64_t)len > UINT32_MAX ||
+	    (flags & ~(unsigned)(SYNC_FILE_RANGE_WAIT_BEFORE |
+				 SYNC_FILE_RANGE_WRITE |
+				 SYNC_FILE_RANGE_WAIT_AFTER)))
+		return -EINVAL;
+	ret = op_plain(u, OP_SYNC_RANGE, fd, o, cb, arg, &op);
+	if (ret)
+		return ret;
+	op->off = off;
+	op->range_len = (unsigned)len;
+	op->fsync_flags = flags;
+	return op_submit(u, op, o);
+}
+
+int bl_uring_timer(struct bl_uring *u, unsigned ms, struct bl_uring_opts *o,
+		   bl_uring_cb cb, void *arg)
+{
+	struct uop *op;
+	int ret;
+
+	if (!u)
+		return -EINVAL;
+	ret = op_plain(u, OP_TIMER, -1, o, cb, arg, &op);
+	if (ret)
+		return ret;
+	op->deadline_us = bl__now_us() + (uint64_t)ms * 1000;
+	return op_submit(u, op, o);
+}
+
+int bl_uring_cancel(struct bl_uring *u, uint64_t id)
+{
+	struct uop *op;
+
+	if (!u || !id)
+		return -EINVAL;
+	if (u->destroying)
+		return -ECANCELED;
+	for (op = u->live; op; op = op->lnext)
+		if (op->id == id)
+			break;
+	if (!op || op->called)
+		return -ENOENT;
+	if (op->cancel_req)
+		return 0;	/* asked already */
+	/* waiting its turn on its descriptor: no request anywhere */
+	if (op->seq == SEQ_QUEUED) {
+		bl__uring_seq_remove(u, op);
+		op->cancel_req = 1;
+		op->res = -ECANCELED;
+		bl__uring_doneq_push(u, op);
+		return 0;
+	}
+	return u->be->cancel(u, op);
 }
 
 int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
 		  size_t align, bl_uring_cb cb, void *arg)
+{
+	return bl_uring_read_opts(u, fd, off, len, align, NULL, cb, arg);
+}
+
+int bl_uring_read_opts(struct bl_uring *u, int fd, off_t off, size_t len,
+		       size_t align, struct bl_uring_opts *o, bl_uring_cb cb,
+		       void *arg)
 {
 	struct bl_uring_regpool *rp;
 	unsigned n = 0;
@@ -382,7 +560,7 @@ int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
 	rp = u->regpool;
 	if (!align)
 		align = BL_CACHELINE;
-	if (!bl__is_pow2(align))
+	if (!bl__is_pow2(align) || opts_check(o, false, false))
 		return -EINVAL;
 	if (len > (size_t)SSIZE_MAX)
 		len = (size_t)SSIZE_MAX;
@@ -423,16 +601,24 @@ int bl_uring_read(struct bl_uring *u, int fd, off_t off, size_t len,
 	op->off = off < 0 ? -1 : off;
 	op->cb = cb;
 	op->arg = arg;
+	opts_apply(u, op, o);
 	set_pollfirst(u, op);
-	return op_start(u, op);
+	return op_submit(u, op, o);
 }
 
 int bl_uring_send(struct bl_uring *u, int fd, const struct bl_list *l,
 		  int flags, bl_uring_cb cb, void *arg)
 {
+	return bl_uring_send_opts(u, fd, l, flags, NULL, cb, arg);
+}
+
+int bl_uring_send_opts(struct bl_uring *u, int fd, const struct bl_list *l,
+		       int flags, struct bl_uring_opts *o, bl_uring_cb cb,
+		       void *arg)
+{
 	struct uop *op;
 
-	if (!u || !l)
+	if (!u || !l || opts_check(o, false, false))
 		return -EINVAL;
 	op = bl__uring_op_new(u, OP_SEND, bl_list_num_buffers(l));
 	if (!op)
@@ -444,16 +630,23 @@ int bl_uring_send(struct bl_uring *u, int fd, const struct bl_list *l,
 	op->cb = cb;
 	op->arg = arg;
 	op->zc = want_zc(u, fd, op->total);
-	return op_start(u, op);
+	opts_apply(u, op, o);
+	return op_submit(u, op, o);
 }
 
 int bl_uring_recv(struct bl_uring *u, int fd, size_t len, bl_uring_cb cb,
 		  void *arg)
 {
+	return bl_uring_recv_opts(u, fd, len, NULL, cb, arg);
+}
+
+int bl_uring_recv_opts(struct bl_uring *u, int fd, size_t len,
+		       struct bl_uring_opts *o, bl_uring_cb cb, void *arg)
+{
 	struct uop *op;
 	struct bl_raw *r;
 
-	if (!u)
+	if (!u || opts_check(o, false, false))
 		return -EINVAL;
 	if (len > (size_t)INT_MAX)
 		len = (size_t)INT_MAX;
@@ -473,7 +666,8 @@ int bl_uring_recv(struct bl_uring *u, int fd, size_t len, bl_uring_cb cb,
 	op->fd = fd;
 	op->cb = cb;
 	op->arg = arg;
-	return op_start(u, op);
+	opts_apply(u, op, o);
+	return op_submit(u, op, o);
 }
 
 int bl_uring_recv_pooled(struct bl_uring *u, int fd,

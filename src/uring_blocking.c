@@ -73,8 +73,27 @@ static ssize_t blk_syscall(struct bl_uring *u, struct uop *op)
 		n = BL__IOV_MAX;
 	u->cnt.sqes++;
 	switch (op->kind) {
+	case OP_FSYNC:
+		r = op->fsync_flags & IORING_FSYNC_DATASYNC ? fdatasync(fd)
+							    : fsync(fd);
+		break;
+	case OP_SYNC_RANGE:
+		r = sync_file_range(fd, op->off, (off_t)op->range_len,
+				    op->fsync_flags);
+		break;
+	case OP_TIMER:
+		break;		/* never called: timers wait (blk_perform) */
 	case OP_WRITE:
-		if (off >= 0) {
+		if (op->rw_flags && op->nosig == BL__NOSIG_GUARD) {
+			struct bl__sigpipe_guard g;
+
+			bl__sigpipe_block(&g);
+			r = pwritev2(fd, v, n, off, op->rw_flags);
+			bl__sigpipe_restore(&g, r < 0 && errno == EPIPE);
+		} else if (op->rw_flags && op->nosig != BL__NOSIG_SOCK) {
+			/* off -1: at the file position, as writev */
+			r = pwritev2(fd, v, n, off, op->rw_flags);
+		} else if (off >= 0) {
 			r = pwritev(fd, v, n, off);
 		} else if (op->nosig == BL__NOSIG_SOCK) {
 			op->msg.msg_iov = v;
@@ -104,6 +123,8 @@ static ssize_t blk_syscall(struct bl_uring *u, struct uop *op)
 			 op->msg_flags | MSG_DONTWAIT);
 		break;
 	}
+	if (r < 0 && errno == EOPNOTSUPP && (op->rw_flags & RWF_NOWAIT))
+		return -EAGAIN;	/* as io_uring says: it could block */
 	return r < 0 ? -errno : r;
 }
 
@@ -123,13 +144,33 @@ static ssize_t blk_hook(struct uop *op, ssize_t r)
  * its descriptor (bl__uring_seq_next) runs next, in this same loop, so a
  * file's writes at the position still end in the submit call.
  */
+/*
+ * The sync linked behind a write that ended whole: its error, if any,
+ * becomes the op's result (a write that failed is not synced).
+ */
+static void blk_linked_sync(struct bl_uring *u, struct uop *op)
+{
+	ssize_t r;
+
+	if (!op->sync || op->kind != OP_WRITE || op->res < 0)
+		return;
+	u->cnt.sqes++;
+	r = op->sync == BL_URING_SYNC_FDATASYNC ? fdatasync(op_fd(op))
+						: fsync(op_fd(op));
+	r = blk_hook(op, r < 0 ? -errno : 0);
+	if (r < 0)
+		op->res = r;
+}
+
 void bl__uring_blk_perform(struct bl_uring *u, struct uop *op)
 {
 	while (op) {
 		enum step st;
 		ssize_t r;
 
-		if (op->pollfirst && !fd_ready(op)) {
+		/* a timer waits for its deadline only (blk_poll) */
+		if (op->kind == OP_TIMER ||
+		    (op->pollfirst && !fd_ready(op))) {
 			waitq_push(u, op);
 			return;
 		}
@@ -141,6 +182,7 @@ void bl__uring_blk_perform(struct bl_uring *u, struct uop *op)
 			waitq_push(u, op);
 			return;
 		}
+		blk_linked_sync(u, op);
 		bl__uring_doneq_push(u, op);
 		op = op->seq == SEQ_HEAD ? bl__uring_seq_next(u, op) : NULL;
 	}
@@ -194,20 +236,55 @@ void bl__uring_blk_pooled(struct bl_uring *u, struct uop *op)
 
 #define POLL_BATCH 256
 
+/*
+ * @ms shortened to the earliest deadline of a waiting op (a timer, a
+ * timed op), so that a wait ends in time for it.
+ */
+static int blk_wait_ms(const struct bl_uring *u, int ms)
+{
+	uint64_t now = 0, first = UINT64_MAX;
+
+	for (const struct uop *op = u->waitq; op; op = op->qnext)
+		if (op->deadline_us && op->deadline_us < first)
+			first = op->deadline_us;
+	if (first == UINT64_MAX)
+		return ms;
+	now = bl__now_us();
+	if (first <= now)
+		return 0;
+	/* rounded up: waking a millisecond early would just wait again */
+	first = (first - now + 999) / 1000;
+	return ms < 0 || (uint64_t)ms > first ? (int)first : ms;
+}
+
+/* A waiting op whose deadline passed: a timer fires, another times out. */
+static bool blk_expired(struct bl_uring *u, struct uop *op, uint64_t now)
+{
+	if (!op->deadline_us || op->deadline_us > now)
+		return false;
+	op->res = op->kind == OP_TIMER ? 0 : -ETIME;
+	op->more = 0;
+	bl__uring_doneq_push(u, op);
+	return true;
+}
+
 /* Polls up to POLL_BATCH waiting ops for @ms and runs the ready ones. */
 static int blk_poll(struct bl_uring *u, int ms)
 {
 	struct pollfd pfd[POLL_BATCH];
 	struct uop *ops[POLL_BATCH];
 	int n = 0, ready;
+	uint64_t now;
 
+	ms = blk_wait_ms(u, ms);
 	while (u->waitq && n < POLL_BATCH) {
 		struct uop *op = u->waitq;
 
 		u->waitq = op->qnext;
 		op->queued = 0;
 		ops[n] = op;
-		pfd[n].fd = op_fd(op);
+		/* a timer has no descriptor: poll() skips a negative one */
+		pfd[n].fd = op->kind == OP_TIMER ? -1 : op_fd(op);
 		pfd[n].events = bl__uring_op_events(op);
 		pfd[n].revents = 0;
 		n++;
@@ -215,12 +292,14 @@ static int blk_poll(struct bl_uring *u, int ms)
 	ready = poll(pfd, (nfds_t)n, ms);
 	if (ready < 0)
 		ready = -errno;
+	now = bl__now_us();
 	for (int i = 0; i < n; i++) {
 		struct uop *op = ops[i];
 
-		if (ready <= 0 || !pfd[i].revents)
-			waitq_push(u, op);
-		else if (op->kind == OP_POOLED)
+		if (ready <= 0 || !pfd[i].revents) {
+			if (!blk_expired(u, op, now))
+				waitq_push(u, op);
+		} else if (op->kind == OP_POOLED)
 			bl__uring_blk_pooled(u, op);
 		else
 			bl__uring_blk_perform(u, op);
@@ -288,7 +367,25 @@ static void blk_drain(struct bl_uring *u)
 	}
 }
 
+/* bl_uring_cancel(): an op waiting for its descriptor (or a timer) ends. */
+static int blk_cancel(struct bl_uring *u, struct uop *op)
+{
+	for (struct uop **pp = &u->waitq; *pp; pp = &(*pp)->qnext) {
+		if (*pp != op)
+			continue;
+		*pp = op->qnext;
+		op->queued = 0;
+		op->cancel_req = 1;
+		op->res = -ECANCELED;
+		op->more = 0;
+		bl__uring_doneq_push(u, op);
+		return 0;
+	}
+	return -ENOENT;		/* ended: its callback is due */
+}
+
 const struct bl__uring_backend bl__uring_backend_blocking = {
+	.cancel = blk_cancel,
 	.start = bl__uring_blk_perform,		/* takes the queue along */
 	.pooled_again = bl__uring_blk_pooled,
 	.run = blk_run,

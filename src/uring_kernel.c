@@ -96,6 +96,70 @@ struct io_uring_sqe *bl__uring_get_sqe(struct bl_uring *u)
 	return sqe;
 }
 
+struct io_uring_sqe *bl__uring_get_sqes(struct bl_uring *u, unsigned n)
+{
+	if (io_uring_sq_space_left(u->ring) < n)
+		io_uring_submit(u->ring);
+	if (io_uring_sq_space_left(u->ring) < n)
+		return NULL;
+	return io_uring_get_sqe(u->ring);
+}
+
+/* This request of a write with a linked sync reaches its end: sync it. */
+static bool op_syncs_now(const struct uop *op)
+{
+	unsigned n = op->niov - op->iov_at;
+
+	return op->sync && (op->bufidx >= 0 || n <= BL__IOV_MAX);
+}
+
+unsigned bl__uring_op_nsqe(const struct uop *op)
+{
+	return 1u + (op->deadline_us && op->kind != OP_TIMER) +
+	       op_syncs_now(op);
+}
+
+static void set_ts(struct __kernel_timespec *ts, uint64_t us)
+{
+	ts->tv_sec = (long long)(us / 1000000);
+	ts->tv_nsec = (long long)(us % 1000000) * 1000;
+}
+
+/*
+ * What follows an op's request in its chain: the link timeout of a timed
+ * op (at the op's one absolute deadline, so a resumed request gets what
+ * is left of the time), then the sync linked behind the last piece of a
+ * write.  A timeout in the middle of a chain bounds the request before
+ * it; when that ends first the chain goes on to the sync.  The caller
+ * made room (bl__uring_op_nsqe).
+ */
+static void prep_links(struct bl_uring *u, struct uop *op,
+		       struct io_uring_sqe *sqe)
+{
+	bool sync = op_syncs_now(op);
+	struct io_uring_sqe *x;
+
+	if (op->deadline_us) {
+		sqe->flags |= IOSQE_IO_LINK;
+		x = io_uring_get_sqe(u->ring);
+		set_ts(&op->ts, op->deadline_us);
+		io_uring_prep_link_timeout(x, &op->ts, IORING_TIMEOUT_ABS);
+		io_uring_sqe_set_data64(x, (uint64_t)(uintptr_t)op | TAG_LTO);
+		op->xsqe++;
+		sqe = x;
+	}
+	if (sync) {
+		sqe->flags |= IOSQE_IO_LINK;
+		x = io_uring_get_sqe(u->ring);
+		io_uring_prep_fsync(x, op->fd,
+				    op->sync == BL_URING_SYNC_FDATASYNC ?
+				    IORING_FSYNC_DATASYNC : 0);
+		io_uring_sqe_set_data64(x, (uint64_t)(uintptr_t)op | TAG_SYNC);
+		op->xsqe++;
+		op->sync_sqe++;
+	}
+}
+
 void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
 		    struct io_uring_sqe *sqe)
 {
@@ -106,6 +170,18 @@ void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
 	if (n > BL__IOV_MAX)
 		n = BL__IOV_MAX;
 	switch (op->kind) {
+	case OP_FSYNC:
+		io_uring_prep_fsync(sqe, op->fd, op->fsync_flags);
+		break;
+	case OP_SYNC_RANGE:
+		io_uring_prep_sync_file_range(sqe, op->fd, op->range_len,
+					      (__u64)op->off,
+					      (int)op->fsync_flags);
+		break;
+	case OP_TIMER:
+		set_ts(&op->ts, op->deadline_us);
+		io_uring_prep_timeout(sqe, &op->ts, 0, IORING_TIMEOUT_ABS);
+		break;
 	case OP_WRITE:
 		if (op->bufidx >= 0) {
 			io_uring_prep_write_fixed(sqe, op->fd, v->iov_base,
@@ -125,6 +201,7 @@ void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
 					      memory_order_relaxed);
 		if (op->rwf_nosig)
 			sqe->rw_flags |= RWF_NOSIGNAL;
+		sqe->rw_flags |= op->rw_flags;
 		break;
 	case OP_READ:
 		if (op->bufidx >= 0) {
@@ -177,12 +254,14 @@ void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | TAG_OP);
 	op->sqe = 1;
 	u->cnt.sqes++;
+	if (op->kind != OP_TIMER)
+		prep_links(u, op, sqe);
 }
 
 /* The next request of an op already in flight: never fails, may wait. */
 static void issue(struct bl_uring *u, struct uop *op)
 {
-	struct io_uring_sqe *sqe = bl__uring_get_sqe(u);
+	struct io_uring_sqe *sqe = bl__uring_get_sqes(u, bl__uring_op_nsqe(op));
 
 	if (!sqe) {
 		backlog_push(u, op);
@@ -201,13 +280,36 @@ static void op_issue_polled(struct bl_uring *u, struct uop *op)
 {
 	struct io_uring_sqe *ps;
 
-	if (io_uring_sq_space_left(u->ring) < 2)
-		io_uring_submit(u->ring);
-	if (io_uring_sq_space_left(u->ring) < 2) {
+	/*
+	 * A timed op: the link timeout must bound the wait, which a timeout
+	 * behind the request would not (it starts with the request, after
+	 * the poll), so the poll gets it and its CQE issues the request.
+	 */
+	if (op->deadline_us) {
+		ps = bl__uring_get_sqes(u, 2);
+		if (!ps) {
+			backlog_push(u, op);
+			return;
+		}
+		io_uring_prep_poll_add(ps, op->fd,
+				       (unsigned)bl__uring_op_events(op));
+		ps->flags |= IOSQE_IO_LINK;
+		io_uring_sqe_set_data64(ps, (uint64_t)(uintptr_t)op | TAG_POLL);
+		ps = io_uring_get_sqe(u->ring);
+		set_ts(&op->ts, op->deadline_us);
+		io_uring_prep_link_timeout(ps, &op->ts, IORING_TIMEOUT_ABS);
+		io_uring_sqe_set_data64(ps, (uint64_t)(uintptr_t)op | TAG_LTO);
+		op->xsqe++;
+		op->sqe = 1;
+		op->poll_wait = 1;
+		u->need_submit = true;
+		return;
+	}
+	ps = bl__uring_get_sqes(u, 1 + bl__uring_op_nsqe(op));
+	if (!ps) {
 		backlog_push(u, op);
 		return;
 	}
-	ps = io_uring_get_sqe(u->ring);
 	io_uring_prep_poll_add(ps, op->fd, (unsigned)bl__uring_op_events(op));
 	ps->flags |= IOSQE_IO_LINK;
 	io_uring_sqe_set_data64(ps, (uint64_t)(uintptr_t)op | TAG_POLL);
@@ -218,7 +320,8 @@ static void op_issue_polled(struct bl_uring *u, struct uop *op)
 void bl__uring_flush_backlog(struct bl_uring *u)
 {
 	while (u->backlog) {
-		struct io_uring_sqe *sqe = bl__uring_get_sqe(u);
+		struct io_uring_sqe *sqe =
+			bl__uring_get_sqes(u, bl__uring_op_nsqe(u->backlog));
 
 		if (!sqe)
 			return;
@@ -226,12 +329,15 @@ void bl__uring_flush_backlog(struct bl_uring *u)
 	}
 }
 
-/* Cancels the op's request and the poll that may be linked before it. */
+/*
+ * Cancels the op's request, the poll that may be linked before it and
+ * the sync behind it (a link timeout goes with the request it bounds).
+ */
 static void op_cancel(struct bl_uring *u, struct uop *op)
 {
-	static const uint64_t tags[2] = { TAG_OP, TAG_POLL };
+	static const uint64_t tags[3] = { TAG_OP, TAG_POLL, TAG_SYNC };
 
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < (op->sync_sqe ? 3 : 2); i++) {
 		struct io_uring_sqe *sqe = bl__uring_get_sqe(u);
 
 		if (!sqe)
@@ -303,6 +409,50 @@ static void pooled_cqe(struct bl_uring *u, struct uop *op,
 	bl__uring_op_maybe_free(u, op);
 }
 
+/*
+ * The poll that a timed op waits on (op_issue_polled): ready, it issues
+ * the request; cancelled by its link timeout, the op timed out.
+ */
+static void poll_cqe(struct bl_uring *u, struct uop *op, int res)
+{
+	op->poll_wait = 0;
+	op->sqe = 0;
+	if (res >= 0 && !op->cancel_req && !u->destroying) {
+		issue(u, op);
+		return;
+	}
+	op->res = op->cancel_req || u->destroying ? -ECANCELED
+		  : res == -ECANCELED ? -ETIME : res;
+	bl__uring_op_finish(u, op);
+}
+
+/*
+ * The sync linked behind a write.  One behind a request that came back
+ * short or failed was cancelled with it (the chain breaks), and the write
+ * already reported or was resumed with a sync of its own: nothing to do.
+ * Behind the write's last piece, its result is the op's.
+ */
+static void sync_cqe(struct bl_uring *u, struct uop *op,
+		     struct io_uring_cqe *c)
+{
+	int res;
+
+	op->xsqe--;
+	op->sync_sqe--;
+	if (!op->sync_wait || op->sync_sqe) {
+		bl__uring_op_maybe_free(u, op);
+		return;
+	}
+	res = bl__uring_apply_hook(op, c);
+	op->sync_wait = 0;
+	if (res == -ECANCELED && !op->cancel_req && !u->destroying &&
+	    op->deadline_us)
+		res = -ETIME;
+	if (res < 0)
+		op->res = res;
+	bl__uring_op_finish(u, op);
+}
+
 void bl__uring_handle(struct bl_uring *u, const struct io_uring_cqe *kc)
 {
 	struct io_uring_cqe c;
@@ -317,10 +467,22 @@ void bl__uring_handle(struct bl_uring *u, const struct io_uring_cqe *kc)
 		return;
 	}
 	/* cancels and readiness polls: their op (if still alive) reports */
-	if (c.user_data == TAG_INTERNAL ||
-	    (c.user_data & TAG_MASK) == TAG_POLL)
+	if (c.user_data == TAG_INTERNAL)
 		return;
 	op = (struct uop *)(uintptr_t)(c.user_data & ~TAG_MASK);
+	switch (c.user_data & TAG_MASK) {
+	case TAG_POLL:
+		if (op->poll_wait)
+			poll_cqe(u, op, c.res);
+		return;
+	case TAG_LTO:
+		op->xsqe--;
+		bl__uring_op_maybe_free(u, op);
+		return;
+	case TAG_SYNC:
+		sync_cqe(u, op, &c);
+		return;
+	}
 	if (c.flags & IORING_CQE_F_NOTIF) {
 		if (u->zc_report && (c.res & IORING_NOTIF_USAGE_ZC_COPIED)) {
 			u->cnt.zc_copied++;
@@ -366,6 +528,11 @@ void bl__uring_handle(struct bl_uring *u, const struct io_uring_cqe *kc)
 		return;
 	case STEP_DONE:
 		break;
+	}
+	/* written whole: the sync linked behind it decides */
+	if (op->sync_sqe && op->res >= 0) {
+		op->sync_wait = 1;
+		return;
 	}
 	bl__uring_op_finish(u, op);
 }
@@ -614,8 +781,41 @@ static int kernel_run(struct bl_uring *u, unsigned min, int timeout_ms)
 static void cancel_all(struct bl_uring *u)
 {
 	for (struct uop *op = u->live; op; op = op->lnext)
-		if (op->sqe)
+		if (op->sqe || op->sync_sqe)
 			op_cancel(u, op);
+}
+
+/*
+ * bl_uring_cancel(): an op not issued yet (the backlog) ends at once;
+ * one in the kernel is asked to end, and its CQE (-ECANCELED, or its
+ * result if it ended first) ends it, as at destroy.
+ */
+static int kernel_cancel(struct bl_uring *u, struct uop *op)
+{
+	struct uop **pp, *prev = NULL;
+
+	for (pp = &u->backlog; *pp; prev = *pp, pp = &(*pp)->qnext) {
+		if (*pp != op)
+			continue;
+		*pp = op->qnext;
+		if (u->backlog_tail == op)
+			u->backlog_tail = prev;
+		op->queued = 0;
+		op->cancel_req = 1;
+		op->res = -ECANCELED;
+		bl__uring_doneq_push(u, op);
+		return 0;
+	}
+	if (op->queued || (!op->sqe && !op->sync_sqe))
+		return -ENOENT;		/* ended: its callback is due */
+	if (io_uring_sq_space_left(u->ring) < 3)
+		io_uring_submit(u->ring);
+	if (io_uring_sq_space_left(u->ring) < 3)
+		return -EBUSY;
+	op->cancel_req = 1;
+	op_cancel(u, op);
+	u->need_submit = true;
+	return 0;
 }
 
 /*
@@ -795,4 +995,5 @@ const struct bl__uring_backend bl__uring_backend_kernel = {
 	.pooled_again = issue,
 	.run = kernel_run,
 	.drain = kernel_drain,
+	.cancel = kernel_cancel,
 };

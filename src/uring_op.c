@@ -90,7 +90,7 @@ void bl__uring_op_unlink_retired(struct bl_uring *u, struct uop *op)
 
 void bl__uring_op_maybe_free(struct bl_uring *u, struct uop *op)
 {
-	if (!op->called || op->sqe || op->notifs || op->queued)
+	if (!op->called || op->sqe || op->xsqe || op->notifs || op->queued)
 		return;
 	bl__uring_op_unlink_retired(u, op);
 	bl__uring_op_release(op);
@@ -132,14 +132,42 @@ static void iov_advance(struct uop *op, size_t n)
 
 enum step bl__uring_op_progress(struct bl_uring *u, struct uop *op, ssize_t res)
 {
+	/* no more requests: cancelled by the caller or by destroy */
+	bool ending = u->destroying || op->cancel_req;
+
+	if (op->kind == OP_TIMER) {
+		/* the kernel's TIMEOUT fires with -ETIME: that is success */
+		op->res = res == -ETIME || res >= 0 ? 0 : res;
+		return STEP_DONE;
+	}
+	/*
+	 * A link timeout that fired cancels its request: the caller asked
+	 * for -ETIME.  A cancel the caller or destroy asked for stays one.
+	 */
+	if (res == -ECANCELED && op->deadline_us && !ending)
+		res = -ETIME;
+	if (!bl__uring_op_moves_bytes(op)) {
+		if (res == -EINTR && !ending && op->retries < RETRY_MAX) {
+			op->retries++;
+			u->cnt.retries++;
+			return STEP_NEXT;
+		}
+		op->res = res < 0 ? res : 0;
+		return STEP_DONE;
+	}
 	if (res < 0) {
+		/* RWF_NOWAIT: the caller wants to hear that it would block */
+		if (res == -EAGAIN && (op->rw_flags & RWF_NOWAIT)) {
+			op->res = res;
+			return STEP_DONE;
+		}
 		/*
 		 * A non-blocking descriptor says -EAGAIN instead of letting
 		 * io_uring wait: wait for readiness (a linked poll, or poll(2)
 		 * on the blocking back end) and try again.  A descriptor that
 		 * keeps saying it is ready but is not gets RETRY_MAX tries.
 		 */
-		if ((res == -EAGAIN || res == -EINTR) && !u->destroying &&
+		if ((res == -EAGAIN || res == -EINTR) && !ending &&
 		    op->retries < RETRY_MAX) {
 			op->retries++;
 			u->cnt.retries++;
@@ -180,7 +208,7 @@ enum step bl__uring_op_progress(struct bl_uring *u, struct uop *op, ssize_t res)
 		op->res = (ssize_t)op->done;
 		return STEP_DONE;
 	}
-	if (u->destroying) {
+	if (ending) {
 		op->res = -ECANCELED;
 		return STEP_DONE;
 	}
@@ -296,6 +324,25 @@ struct uop *bl__uring_seq_pop(struct bl_uring *u, struct uop *op)
 	next->sbnext = op->sbnext;
 	*pp = next;
 	return next;
+}
+
+void bl__uring_seq_remove(struct bl_uring *u, struct uop *op)
+{
+	struct uop *h = *seq_bucket(u, op->fd), *prev;
+
+	while (h && h->fd != op->fd)
+		h = h->sbnext;
+	if (!h || op->seq != SEQ_QUEUED)
+		return;
+	for (prev = h; prev->snext && prev->snext != op; prev = prev->snext)
+		;
+	if (prev->snext != op)
+		return;
+	prev->snext = op->snext;
+	if (h->stail == op)
+		h->stail = prev;
+	op->snext = NULL;
+	op->seq = SEQ_NONE;
 }
 
 struct uop *bl__uring_seq_next(struct bl_uring *u, struct uop *op)

@@ -84,6 +84,8 @@
 #define TAG_POLL 3ull
 #define TAG_INTERNAL 1ull
 #define TAG_WAKE 5ull		/* alone: the wake-up timer (wait_until) */
+#define TAG_SYNC 5ull		/* op | TAG_SYNC: the sync linked behind a write */
+#define TAG_LTO 7ull		/* op | TAG_LTO: a request's link timeout */
 #define TAG_MASK 7ull
 
 enum op_kind {
@@ -92,6 +94,9 @@ enum op_kind {
 	OP_SEND,
 	OP_RECV,
 	OP_POOLED,
+	OP_FSYNC,	/* fsync / fdatasync (fsync_flags) */
+	OP_SYNC_RANGE,	/* sync_file_range of range_len bytes at off */
+	OP_TIMER,	/* a callback after a time (ts, deadline_us) */
 };
 
 /* uop.seq: where an ordered op (bl__uring_op_ordered) stands */
@@ -130,9 +135,25 @@ struct uop {
 	uint8_t rwf_nosig;	/* io_uring: the request carries RWF_NOSIGNAL */
 	uint8_t seq;		/* enum seq_state */
 	uint8_t stranded;	/* destroy: seen waiting for a notification */
+	uint8_t sync;		/* write: BL_URING_SYNC_* linked behind it */
+	uint8_t xsqe;		/* io_uring: linked sync / link timeouts
+				 * whose CQEs are still due */
+	uint8_t sync_sqe;	/* io_uring: of which the sync */
+	uint8_t sync_wait;	/* the write ended whole: its sync decides */
+	uint8_t cancel_req;	/* bl_uring_cancel() asked: end, not resume */
+	uint8_t poll_wait;	/* io_uring, timed op: a poll (with its link
+				 * timeout) waits; its CQE issues the op */
 	int fd;
 	int hfd;		/* blocking: a dup of fd held while waiting */
 	uint8_t held;		/* hfd is open (closed on release) */
+	int rw_flags;		/* write: RWF_* of every request */
+	unsigned fsync_flags;	/* OP_FSYNC: IORING_FSYNC_*; OP_SYNC_RANGE:
+				 * SYNC_FILE_RANGE_* */
+	unsigned range_len;	/* OP_SYNC_RANGE: bytes (0: to the end) */
+	uint64_t id;		/* bl_uring_opts.id */
+	uint64_t deadline_us;	/* monotonic: ends with -ETIME (timer: fires)
+				 * then; 0: never */
+	struct __kernel_timespec ts;	/* the same for the kernel */
 	int msg_flags;
 	int bufidx;		/* registered buffer index, or -1 */
 	unsigned notifs;	/* zero-copy notifications still due */
@@ -192,6 +213,7 @@ struct bl_uring {
 	unsigned inflight;	/* final callback not run yet */
 	unsigned retiring;	/* called back, kernel not done yet */
 	uint64_t ncomplete;	/* callbacks run */
+	uint64_t next_id;	/* the last bl_uring_opts.id given */
 	struct uop *live;
 	struct uop *doneq, *doneq_tail;
 	struct uop *backlog, *backlog_tail;
@@ -267,6 +289,9 @@ struct bl__uring_backend {
 	int (*run)(struct bl_uring *u, unsigned min, int timeout_ms);
 	/* bl_uring_destroy(): ends every op and waits until none is left */
 	void (*drain)(struct bl_uring *u);
+	/* bl_uring_cancel() of @op, in flight and not waiting its turn:
+	 * 0, -ENOENT (its callback is queued already) or -EBUSY */
+	int (*cancel)(struct bl_uring *u, struct uop *op);
 };
 
 extern const struct bl__uring_backend bl__uring_backend_kernel;
@@ -277,6 +302,10 @@ extern const struct bl__uring_backend bl__uring_backend_blocking;
 /* @u runs on @ring from now on: the back end, and what the kernel knows */
 void bl__uring_kernel_setup(struct bl_uring *u, struct io_uring *ring);
 struct io_uring_sqe *bl__uring_get_sqe(struct bl_uring *u);
+/* the first of @n free SQEs (submitting once to make room), or NULL */
+struct io_uring_sqe *bl__uring_get_sqes(struct bl_uring *u, unsigned n);
+/* SQEs the next request of @op takes: its own, a sync, a link timeout */
+unsigned bl__uring_op_nsqe(const struct uop *op);
 void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
 		       struct io_uring_sqe *sqe);
 void bl__uring_flush_backlog(struct bl_uring *u);
@@ -307,6 +336,8 @@ void bl__uring_deliver(struct bl_uring *u);
 bool bl__uring_seq_enter(struct bl_uring *u, struct uop *op);
 /* @op's transfer is over: the next op on its fd, now the head, or NULL */
 struct uop *bl__uring_seq_pop(struct bl_uring *u, struct uop *op);
+/* a queued (SEQ_QUEUED) @op leaves its descriptor's queue: cancelled */
+void bl__uring_seq_remove(struct bl_uring *u, struct uop *op);
 /* the same, and the ops after it with nothing to do (or, during destroy,
  * none may start) end on the done queue: the next to start, or NULL */
 struct uop *bl__uring_seq_next(struct bl_uring *u, struct uop *op);
@@ -350,6 +381,12 @@ static inline void bl__uring_doneq_push(struct bl_uring *u, struct uop *op)
 static inline bool bl__uring_op_ordered(const struct uop *op)
 {
 	return op->kind == OP_SEND || (op->kind == OP_WRITE && op->off < 0);
+}
+
+/* Ops that move bytes (total counts them); the others are one request. */
+static inline bool bl__uring_op_moves_bytes(const struct uop *op)
+{
+	return op->kind <= OP_POOLED;
 }
 
 static inline short bl__uring_op_events(const struct uop *op)

@@ -54,6 +54,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <bufferlist/common.h>
 #include <bufferlist/list.h>
@@ -275,6 +276,168 @@ BL_API int bl_uring_send(struct bl_uring *u, int fd, const struct bl_list *l,
  */
 BL_API int bl_uring_recv(struct bl_uring *u, int fd, size_t len,
 			 bl_uring_cb cb, void *arg);
+
+/* ---- durability and control: per-operation options, syncs, cancel, timers */
+
+/* bl_uring_opts.sync: a sync linked behind a write (IOSQE_IO_LINK) */
+#define BL_URING_SYNC_NONE 0u
+#define BL_URING_SYNC_FSYNC 1u		/* fsync(2) of the descriptor */
+#define BL_URING_SYNC_FDATASYNC 2u	/* fdatasync(2) of the descriptor */
+
+/* bl_uring_fsync() @flags: fdatasync, not fsync (IORING_FSYNC_DATASYNC) */
+#define BL_URING_FSYNC_DATASYNC 1u
+
+/**
+ * struct bl_uring_opts - options of one operation (NULL: none), for the
+ * _opts submissions, bl_uring_fsync(), bl_uring_sync_range() and
+ * bl_uring_timer().  Zeroed, it asks for nothing.
+ * @rw_flags:   writes only: RWF_DSYNC, RWF_SYNC, RWF_NOWAIT (pwritev2(2);
+ *              io_uring's rw_flags), for every request of the write: with
+ *              RWF_DSYNC or RWF_SYNC the write is durable when its callback
+ *              runs, with RWF_NOWAIT a write that would block ends with
+ *              -EAGAIN instead of waiting (not retried).
+ * @sync:       writes only: BL_URING_SYNC_FSYNC or BL_URING_SYNC_FDATASYNC
+ *              runs that sync of the descriptor after the write, linked to
+ *              it (one submission): the callback gets the write's result
+ *              once the sync succeeded, or the sync's -errno, or the
+ *              write's own error (the sync then does not run).  A short
+ *              write is resumed and its sync issued again behind the
+ *              last piece.  On an empty list, only the sync runs.
+ * @timeout_ms: the operation ends with -ETIME when it has not ended this
+ *              many milliseconds after the submission (io_uring:
+ *              IORING_OP_LINK_TIMEOUT behind each request, at one
+ *              absolute deadline; blocking back end: checked while the
+ *              operation waits for its descriptor, so a file operation,
+ *              which ends in the submit call there, never times out).
+ *              One waiting its turn on its descriptor is bounded once it
+ *              starts, by what is left of its time; with a linked sync
+ *              the time bounds the write, not the sync.  What the
+ *              operation held is released as on any other end.
+ *              0: none.  Not for bl_uring_timer().
+ * @id:         set by a submission that returns 0: the operation's id for
+ *              bl_uring_cancel(), unique for the life of the ring (never
+ *              0).  Input ignored.
+ */
+struct bl_uring_opts {
+	int rw_flags;
+	unsigned sync;
+	unsigned timeout_ms;
+	uint64_t id;
+};
+
+/**
+ * bl_uring_write_opts() - bl_uring_write() with per-operation options
+ * (@o may be NULL: then exactly bl_uring_write()).  Ownership as
+ * bl_uring_write() (shares @l's segments); @o is borrowed for the call
+ * only (its id is written).
+ * Return: 0 (the callback will run), or, with nothing submitted: those of
+ * bl_uring_write(), and -EINVAL for options it does not know (rw_flags
+ * other than RWF_DSYNC, RWF_SYNC and RWF_NOWAIT, or a sync other than the
+ * BL_URING_SYNC_* values).
+ */
+BL_API int bl_uring_write_opts(struct bl_uring *u, int fd, off_t off,
+			       const struct bl_list *l,
+			       struct bl_uring_opts *o, bl_uring_cb cb,
+			       void *arg);
+
+/**
+ * bl_uring_read_opts() - bl_uring_read() with options (@o: NULL or only
+ * @timeout_ms; borrowed for the call, its id written).
+ * Return: those of bl_uring_read(), and -EINVAL when @o asks for
+ * rw_flags or a sync.
+ */
+BL_API int bl_uring_read_opts(struct bl_uring *u, int fd, off_t off,
+			      size_t len, size_t align,
+			      struct bl_uring_opts *o, bl_uring_cb cb,
+			      void *arg);
+
+/**
+ * bl_uring_send_opts() - bl_uring_send() with options (@o: NULL or only
+ * @timeout_ms; borrowed for the call, its id written).  The timeout
+ * counts from the submission; a send waiting for those before it on @fd
+ * is bounded once it starts (struct bl_uring_opts).  A send that timed
+ * out or was cancelled part way leaves part of its bytes in the stream.
+ * Return: those of bl_uring_send(), and -EINVAL when @o asks for
+ * rw_flags or a sync.
+ */
+BL_API int bl_uring_send_opts(struct bl_uring *u, int fd,
+			      const struct bl_list *l, int flags,
+			      struct bl_uring_opts *o, bl_uring_cb cb,
+			      void *arg);
+
+/**
+ * bl_uring_recv_opts() - bl_uring_recv() with options (@o: NULL or only
+ * @timeout_ms; borrowed for the call, its id written).  A receive that
+ * times out has taken no byte off the socket.
+ * Return: those of bl_uring_recv(), and -EINVAL when @o asks for
+ * rw_flags or a sync.
+ */
+BL_API int bl_uring_recv_opts(struct bl_uring *u, int fd, size_t len,
+			      struct bl_uring_opts *o, bl_uring_cb cb,
+			      void *arg);
+
+/**
+ * bl_uring_fsync() - fsync(2) of @fd, or fdatasync(2) with
+ * BL_URING_FSYNC_DATASYNC in @flags, as a ring operation (IORING_OP_FSYNC;
+ * the blocking back end calls it in the submit call).  It covers the
+ * writes whose callbacks ran before it was submitted; to sync behind one
+ * write, link it (bl_uring_opts.sync).  The callback gets 0 or -errno
+ * (-EINVAL: @fd cannot be synced, such as a pipe or socket; -EBADF, -EIO,
+ * -ENOSPC...); its data is NULL.
+ * @o: NULL, or options (only @timeout_ms; borrowed, its id written).
+ * Return: 0, or, with nothing submitted: -EINVAL (@u NULL, unknown
+ * @flags, @o with rw_flags or a sync), -ENOMEM, -EBUSY, -ECANCELED (as
+ * bl_uring_write()).
+ */
+BL_API int bl_uring_fsync(struct bl_uring *u, int fd, unsigned flags,
+			  struct bl_uring_opts *o, bl_uring_cb cb, void *arg);
+
+/**
+ * bl_uring_sync_range() - sync_file_range(2) of @len bytes of @fd at
+ * @off (@len 0: to the end of the file) with its SYNC_FILE_RANGE_* @flags,
+ * as a ring operation (IORING_OP_SYNC_FILE_RANGE).  Like the system call
+ * it writes data out but is no durability promise (no metadata, no device
+ * cache flush): what a daemon uses to start write-back early.  The
+ * callback gets 0 or -errno (-ESPIPE: not a file, directory or block
+ * device, such as a pipe; -EBADF, -EIO...); its data is NULL.
+ * @o: NULL, or options (only @timeout_ms; borrowed, its id written).
+ * Return: 0, or, with nothing submitted: -EINVAL (@u NULL, @off or @len
+ * negative, @len above 4 GiB - 1 (a request's length is 32 bits), unknown
+ * @flags, @o with rw_flags or a sync), -ENOMEM, -EBUSY, -ECANCELED (as
+ * bl_uring_write()).
+ */
+BL_API int bl_uring_sync_range(struct bl_uring *u, int fd, off_t off,
+			       off_t len, unsigned flags,
+			       struct bl_uring_opts *o, bl_uring_cb cb,
+			       void *arg);
+
+/**
+ * bl_uring_timer() - @cb runs from bl_uring_run() @ms milliseconds from
+ * now (IORING_OP_TIMEOUT; on the blocking back end, bl_uring_run()'s
+ * waits end in time for it), with res 0; or with -ECANCELED when it was
+ * cancelled (bl_uring_cancel(), bl_uring_destroy(): destroy runs every
+ * pending timer's callback).  It counts as in flight, so a
+ * bl_uring_run(u, 1, -1) waits for it.  Its data is NULL.
+ * @o: NULL, or options of which only the id (written) applies.
+ * Return: 0, or, with nothing set: -EINVAL (@u NULL, @o with rw_flags, a
+ * sync or a timeout), -ENOMEM, -EBUSY, -ECANCELED (as bl_uring_write()).
+ */
+BL_API int bl_uring_timer(struct bl_uring *u, unsigned ms,
+			  struct bl_uring_opts *o, bl_uring_cb cb, void *arg);
+
+/**
+ * bl_uring_cancel() - asks the operation whose id a submission wrote in
+ * its bl_uring_opts to end: its callback then runs from bl_uring_run()
+ * with -ECANCELED, or with its own result if it ended first (a file
+ * write the kernel already runs is not stopped); every reference it held
+ * is dropped as usual.  One waiting its turn on its descriptor, or not
+ * yet issued, ends at once.  A linked write and sync ends as one.
+ * Return: 0 (asked), -ENOENT (no such operation in flight: unknown id, or
+ * its callback ran or is queued to run), -EINVAL (@u NULL or @id 0),
+ * -ECANCELED (bl_uring_destroy() is running), or -EBUSY (no room to ask
+ * the kernel even after submitting; try again after bl_uring_run()).
+ */
+BL_API int bl_uring_cancel(struct bl_uring *u, uint64_t id);
 
 /* ---- pooled receive: a provided-buffer ring whose buffers become raws ---- */
 

@@ -1,0 +1,821 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_uring_sync.c - durability and control in the io_uring layer, on
+ * both back ends: fsync / fdatasync / sync_file_range as ring operations,
+ * per-write RWF_* flags, a write and its sync as one linked submission,
+ * cancelling one operation, per-operation timeouts and timers.
+ *
+ * Every case runs in a "*-uring" TCase (io_uring) and a "*-blocking" one
+ * (bl_uring_params.force_blocking); where io_uring cannot be set up, the
+ * uring cases are skipped with a message (they do not count as passed:
+ * the blocking ones still run).  Faults the kernel will not produce on
+ * demand (a sync's -EIO, a short write in a linked chain) are injected at
+ * the completion through the library's CQE hook (uring_int.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <liburing.h>
+#include "testutil.h"
+#include "uring_int.h"
+
+static bool blocking;		/* the back end of the running TCase */
+static char tdir[64];
+static uint64_t seed;
+
+/* ---- fixtures and helpers ---------------------------------------------- */
+
+static void setup_uring(void)
+{
+	blocking = false;
+	strcpy(tdir, "bl-usync-XXXXXX");	/* on the build's file system */
+	ck_assert_ptr_nonnull(mkdtemp(tdir));
+}
+
+static void setup_blocking(void)
+{
+	setup_uring();
+	blocking = true;
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "test_uring_sync: could not remove %s\n", tdir);
+}
+
+static struct bl_uring *new_ring(void)
+{
+	struct bl_uring_params p;
+	struct bl_uring *u;
+
+	memset(&p, 0, sizeof(p));
+	p.force_blocking = blocking;
+	p.spin_us = UINT_MAX;
+	u = bl_uring_create(&p);
+	ck_assert_ptr_nonnull(u);
+	ck_assert_int_eq(bl_uring_backend(u),
+			 blocking ? BL_URING_BLOCKING : BL_URING_IO_URING);
+	return u;
+}
+
+static int tmp_file(void)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/f-XXXXXX", tdir);
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	return fd;
+}
+
+struct rec {
+	int calls;
+	ssize_t res;
+	bool had_data;		/* the callback got a list */
+	size_t data_len;
+	struct bl_list data;
+};
+
+static void rec_init(struct rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	bl_list_init(&r->data);
+}
+
+static void rec_cb(void *arg, ssize_t res, struct bl_list *data)
+{
+	struct rec *r = arg;
+
+	r->calls++;
+	r->res = res;
+	r->had_data = data != NULL;
+	if (data) {
+		r->data_len = bl_list_length(data);
+		ck_assert_int_eq(bl_list_claim_append(&r->data, data), 0);
+	}
+}
+
+static void rec_free(struct rec *r)
+{
+	bl_list_clear(&r->data);
+}
+
+/* Runs @u until @r was called back (at most 10 s). */
+static void run_until(struct bl_uring *u, struct rec *r)
+{
+	for (int i = 0; i < 1000 && !r->calls; i++)
+		ck_assert_int_ge(bl_uring_run(u, 1, 10), 0);
+	ck_assert_int_eq(r->calls, 1);
+}
+
+/* Runs @u until nothing is in flight or retiring (links' CQEs included). */
+static void run_idle(struct bl_uring *u)
+{
+	for (int i = 0; i < 1000 && (bl_uring_inflight(u) ||
+				     bl__uring_retiring(u)); i++)
+		ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
+	ck_assert_uint_eq(bl_uring_inflight(u), 0);
+	ck_assert_uint_eq(bl__uring_retiring(u), 0);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* @len bytes of a fresh raw whose only other reference the caller keeps */
+static struct bl_raw *list_of_raw(struct bl_list *l, size_t len)
+{
+	struct bl_raw *r = bl_raw_create(len);
+	struct bl_ptr p;
+
+	ck_assert_ptr_nonnull(r);
+	tu_fill(bl_raw_data(r), len, &seed);
+	p.raw = r;
+	p.off = 0;
+	p.len = len;
+	bl_list_init(l);
+	ck_assert_int_eq(bl_list_append_ptr(l, &p), 0);
+	return r;	/* two references: ours, the list's */
+}
+
+static void check_file(int fd, off_t off, const struct bl_raw *r)
+{
+	size_t len = bl_raw_length(r);
+	char *buf = malloc(len);
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(pread(fd, buf, len, off), (ssize_t)len);
+	ck_assert_int_eq(memcmp(buf, bl_raw_data(r), len), 0);
+	free(buf);
+}
+
+/* The completion hook: the @nth completion from now gets @res. */
+static _Atomic int hook_left;
+static int hook_res;
+static bool hook_halves;	/* instead: the nth completion moves half */
+
+static int hook(struct io_uring_cqe *cqe, void *op_arg)
+{
+	(void)op_arg;
+	if (atomic_fetch_sub(&hook_left, 1) != 1)
+		return cqe->res;
+	if (hook_halves)
+		return cqe->res > 1 ? cqe->res / 2 : cqe->res;
+	return hook_res;
+}
+
+static void hook_on(int nth, int res, bool halves)
+{
+	atomic_store(&hook_left, nth);
+	hook_res = res;
+	hook_halves = halves;
+	bl__uring_set_cqe_hook(hook);
+}
+
+/* ---- syncs as ring operations ------------------------------------------ */
+
+START_TEST(test_fsync_fdatasync_and_sync_range_of_a_file_succeed)
+{
+	struct bl_uring *u = new_ring();
+	int fd = tmp_file();
+	struct bl_uring_opts o;
+	struct bl_list l;
+	struct bl_raw *raw = list_of_raw(&l, 8192);
+	struct rec r;
+
+	ck_assert_int_eq(bl_uring_write_wait(u, fd, 0, &l), 8192);
+	for (int i = 0; i < 3; i++) {
+		rec_init(&r);
+		memset(&o, 0, sizeof(o));
+		if (i < 2)
+			ck_assert_int_eq(bl_uring_fsync(u, fd,
+					 i ? BL_URING_FSYNC_DATASYNC : 0, &o,
+					 rec_cb, &r), 0);
+		else
+			ck_assert_int_eq(bl_uring_sync_range(u, fd, 0, 8192,
+					 SYNC_FILE_RANGE_WAIT_BEFORE |
+					 SYNC_FILE_RANGE_WRITE |
+					 SYNC_FILE_RANGE_WAIT_AFTER, &o,
+					 rec_cb, &r), 0);
+		ck_assert_uint_ne(o.id, 0);
+		run_until(u, &r);
+		ck_assert_int_eq(r.res, 0);
+		ck_assert(!r.had_data);	/* a sync has no data list */
+	}
+	/* NULL options and a range to the end of the file (0) */
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_sync_range(u, fd, 4096, 0,
+					     SYNC_FILE_RANGE_WRITE, NULL,
+					     rec_cb, &r), 0);
+	run_until(u, &r);
+	ck_assert_int_eq(r.res, 0);
+	check_file(fd, 0, raw);
+	bl_list_clear(&l);
+	ck_assert_uint_eq(bl_raw_nref(raw), 1);
+	bl_raw_put(raw);
+	close(fd);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+START_TEST(test_a_sync_of_a_pipe_fails_in_its_callback)
+{
+	struct bl_uring *u = new_ring();
+	int p[2];
+	struct rec r;
+
+	ck_assert_int_eq(pipe(p), 0);
+	for (int i = 0; i < 3; i++) {
+		rec_init(&r);
+		if (i < 2)
+			ck_assert_int_eq(bl_uring_fsync(u, p[1],
+					 i ? BL_URING_FSYNC_DATASYNC : 0,
+					 NULL, rec_cb, &r), 0);
+		else
+			ck_assert_int_eq(bl_uring_sync_range(u, p[1], 0, 0,
+					 SYNC_FILE_RANGE_WRITE, NULL,
+					 rec_cb, &r), 0);
+		run_until(u, &r);
+		/* fsync(2): EINVAL; sync_file_range(2): ESPIPE */
+		ck_assert_int_eq(r.res, i < 2 ? -EINVAL : -ESPIPE);
+	}
+	/* a descriptor that is not open */
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_fsync(u, 100000, 0, NULL, rec_cb, &r), 0);
+	run_until(u, &r);
+	ck_assert_int_eq(r.res, -EBADF);
+	run_idle(u);
+	close(p[0]);
+	close(p[1]);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+START_TEST(test_bad_options_and_arguments_are_einval_with_nothing_submitted)
+{
+	struct bl_uring *u = new_ring();
+	struct bl_uring_opts o;
+	struct bl_list l;
+	struct bl_raw *raw = list_of_raw(&l, 100);
+	int fd = tmp_file();
+
+	memset(&o, 0, sizeof(o));
+	o.rw_flags = RWF_APPEND;	/* not one of the three */
+	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, rec_cb, NULL),
+			 -EINVAL);
+	o.rw_flags = 0;
+	o.sync = 3;
+	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, rec_cb, NULL),
+			 -EINVAL);
+	/* rw_flags and syncs belong to writes only */
+	o.sync = BL_URING_SYNC_FSYNC;
+	ck_assert_int_eq(bl_uring_read_opts(u, fd, 0, 10, 0, &o, rec_cb, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(bl_uring_recv_opts(u, fd, 10, &o, rec_cb, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(bl_uring_send_opts(u, fd, &l, 0, &o, rec_cb, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(bl_uring_fsync(u, fd, 0, &o, rec_cb, NULL), -EINVAL);
+	o.sync = 0;
+	o.rw_flags = RWF_DSYNC;
+	ck_assert_int_eq(bl_uring_sync_range(u, fd, 0, 0, 0, &o, rec_cb, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(bl_uring_timer(u, 1, &o, rec_cb, NULL), -EINVAL);
+	o.rw_flags = 0;
+	o.timeout_ms = 5;	/* a timer is its own timeout */
+	ck_assert_int_eq(bl_uring_timer(u, 1, &o, rec_cb, NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_fsync(u, fd, 2, NULL, rec_cb, NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_sync_range(u, fd, -1, 0, 0, NULL, rec_cb,
+					     NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_sync_range(u, fd, 0, -1, 0, NULL, rec_cb,
+					     NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_sync_range(u, fd, 0, (off_t)1 << 32, 0, NULL,
+					     rec_cb, NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_sync_range(u, fd, 0, 0, 8, NULL, rec_cb,
+					     NULL), -EINVAL);
+	/* NULL ring */
+	ck_assert_int_eq(bl_uring_write_opts(NULL, fd, 0, &l, NULL, NULL, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, NULL, NULL, NULL, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(bl_uring_read_opts(NULL, fd, 0, 1, 0, NULL, NULL,
+					    NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_send_opts(NULL, fd, &l, 0, NULL, NULL, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(bl_uring_recv_opts(NULL, fd, 1, NULL, NULL, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(bl_uring_fsync(NULL, fd, 0, NULL, NULL, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(bl_uring_sync_range(NULL, fd, 0, 0, 0, NULL, NULL,
+					     NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_timer(NULL, 1, NULL, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_cancel(NULL, 1), -EINVAL);
+	ck_assert_int_eq(bl_uring_cancel(u, 0), -EINVAL);
+	ck_assert_int_eq(bl_uring_cancel(u, 12345), -ENOENT);
+	/* nothing was submitted, and the list's raw was not kept */
+	ck_assert_uint_eq(bl_uring_inflight(u), 0);
+	ck_assert_uint_eq(bl_raw_nref(raw), 2);
+	bl_list_clear(&l);
+	bl_raw_put(raw);
+	close(fd);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/* ---- per-write flags ---------------------------------------------------- */
+
+START_TEST(test_writes_with_rwf_dsync_and_rwf_sync_land)
+{
+	static const int flags[3] = { RWF_DSYNC, RWF_SYNC, RWF_NOWAIT };
+	struct bl_uring *u = new_ring();
+	int fd = tmp_file();
+
+	for (int i = 0; i < 3; i++) {
+		struct bl_uring_opts o = { .rw_flags = flags[i] };
+		struct bl_list l;
+		struct bl_raw *raw = list_of_raw(&l, 65536);
+		struct rec r;
+
+		rec_init(&r);
+		ck_assert_int_eq(bl_uring_write_opts(u, fd, i * 65536, &l, &o,
+						     rec_cb, &r), 0);
+		bl_list_clear(&l);	/* the op keeps its own reference */
+		run_until(u, &r);
+		/* a buffered write to a file may still say it would block */
+		if (flags[i] == RWF_NOWAIT && r.res == -EAGAIN) {
+			bl_raw_put(raw);
+			continue;
+		}
+		ck_assert_int_eq(r.res, 65536);
+		check_file(fd, i * 65536, raw);
+		run_idle(u);
+		ck_assert_uint_eq(bl_raw_nref(raw), 1);
+		bl_raw_put(raw);
+	}
+	close(fd);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/* A pipe of one page, full. */
+static void full_pipe(int p[2])
+{
+	char page[4096];
+
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_ge(fcntl(p[1], F_SETPIPE_SZ, 4096), 4096);
+	memset(page, 'x', sizeof(page));
+	ck_assert_int_eq(fcntl(p[1], F_SETFL, O_NONBLOCK), 0);
+	while (write(p[1], page, sizeof(page)) > 0)
+		;
+	ck_assert_int_eq(fcntl(p[1], F_SETFL, 0), 0);	/* blocking again */
+}
+
+START_TEST(test_rwf_nowait_on_a_full_pipe_is_eagain_not_a_wait)
+{
+	struct bl_uring *u = new_ring();
+	struct bl_uring_opts o = { .rw_flags = RWF_NOWAIT };
+	struct bl_list l;
+	struct bl_raw *raw = list_of_raw(&l, 100);
+	struct rec r;
+	int p[2];
+
+	full_pipe(p);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_write_opts(u, p[1], -1, &l, &o, rec_cb, &r),
+			 0);
+	run_until(u, &r);
+	ck_assert_int_eq(r.res, -EAGAIN);
+	run_idle(u);
+	bl_list_clear(&l);
+	ck_assert_uint_eq(bl_raw_nref(raw), 1);
+	bl_raw_put(raw);
+	close(p[0]);
+	close(p[1]);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/* ---- a write and its sync, linked --------------------------------------- */
+
+START_TEST(test_linked_write_and_sync_report_the_writes_result)
+{
+	struct bl_uring *u = new_ring();
+	int fd = tmp_file();
+
+	for (int i = 0; i < 2; i++) {
+		struct bl_uring_opts o;
+		struct bl_list l;
+		struct bl_raw *raw = list_of_raw(&l, 1 << 20);
+		struct rec r;
+
+		memset(&o, 0, sizeof(o));
+		o.sync = i ? BL_URING_SYNC_FDATASYNC : BL_URING_SYNC_FSYNC;
+		rec_init(&r);
+		ck_assert_int_eq(bl_uring_write_opts(u, fd, 4096, &l, &o,
+						     rec_cb, &r), 0);
+		ck_assert_uint_ne(o.id, 0);
+		bl_list_clear(&l);
+		run_until(u, &r);
+		ck_assert_int_eq(r.res, 1 << 20);
+		ck_assert(!r.had_data);
+		check_file(fd, 4096, raw);
+		run_idle(u);
+		ck_assert_uint_eq(bl_raw_nref(raw), 1);
+		bl_raw_put(raw);
+	}
+	close(fd);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+START_TEST(test_linked_sync_over_iov_max_segments_and_short_writes)
+{
+	struct bl_uring *u = new_ring();
+	struct bl_uring_opts o = { .sync = BL_URING_SYNC_FDATASYNC };
+	unsigned char *want = malloc(3000 * 64);
+	struct bl_list l;
+	struct rec r;
+	int fd = tmp_file();
+	char *got = malloc(3000 * 64);
+
+	ck_assert_ptr_nonnull(want);
+	ck_assert_ptr_nonnull(got);
+	tu_fill(want, 3000 * 64, &seed);
+	bl_list_init(&l);
+	/* 3000 segments: three requests, the sync behind the last */
+	tu_append_segmented(&l, want, 3000 * 64, 64, 1, &seed);
+	ck_assert_uint_ge(bl_list_num_buffers(&l), 2000);
+	/* and the first request comes back short: resumed, not reported */
+	hook_on(1, 0, true);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, rec_cb, &r), 0);
+	run_until(u, &r);
+	bl__uring_set_cqe_hook(NULL);
+	ck_assert_int_eq(r.res, 3000 * 64);
+	ck_assert_int_eq(pread(fd, got, 3000 * 64, 0), 3000 * 64);
+	ck_assert_int_eq(memcmp(got, want, 3000 * 64), 0);
+	run_idle(u);
+	bl_list_clear(&l);
+	free(want);
+	free(got);
+	close(fd);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+START_TEST(test_a_linked_syncs_error_reaches_the_callback)
+{
+	struct bl_uring *u = new_ring();
+	struct bl_uring_opts o = { .sync = BL_URING_SYNC_FSYNC };
+	struct bl_list l;
+	struct bl_raw *raw = list_of_raw(&l, 4096);
+	struct rec r;
+	int fd = tmp_file(), p[2];
+
+	/* injected: the write's completion, then the sync's gets -EIO */
+	hook_on(2, -EIO, false);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, rec_cb, &r), 0);
+	run_until(u, &r);
+	bl__uring_set_cqe_hook(NULL);
+	ck_assert_int_eq(r.res, -EIO);
+	run_idle(u);
+	/* for real: a pipe takes the write, and refuses the sync */
+	ck_assert_int_eq(pipe(p), 0);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_write_opts(u, p[1], -1, &l, &o, rec_cb, &r),
+			 0);
+	run_until(u, &r);
+	ck_assert_int_eq(r.res, -EINVAL);
+	ck_assert_int_eq(read(p[0], bl_raw_data(raw), 4096), 4096);
+	/* a write that fails is not synced: its own error */
+	close(p[0]);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_write_opts(u, p[1], -1, &l, &o, rec_cb, &r),
+			 0);
+	run_until(u, &r);
+	ck_assert_int_eq(r.res, -EPIPE);
+	/* an empty write with a sync is the sync alone */
+	bl_list_clear(&l);
+	rec_init(&r);
+	memset(&o, 0, sizeof(o));
+	o.sync = BL_URING_SYNC_FDATASYNC;
+	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, rec_cb, &r), 0);
+	ck_assert_uint_ne(o.id, 0);
+	run_until(u, &r);
+	ck_assert_int_eq(r.res, 0);
+	run_idle(u);
+	ck_assert_uint_eq(bl_raw_nref(raw), 1);
+	bl_raw_put(raw);
+	close(p[1]);
+	close(fd);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/* ---- cancel and timeouts ------------------------------------------------ */
+
+START_TEST(test_cancel_ends_a_receive_with_ecanceled)
+{
+	struct bl_uring *u = new_ring();
+	struct bl_uring_opts o;
+	struct rec r;
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	memset(&o, 0, sizeof(o));
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, &o, rec_cb, &r), 0);
+	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
+	ck_assert_int_eq(r.calls, 0);
+	ck_assert_int_eq(bl_uring_cancel(u, o.id), 0);
+	ck_assert_int_eq(bl_uring_cancel(u, o.id), 0);	/* asked already */
+	ck_assert_int_eq(r.calls, 0);	/* callbacks only from run */
+	run_until(u, &r);
+	ck_assert_int_eq(r.res, -ECANCELED);
+	ck_assert(r.had_data);
+	ck_assert_uint_eq(r.data_len, 0);
+	ck_assert_int_eq(bl_uring_cancel(u, o.id), -ENOENT);
+	run_idle(u);
+	/* the socket lost nothing: a new receive gets what comes */
+	ck_assert_int_eq(write(sv[1], "abc", 3), 3);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, NULL, rec_cb, &r), 0);
+	run_until(u, &r);
+	ck_assert_int_eq(r.res, 3);
+	rec_free(&r);
+	close(sv[0]);
+	close(sv[1]);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+START_TEST(test_cancel_of_a_send_waiting_its_turn_keeps_the_stream_whole)
+{
+	struct bl_uring *u = new_ring();
+	struct bl_uring_opts o;
+	struct bl_list big, small;
+	struct bl_raw *rb = list_of_raw(&big, 4 << 20);
+	struct bl_raw *rs = list_of_raw(&small, 1000);
+	struct rec r1, r2;
+	size_t got = 0;
+	char buf[65536];
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	rec_init(&r1);
+	rec_init(&r2);
+	ck_assert_int_eq(bl_uring_send(u, sv[0], &big, 0, rec_cb, &r1), 0);
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(bl_uring_send_opts(u, sv[0], &small, 0, &o, rec_cb,
+					    &r2), 0);
+	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
+	ck_assert_int_eq(bl_uring_cancel(u, o.id), 0);
+	run_until(u, &r2);
+	ck_assert_int_eq(r2.res, -ECANCELED);
+	ck_assert_int_eq(r1.calls, 0);
+	/* the first send still goes out whole, and nothing after it */
+	ck_assert_int_eq(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+	while (!r1.calls || got < (4u << 20)) {
+		ssize_t n = read(sv[1], buf, sizeof(buf));
+
+		if (n > 0)
+			got += (size_t)n;
+		ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
+	}
+	ck_assert_int_eq(r1.res, 4 << 20);
+	ck_assert_uint_eq(got, 4u << 20);
+	ck_assert_int_eq(read(sv[1], buf, sizeof(buf)), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	run_idle(u);
+	bl_list_clear(&big);
+	bl_list_clear(&small);
+	ck_assert_uint_eq(bl_raw_nref(rb), 1);
+	ck_assert_uint_eq(bl_raw_nref(rs), 1);
+	bl_raw_put(rb);
+	bl_raw_put(rs);
+	close(sv[0]);
+	close(sv[1]);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+START_TEST(test_a_receive_with_no_data_times_out_with_etime)
+{
+	struct bl_uring *u = new_ring();
+	struct bl_uring_opts o = { .timeout_ms = 20 };
+	struct rec r;
+	double t0, dt;
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	rec_init(&r);
+	t0 = now_s();
+	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, &o, rec_cb, &r), 0);
+	while (!r.calls)
+		ck_assert_int_ge(bl_uring_run(u, 1, -1), 0);
+	dt = now_s() - t0;
+	ck_assert_int_eq(r.res, -ETIME);
+	ck_assert_uint_eq(r.data_len, 0);
+	ck_assert_msg(dt >= 0.015 && dt < 2.0, "timed out after %.3f s", dt);
+	run_idle(u);
+	/* a timed receive that gets its data in time is a plain one */
+	ck_assert_int_eq(write(sv[1], "hello", 5), 5);
+	o.timeout_ms = 5000;
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, &o, rec_cb, &r), 0);
+	run_until(u, &r);
+	ck_assert_int_eq(r.res, 5);
+	tu_assert_list_eq(&r.data, "hello", 5);
+	rec_free(&r);
+	/* its link timeout is gone with it: nothing left, nothing held */
+	run_idle(u);
+	close(sv[0]);
+	close(sv[1]);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+START_TEST(test_a_nonblocking_socket_times_out_while_waiting_for_data)
+{
+	struct bl_uring *u = new_ring();
+	struct bl_uring_opts o = { .timeout_ms = 20 };
+	struct rec r;
+	int sv[2];
+
+	/* -EAGAIN: the op waits for readiness, and the time bounds that */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
+				    sv), 0);
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, &o, rec_cb, &r), 0);
+	while (!r.calls)
+		ck_assert_int_ge(bl_uring_run(u, 1, -1), 0);
+	ck_assert_int_eq(r.res, -ETIME);
+	run_idle(u);
+	close(sv[0]);
+	close(sv[1]);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/* ---- timers ------------------------------------------------------------- */
+
+START_TEST(test_a_timer_calls_back_after_its_time)
+{
+	struct bl_uring *u = new_ring();
+	struct bl_uring_opts o;
+	struct rec r;
+	double t0, dt;
+
+	memset(&o, 0, sizeof(o));
+	rec_init(&r);
+	t0 = now_s();
+	ck_assert_int_eq(bl_uring_timer(u, 30, &o, rec_cb, &r), 0);
+	ck_assert_uint_ne(o.id, 0);
+	ck_assert_uint_eq(bl_uring_inflight(u), 1);
+	/* a run that waits for one callback waits for the timer */
+	ck_assert_int_eq(bl_uring_run(u, 1, -1), 1);
+	dt = now_s() - t0;
+	ck_assert_int_eq(r.calls, 1);
+	ck_assert_int_eq(r.res, 0);
+	ck_assert(!r.had_data);
+	ck_assert_msg(dt >= 0.029 && dt < 2.0, "fired after %.3f s", dt);
+	ck_assert_int_eq(bl_uring_cancel(u, o.id), -ENOENT);
+	/* 0 ms: at the next run */
+	rec_init(&r);
+	ck_assert_int_eq(bl_uring_timer(u, 0, NULL, rec_cb, &r), 0);
+	run_until(u, &r);
+	ck_assert_int_eq(r.res, 0);
+	run_idle(u);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+START_TEST(test_a_cancelled_timer_calls_back_with_ecanceled)
+{
+	struct bl_uring *u = new_ring();
+	struct bl_uring_opts o;
+	struct rec r, r2;
+	double t0;
+
+	memset(&o, 0, sizeof(o));
+	rec_init(&r);
+	rec_init(&r2);
+	ck_assert_int_eq(bl_uring_timer(u, 10000, &o, rec_cb, &r), 0);
+	ck_assert_int_eq(bl_uring_timer(u, 10, NULL, rec_cb, &r2), 0);
+	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
+	t0 = now_s();
+	ck_assert_int_eq(bl_uring_cancel(u, o.id), 0);
+	run_until(u, &r);
+	ck_assert_int_eq(r.res, -ECANCELED);
+	ck_assert(now_s() - t0 < 5.0);
+	/* the other one still fires */
+	run_until(u, &r2);
+	ck_assert_int_eq(r2.res, 0);
+	run_idle(u);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+START_TEST(test_destroy_ends_pending_timers_and_timed_ops_with_ecanceled)
+{
+	struct bl_uring *u = new_ring();
+	struct bl_uring_opts o = { .timeout_ms = 60000 };
+	struct rec r, r2;
+	double t0;
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	rec_init(&r);
+	rec_init(&r2);
+	ck_assert_int_eq(bl_uring_timer(u, 60000, NULL, rec_cb, &r), 0);
+	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 10, &o, rec_cb, &r2), 0);
+	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
+	t0 = now_s();
+	bl_uring_destroy(u);
+	ck_assert(now_s() - t0 < 5.0);
+	ck_assert_int_eq(r.calls, 1);
+	ck_assert_int_eq(r.res, -ECANCELED);
+	ck_assert_int_eq(r2.calls, 1);
+	ck_assert_int_eq(r2.res, -ECANCELED);
+	rec_free(&r2);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+static Suite *sync_suite(bool uring_ok)
+{
+	Suite *s = suite_create("uring_sync");
+
+	for (int b = 0; b < 2; b++) {
+		TCase *tc;
+
+		if (!b && !uring_ok)
+			continue;
+		tc = tcase_create(b ? "sync-blocking" : "sync-uring");
+		tcase_add_unchecked_fixture(tc, b ? setup_blocking : setup_uring,
+					    teardown);
+		tcase_set_timeout(tc, 60);
+		tcase_add_test(tc, test_fsync_fdatasync_and_sync_range_of_a_file_succeed);
+		tcase_add_test(tc, test_a_sync_of_a_pipe_fails_in_its_callback);
+		tcase_add_test(tc, test_bad_options_and_arguments_are_einval_with_nothing_submitted);
+		tcase_add_test(tc, test_writes_with_rwf_dsync_and_rwf_sync_land);
+		tcase_add_test(tc, test_rwf_nowait_on_a_full_pipe_is_eagain_not_a_wait);
+		tcase_add_test(tc, test_linked_write_and_sync_report_the_writes_result);
+		tcase_add_test(tc, test_linked_sync_over_iov_max_segments_and_short_writes);
+		tcase_add_test(tc, test_a_linked_syncs_error_reaches_the_callback);
+		suite_add_tcase(s, tc);
+
+		tc = tcase_create(b ? "control-blocking" : "control-uring");
+		tcase_add_unchecked_fixture(tc, b ? setup_blocking : setup_uring,
+					    teardown);
+		tcase_set_timeout(tc, 60);
+		tcase_add_test(tc, test_cancel_ends_a_receive_with_ecanceled);
+		tcase_add_test(tc, test_cancel_of_a_send_waiting_its_turn_keeps_the_stream_whole);
+		tcase_add_test(tc, test_a_receive_with_no_data_times_out_with_etime);
+		tcase_add_test(tc, test_a_nonblocking_socket_times_out_while_waiting_for_data);
+		tcase_add_test(tc, test_a_timer_calls_back_after_its_time);
+		tcase_add_test(tc, test_a_cancelled_timer_calls_back_with_ecanceled);
+		tcase_add_test(tc, test_destroy_ends_pending_timers_and_timed_ops_with_ecanceled);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(void)
+{
+	struct bl_uring *u;
+	bool ok;
+
+	seed = tu_seed("test_uring_sync");
+	u = bl_uring_create(NULL);
+	if (!u)
+		return EXIT_FAILURE;
+	ok = bl_uring_backend(u) == BL_URING_IO_URING;
+	if (!ok)
+		fprintf(stderr, "test_uring_sync: io_uring unavailable (%s): "
+				"only the blocking back end is tested\n",
+			bl_uring_backend_reason(u));
+	bl_uring_destroy(u);
+	return tu_run(sync_suite(ok));
+}
