@@ -64,6 +64,15 @@ uint64_t tu_seed(const char *who);
 int tu_run(Suite *s);
 
 /*
+ * Every test case is tagged with its own name (each word of it), so that
+ * make check can run one suite in parts side by side: Check's
+ * CK_INCLUDE_TAGS="tcp local" runs those cases, CK_EXCLUDE_TAGS="tcp
+ * local" every other one (Makefile.am, SPLIT_TESTS).
+ */
+TCase *tu_tcase_create(const char *name);
+#define tcase_create(name) tu_tcase_create(name)
+
+/*
  * Runs @fn in a forked child (which then exits 0) with the child's stderr
  * captured into @err (NUL-terminated, cut at @errsz - 1 bytes).
  * Return: the child's wait status (as waitpid gives it).
