@@ -59,7 +59,9 @@ int bl_encode_bytes(struct bl_list *l, const void *p, size_t len)
 {
 	unsigned char n[4];
 
-	if (len > UINT32_MAX || (!p && len))
+	if (len > UINT32_MAX)
+		return -E2BIG;	/* too large for the format, as in msgr and lz4 */
+	if (!p && len)
 		return -EINVAL;
 	bl__le32_store(n, (uint32_t)len);
 	/* length and bytes go in together or not at all */
@@ -73,7 +75,7 @@ int bl_encode_list(struct bl_list *l, const struct bl_list *src)
 	int ret;
 
 	if (len > UINT32_MAX)
-		return -EINVAL;
+		return -E2BIG;
 	/*
 	 * Common case: the length fits the append buffer and the segments fit
 	 * the tail chunk, so neither append can fail after the first succeeds.

@@ -406,7 +406,7 @@ int bl_list_write_file(const struct bl_list *l, const char *path,
  * open(2) checks, and a filesystem without direct I/O (tmpfs before 6.6,
  * procfs, ...) refuses it with EINVAL.  Read access first, so that the
  * probe opens nothing for writing where it need not.  Return: 0 (it does,
- * or the probe could not tell: no /proc, no permission), or -EINVAL.
+ * or the probe could not tell: no /proc, no permission), or -EOPNOTSUPP.
  */
 static int dio_probe(int fd)
 {
@@ -425,7 +425,7 @@ static int dio_probe(int fd)
 		if (errno == EINTR)
 			continue;
 		if (errno == EINVAL)
-			return -EINVAL;
+			return -EOPNOTSUPP;
 		if (errno != EACCES || acc != O_RDONLY || fl < 0 ||
 		    (fl & O_ACCMODE) == O_RDONLY)
 			return 0;
@@ -446,7 +446,7 @@ int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align)
 	    (stx.stx_mask & STATX_DIOALIGN)) {
 		/* reported as zero: this file cannot do direct I/O at all */
 		if (!stx.stx_dio_offset_align || !stx.stx_dio_mem_align)
-			return -EINVAL;
+			return -EOPNOTSUPP;
 		*mem_align = stx.stx_dio_mem_align;
 		*off_align = stx.stx_dio_offset_align;
 		return 0;
@@ -455,7 +455,7 @@ int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align)
 		return -errno;
 	/* pipes, sockets, character devices: no direct I/O */
 	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-		return -EINVAL;
+		return -EOPNOTSUPP;
 	if (S_ISBLK(st.st_mode) && !ioctl(fd, BLKSSZGET, &ss) && ss > 0) {
 		*mem_align = *off_align = (size_t)ss;
 		return 0;
@@ -469,14 +469,27 @@ int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align)
 	return 0;
 }
 
+/*
+ * Three refusals a caller handles differently, so three errnos (io.h):
+ * -EOPNOTSUPP, no direct I/O on @fd at all (write through the page cache
+ * instead); -EINVAL, the list's length, as the kernel says of a misaligned
+ * O_DIRECT write (the caller pads, bl_list_pad_to); -EDOM, direct I/O with
+ * an alignment that is not a power of two, which the rebuild cannot lay
+ * out (the caller lays the buffers out itself, or writes buffered).
+ */
 int bl_list_prepare_dio(struct bl_list *l, int fd)
 {
 	size_t mem, off;
-	int ret = bl_fd_dio_align(fd, &mem, &off);
+	int ret;
 
+	if (!l)
+		return -EINVAL;
+	ret = bl_fd_dio_align(fd, &mem, &off);
 	if (ret)
 		return ret;
-	if (bl_list_length(l) % off)
+	if (!bl__is_pow2(off) || !bl__is_pow2(mem))
+		return -EDOM;
+	if (bl_list_length(l) & (off - 1))
 		return -EINVAL;
 	return bl_list_rebuild_aligned_size_and_memory(l, off, mem,
 						       BL__IOV_MAX);

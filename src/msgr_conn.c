@@ -152,7 +152,12 @@ static void end_conn(struct bl_msgr_conn *c, int err, bool log, bool reset,
 	c->closing = true;
 	c->err = err;
 	vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
-	if (log)
+	/*
+	 * An on_close hears the reason as its @reason: the line goes to a
+	 * log function the caller set, never to stderr then, where a daemon
+	 * that handles its resets would see each one twice.
+	 */
+	if (log && (c->o.log || !c->o.on_close))
 		bl__msgr_log(&c->o, c, "fd %d: closing%s: %s", c->fd,
 			     reset ? " (reset)" : "", c->reason);
 	c->depth++;

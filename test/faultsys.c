@@ -34,6 +34,7 @@ struct plan {
 
 static struct plan plans[FS_NSYM];
 static unsigned long calls[FS_NSYM], hits[FS_NSYM];
+static uint32_t statx_mem, statx_off;	/* fs_statx_dio */
 static __thread bool armed;
 
 static const char *const names[FS_NSYM] = {
@@ -66,6 +67,13 @@ void fs_reset(void)
 	memset(plans, 0, sizeof(plans));
 	memset(calls, 0, sizeof(calls));
 	memset(hits, 0, sizeof(hits));
+	statx_mem = statx_off = 0;
+}
+
+void fs_statx_dio(uint32_t mem_align, uint32_t off_align)
+{
+	statx_mem = mem_align;
+	statx_off = off_align;
 }
 
 void fs_plan(enum fs_sym s, unsigned long nth, unsigned times,
@@ -298,8 +306,17 @@ int __wrap_statx(int dfd, const char *path, int flags, unsigned mask,
 		 struct statx *st)
 {
 	const struct plan *p = step(FS_STATX);
+	int ret;
 
-	return p ? (int)fail(p) : __real_statx(dfd, path, flags, mask, st);
+	if (p)
+		return (int)fail(p);
+	ret = __real_statx(dfd, path, flags, mask, st);
+	if (!ret && armed && (statx_mem || statx_off)) {
+		st->stx_mask |= STATX_DIOALIGN;
+		st->stx_dio_mem_align = statx_mem;
+		st->stx_dio_offset_align = statx_off;
+	}
+	return ret;
 }
 
 int __real_fsync(int fd);

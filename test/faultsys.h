@@ -63,6 +63,13 @@ void fs_reset(void);
 void fs_plan(enum fs_sym s, unsigned long nth, unsigned times,
 	     enum fs_action a, int err, size_t k);
 
+/*
+ * While armed, a statx that succeeds reports these direct I/O alignments
+ * (STATX_DIOALIGN) instead of the file's: a device no machine here has.
+ * 0, 0 (and fs_reset) ends it.
+ */
+void fs_statx_dio(uint32_t mem_align, uint32_t off_align);
+
 /* Starts (true) or stops counting and injecting on the calling thread. */
 void fs_arm(bool on);
 

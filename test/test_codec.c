@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "testutil.h"
 #include "inline_ops.h"
 
@@ -1223,7 +1224,11 @@ START_TEST(test_encode_bytes_large_blob)
 }
 END_TEST
 
-START_TEST(test_encode_bytes_past_4gib_is_einval)
+/*
+ * A blob longer than its u32 length can say is too large for the format:
+ * -E2BIG, as the messenger and lz4 answer a payload too large for theirs.
+ */
+START_TEST(test_encode_bytes_past_4gib_is_e2big)
 {
 #if SIZE_MAX > UINT32_MAX
 	struct bl_list l;
@@ -1232,9 +1237,52 @@ START_TEST(test_encode_bytes_past_4gib_is_einval)
 	ck_assert_int_eq(bl_list_append(&l, "ab", 2), 0);
 	/* the length is refused before a byte is read */
 	ck_assert_int_eq(bl_encode_bytes(&l, "x", (size_t)UINT32_MAX + 1),
-			 -EINVAL);
+			 -E2BIG);
+	tu_assert_list_eq(&l, "ab", 2);
+	/* and before the pointer is looked at */
+	ck_assert_int_eq(bl_encode_bytes(&l, NULL, (size_t)UINT32_MAX + 1),
+			 -E2BIG);
 	tu_assert_list_eq(&l, "ab", 2);
 	bl_list_clear(&l);
+#else
+	ck_assert_uint_eq(sizeof(size_t), 4);
+#endif
+}
+END_TEST
+
+/*
+ * The same for a list: one of 4 GiB + 1 bytes, over address space that is
+ * reserved, never touched (a static raw; nothing reads its bytes), is
+ * -E2BIG and leaves the destination as it was.
+ */
+START_TEST(test_encode_list_past_4gib_is_e2big)
+{
+#if SIZE_MAX > UINT32_MAX
+	size_t big = (size_t)UINT32_MAX + 1;
+	struct bl_list l, src, sub;
+	struct bl_ptr p;
+	void *map = mmap(NULL, big, PROT_READ,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	bl_list_init(&l);
+	bl_list_init(&src);
+	bl_ptr_from_raw(&p, bl_raw_create_static(map, big));
+	ck_assert_ptr_nonnull(p.raw);
+	ck_assert_int_eq(bl_list_append_ptr_move(&src, &p), 0);
+	ck_assert_uint_eq(bl_list_length(&src), big);
+	ck_assert_int_eq(bl_list_append(&l, "ab", 2), 0);
+	ck_assert_int_eq(bl_encode_list(&l, &src), -E2BIG);
+	tu_assert_list_eq(&l, "ab", 2);
+	/* one byte less fits the format (shared, so nothing is read) */
+	bl_list_init(&sub);
+	ck_assert_int_eq(bl_list_substr_of(&sub, &src, 0, big - 1), 0);
+	ck_assert_int_eq(bl_encode_list(&l, &sub), 0);
+	ck_assert_uint_eq(bl_list_length(&l), 2 + 4 + big - 1);
+	bl_list_clear(&sub);
+	bl_list_clear(&src);
+	bl_list_clear(&l);
+	munmap(map, big);
 #else
 	ck_assert_uint_eq(sizeof(size_t), 4);
 #endif
@@ -1585,7 +1633,8 @@ static Suite *codec_suite(void)
 	tc = tcase_create("bytes");
 	tcase_add_test(tc, test_encode_bytes_layout);
 	tcase_add_test(tc, test_encode_bytes_large_blob);
-	tcase_add_test(tc, test_encode_bytes_past_4gib_is_einval);
+	tcase_add_test(tc, test_encode_bytes_past_4gib_is_e2big);
+	tcase_add_test(tc, test_encode_list_past_4gib_is_e2big);
 	tcase_add_test(tc, test_encode_bytes_null_with_length_is_einval);
 	tcase_add_test(tc, test_decode_bytes_is_zero_copy);
 	tcase_add_test(tc, test_decode_bytes_across_seams);

@@ -1323,6 +1323,53 @@ START_TEST(dio_align_fault)
 }
 END_TEST
 
+/*
+ * A descriptor reporting an alignment that is not a power of two takes
+ * direct I/O, but bl_list_prepare_dio cannot lay the list out for it:
+ * -EDOM, its own errno (not the -EOPNOTSUPP of no direct I/O, nor the
+ * -EINVAL of a length), and the list stays.  bl_fd_dio_align reports
+ * such alignments as they are.
+ */
+START_TEST(prepare_dio_refuses_an_alignment_not_a_power_of_two)
+{
+	static const uint32_t al[][2] = {	/* memory, offset */
+		{ 512, 768 }, { 768, 4096 }, { 3, 3 },
+	};
+	struct bl_list l;
+	struct snap s;
+	size_t mem = 0, off = 0;
+	int fd = open(out_path, O_WRONLY);
+
+	ck_assert_int_ge(fd, 0);
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, DATA, 3), 0);
+	ck_assert_int_eq(bl_list_append(&l, DATA, 4608 - 3), 0);
+	snap_take(&s, &l);
+	for (unsigned i = 0; i < sizeof(al) / sizeof(al[0]); i++) {
+		fs_reset();
+		fs_statx_dio(al[i][0], al[i][1]);
+		fs_arm(true);
+		ck_assert_int_eq(bl_fd_dio_align(fd, &mem, &off), 0);
+		ck_assert_uint_eq(mem, al[i][0]);
+		ck_assert_uint_eq(off, al[i][1]);
+		ck_assert_int_eq(bl_list_prepare_dio(&l, fd), -EDOM);
+		fs_arm(false);
+		snap_check(&s, &l, "prepare_dio");
+	}
+	/* the same list and a power of two from the same statx: prepared */
+	fs_reset();
+	fs_statx_dio(512, 512);
+	fs_arm(true);
+	ck_assert_int_eq(bl_list_prepare_dio(&l, fd), 1);
+	fs_arm(false);
+	fs_reset();
+	ck_assert_uint_eq(bl_list_length(&l), 4608);
+	snap_free(&s);
+	bl_list_clear(&l);
+	close(fd);
+}
+END_TEST
+
 /* ---- 3. allocation failures not covered by test_failure.c ---------------- */
 
 /*
@@ -2185,6 +2232,7 @@ static Suite *faults_suite(void)
 		tcase_add_test(tc, uring_enter_fault);
 	}
 	tcase_add_test(tc, dio_align_fault);
+	tcase_add_test(tc, prepare_dio_refuses_an_alignment_not_a_power_of_two);
 	tcase_add_test(tc, uring_wait_fault);
 	tcase_add_test(tc, msgr_busy_poll_recv_fault);
 	tcase_add_loop_test(ta, alloc_fault, 0, napairs);

@@ -1533,6 +1533,102 @@ START_TEST(frame_over_max_payload_closes_the_receiver)
 }
 END_TEST
 
+/* Standard error, redirected to a temporary file between the two calls. */
+struct err_capture {
+	FILE *f;
+	int saved;
+};
+
+static void err_capture_start(struct err_capture *cp)
+{
+	cp->f = tmpfile();
+	ck_assert_ptr_nonnull(cp->f);
+	fflush(stderr);
+	cp->saved = dup(2);
+	ck_assert_int_ge(cp->saved, 0);
+	ck_assert_int_eq(dup2(fileno(cp->f), 2), 2);
+}
+
+/* Ends the capture; @buf gets what was written (cut at @n - 1 bytes). */
+static void err_capture_end(struct err_capture *cp, char *buf, size_t n)
+{
+	size_t got;
+
+	fflush(stderr);
+	ck_assert_int_eq(dup2(cp->saved, 2), 2);
+	close(cp->saved);
+	rewind(cp->f);
+	got = fread(buf, 1, n - 1, cp->f);
+	buf[got] = 0;
+	fclose(cp->f);
+}
+
+/*
+ * b resets a over a frame longer than its max_payload, with b's on_close
+ * and log set as asked; @err gets what went to stderr meanwhile.
+ */
+static void reset_with(bool on_close, bool log, struct peer *b, char *err,
+		       size_t errsz)
+{
+	struct bl_msgr_conn_opts oa, ob;
+	struct err_capture cp;
+	struct peer a;
+	struct bl_uring *u = mk_uring();
+	int fa, fb;
+
+	two_peers(true, &fa, &fb, &a, &oa, b, &ob);
+	ob.max_payload = 1000;
+	if (!on_close)
+		ob.on_close = NULL;
+	if (!log)
+		ob.log = NULL;
+	err_capture_start(&cp);
+	a.c = bl_msgr_conn_new(u, fa, &oa);
+	b->c = bl_msgr_conn_new(u, fb, &ob);
+	ck_assert_ptr_nonnull(a.c);
+	ck_assert_ptr_nonnull(b->c);
+	send_frames(&a, 1, 11, true);	/* seq 11 has a 4 KiB+ payload */
+	/* the sender hears of the reset after b has made it */
+	run_until_closed(u, &a, NULL);
+	bl_uring_destroy(u);
+	err_capture_end(&cp, err, errsz);
+	ck_assert(b->rx == 10);
+}
+
+/*
+ * A reset's reason goes to stderr only when the caller gave neither a log
+ * function nor an on_close: a daemon that handles its resets in on_close
+ * does not also get a line on stderr for each.
+ */
+START_TEST(a_reset_goes_to_stderr_only_without_log_and_on_close)
+{
+	char err[1024];
+	struct peer b;
+
+	/* on_close, no log: the reason reaches on_close only */
+	reset_with(true, false, &b, err, sizeof(err));
+	ck_assert_int_eq(b.closed, 1);
+	ck_assert_int_eq(b.close_err, -E2BIG);
+	ck_assert_ptr_nonnull(strstr(b.reason, "over the limit"));
+	ck_assert_msg(!strstr(err, "bl_msgr"), "stderr: %s", err);
+	/* a log function: the line goes there, not to stderr */
+	reset_with(true, true, &b, err, sizeof(err));
+	ck_assert_uint_eq(b.logs, 1);
+	ck_assert_ptr_nonnull(strstr(b.log, "closing (reset)"));
+	ck_assert_msg(!strstr(err, "bl_msgr"), "stderr: %s", err);
+	reset_with(false, true, &b, err, sizeof(err));
+	ck_assert_uint_eq(b.logs, 1);
+	ck_assert_int_eq(b.closed, 0);
+	ck_assert_msg(!strstr(err, "bl_msgr"), "stderr: %s", err);
+	/* neither: stderr is the only place the reason can go */
+	reset_with(false, false, &b, err, sizeof(err));
+	ck_assert_uint_eq(b.logs, 0);
+	ck_assert_msg(strstr(err, "bl_msgr: ") &&
+		      strstr(err, "closing (reset)") &&
+		      strstr(err, "over the limit"), "stderr: %s", err);
+}
+END_TEST
+
 START_TEST(close_with_frames_in_flight_cancels_and_leaks_nothing)
 {
 	struct tu_alloc_stats st;
@@ -4058,6 +4154,7 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 		held_payloads_starve_a_multishot_ring_but_frames_still_arrive);
 	tcase_add_test(tc, detach_keeps_the_ring_free_for_long_lived_payloads);
 	tcase_add_test(tc, frame_over_max_payload_closes_the_receiver);
+	tcase_add_test(tc, a_reset_goes_to_stderr_only_without_log_and_on_close);
 	tcase_add_test(tc, send_callbacks_may_send_and_close);
 	tcase_add_test(tc, large_frame_with_bad_payload_crc_closes_the_receiver);
 	tcase_add_test(tc, direct_reads_use_the_rings_registered_buffers);

@@ -29,14 +29,14 @@ BL_API int bl_encode_u64(struct bl_list *l, uint64_t v);
 BL_API int bl_encode_varint(struct bl_list *l, uint64_t v);
 /**
  * bl_encode_bytes() - u32 length then @len bytes (copied), both or none.
- * Return: 0, or -EINVAL (@len above 4 GiB - 1, or @p NULL and @len not 0),
- * -ENOMEM.
+ * Return: 0, or -E2BIG (@len above 4 GiB - 1), -EINVAL (@p NULL and @len
+ * not 0), -ENOMEM.
  */
 BL_API int bl_encode_bytes(struct bl_list *l, const void *p, size_t len);
 /**
  * bl_encode_list() - u32 length then @src's bytes, shared (no copy), both
  * or none.  @src == @l works.
- * Return: 0, or -EINVAL (@src longer than 4 GiB - 1), -ENOMEM.
+ * Return: 0, or -E2BIG (@src longer than 4 GiB - 1), -ENOMEM.
  */
 BL_API int bl_encode_list(struct bl_list *l, const struct bl_list *src);
 

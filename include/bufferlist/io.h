@@ -95,11 +95,12 @@ BL_API int bl_list_write_file(const struct bl_list *l, const char *path,
  * device's logical block size, else 4096.  Where statx does not say, a
  * regular file is opened again with O_DIRECT (through /proc/self/fd) to
  * learn whether its filesystem takes it.  @mem_align and @off_align
- * (borrowed) are written only on success.
- * Return: 0, or -errno: -EINVAL when @fd cannot do direct I/O (not a
- * regular file or block device, or its filesystem refuses O_DIRECT, or
- * an output pointer is NULL), -EBADF and the other errors of statx and
- * fstat.
+ * (borrowed) are written only on success.  The alignments are reported as
+ * the kernel gives them, powers of two or not.
+ * Return: 0, or -errno: -EOPNOTSUPP when @fd cannot do direct I/O (not a
+ * regular file or block device, or its filesystem refuses O_DIRECT),
+ * -EINVAL (an output pointer is NULL), -EBADF and the other errors of
+ * statx and fstat.
  */
 BL_API int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align);
 
@@ -109,9 +110,13 @@ BL_API int bl_fd_dio_align(int fd, size_t *mem_align, size_t *off_align);
  * keeps the list within IOV_MAX segments.  The length of @l must already
  * be a multiple of the offset alignment (-EINVAL otherwise): pad it first
  * with bl_list_pad_to(), which keeps aligned segments aligned.
- * Return: 1 if it copied, 0 if not, or -errno: those of bl_fd_dio_align()
- * (-EINVAL: @fd cannot do direct I/O), -EINVAL (the length), or -ENOMEM;
- * @l is unchanged on failure.
+ * Return: 1 if it copied, 0 if not, or -errno, one per cause:
+ * -EOPNOTSUPP (@fd cannot do direct I/O: write through the page cache),
+ * -EINVAL (the length of @l is not a multiple of the offset alignment, as
+ * the kernel answers a misaligned O_DIRECT write; or @l is NULL), -EDOM
+ * (@fd reports an alignment that is not a power of two, which this
+ * function cannot lay out), -ENOMEM, and the other errors of
+ * bl_fd_dio_align() (-EBADF, ...); @l is unchanged on failure.
  */
 BL_API int bl_list_prepare_dio(struct bl_list *l, int fd);
 

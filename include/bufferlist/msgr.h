@@ -230,7 +230,9 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  *               the frame (BL_MSGR_ENC_COPY), not shared; 0: 512; 1: never.
  * @keep_fd:     the connection does not close its fd when it ends.
  * @log:         where the reasons for closing (malformed frames, I/O
- *               errors) go, one line each; NULL: stderr.
+ *               errors) go, one line each; NULL: stderr, but only without
+ *               @on_close (which gets the same reason); a server's lines
+ *               about accepting go to stderr whenever @log is NULL.
  * @log_arg:     first argument of @log.
  * @max_out_bytes: backpressure on replies nobody reads, in bytes: while
  *               this many bytes or more sent on the connection have not
