@@ -43,7 +43,10 @@
  * more than one piece ahead of the bytes received, and a payload up to
  * PIECE_FIRST (the common large message) is still one read into one raw.
  * All are multiples of 4096, so an aligned payload's pieces keep every
- * segment but the last a multiple of 4096.
+ * segment but the last a multiple of 4096.  A rest that fits a free buffer
+ * of the ring's registered pool is read in one piece, into that buffer:
+ * its memory exists already, so growing the read bounds nothing, and each
+ * further piece would cost a read and hold a buffer of its own.
  */
 #define PIECE_FIRST ((size_t)1 << 20)
 #define PIECE_MAX ((size_t)64 << 20)
@@ -374,7 +377,7 @@ static int read_piece(struct bl_msgr_conn *c)
 	int ret;
 
 	/* the last piece takes the whole trailer, never a part of it */
-	if (left <= n + BL_MSGR_TRAILER)
+	if (left <= n + BL_MSGR_TRAILER || left <= bl__uring_regpool_room(c->u))
 		n = left;
 	ret = direct_read(c, n);
 	if (!ret) {

@@ -155,6 +155,22 @@ struct bl_raw *bl_uring_regpool_get(struct bl_uring_regpool *p)
 	return r;
 }
 
+size_t bl__uring_regpool_room(struct bl_uring *u)
+{
+	struct bl_uring_regpool *p = u->regpool;
+	size_t room = 0;
+
+	if (!p || !u->ring ||
+	    !atomic_load_explicit(&p->registered, memory_order_relaxed))
+		return 0;
+	/* raws come back from any thread: nfree only under the lock */
+	pthread_mutex_lock(&p->lock);
+	if (p->nfree)
+		room = p->buf_size;
+	pthread_mutex_unlock(&p->lock);
+	return room;
+}
+
 /* Off the kernel's table; raws still out stay valid. */
 static void rp_unregister(struct bl_uring_regpool *p)
 {

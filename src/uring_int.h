@@ -106,4 +106,11 @@ int bl__uring_recv_stop(struct bl_uring *u, int fd);
  */
 bool bl__uring_pending(const struct bl_uring *u);
 
+/*
+ * For the messenger's direct reads: the size of the buffers of @u's
+ * registered pool when one is registered and has a buffer free (a read of
+ * at most that many bytes then goes into it, READ_FIXED), else 0.
+ */
+size_t bl__uring_regpool_room(struct bl_uring *u);
+
 #endif /* BUFFERLIST_URING_INT_H */

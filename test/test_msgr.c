@@ -2415,6 +2415,76 @@ static void claim_close(void *arg, struct bl_msgr_conn *c, int err,
 }
 
 /*
+ * A large payload that fits a free buffer of the ring's registered pool
+ * is read in one piece, into that buffer, aligned or not: the frame's
+ * payload is the head the first receive brought and one segment for the
+ * rest (piece by piece it was 1 MiB, 2 MiB, then the remainder, each a
+ * read and a buffer of its own).  Without io_uring nothing is registered
+ * and the pieces stay as they were.
+ */
+START_TEST(a_large_payload_is_read_in_one_piece_into_a_registered_buffer)
+{
+	size_t big = ((size_t)3 << 20) + 12345, n;
+	unsigned char *pay = malloc(big), *fr;
+	uint64_t rng = 25;
+
+	ck_assert_ptr_nonnull(pay);
+	tu_fill(pay, big, &rng);
+	fr = big_frame(pay, big, &n);
+	for (int i = 0; i < 2; i++) {
+		struct bl_uring *u = mk_uring();
+		struct bl_uring_regpool *rp =
+			bl_uring_regpool_create(u, 4, (size_t)4 << 20);
+		struct bl_msgr_conn_opts o;
+		struct bl_msgr_conn_stats st;
+		struct bl_msgr_conn *c;
+		struct claim_rx x;
+		int64_t end;
+		int fa, fb;
+
+		ck_assert_ptr_nonnull(rp);
+		memset(&x, 0, sizeof(x));
+		x.want = pay;
+		x.want_len = big;
+		memset(&o, 0, sizeof(o));
+		o.on_frame = claim_frame;
+		o.on_close = claim_close;
+		o.arg = &x;
+		o.align_data = i;
+		unix_pair(&fa, &fb);
+		c = bl_msgr_conn_new(u, fb, &o);
+		ck_assert_ptr_nonnull(c);
+		feed(u, fa, fr, 1000);
+		bl_uring_run(u, 1, 10);
+		feed(u, fa, fr + 1000, n - 1000);
+		end = now_ms() + wait_ms;
+		while (!x.frames && now_ms() < end)
+			bl_uring_run(u, 1, 10);
+		ck_assert_int_eq(x.frames, 1);
+		ck_assert(x.ok);
+		if (i)
+			ck_assert(x.aligned);
+		bl_msgr_conn_stats(c, &st);
+		ck_assert_uint_eq(st.direct_frames, 1);
+		if (bl_uring_backend(u) == BL_URING_IO_URING)
+			ck_assert_uint_eq(x.segs, 2);
+		else
+			ck_assert_uint_ge(x.segs, 4);
+		bl_msgr_conn_close(c, 0, NULL);
+		close(fa);
+		end = now_ms() + wait_ms;
+		while (!x.closes && now_ms() < end)
+			bl_uring_run(u, 1, 10);
+		ck_assert_int_eq(x.closes, 1);
+		bl_uring_regpool_destroy(rp);
+		bl_uring_destroy(u);
+	}
+	free(fr);
+	free(pay);
+}
+END_TEST
+
+/*
  * Eight peers each send a preamble claiming the largest payload there is
  * (2 GiB) and 8 KiB of it, on connections that accept it, half of
  * them aligning: the receiver's address space and resident memory grow by
@@ -4158,6 +4228,7 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 	tcase_add_test(tc, send_callbacks_may_send_and_close);
 	tcase_add_test(tc, large_frame_with_bad_payload_crc_closes_the_receiver);
 	tcase_add_test(tc, direct_reads_use_the_rings_registered_buffers);
+	tcase_add_test(tc, a_large_payload_is_read_in_one_piece_into_a_registered_buffer);
 	tcase_add_test(tc, close_with_frames_in_flight_cancels_and_leaks_nothing);
 	tcase_add_test(tc, allocation_failures_return_enomem_and_leak_nothing);
 	tcase_add_test(tc, conn_and_server_new_set_errno);

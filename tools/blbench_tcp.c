@@ -55,6 +55,24 @@ struct tcp_target {
 
 #define NO_SLOT UINT32_MAX
 
+/*
+ * Read replies come in through the messenger's direct reads (align_data),
+ * each into memory of its own.  Fresh from malloc, that memory is mapped
+ * anew for every reply (glibc maps large blocks and trims the heap top
+ * when they are freed), and the kernel's receive copy then takes a page
+ * fault per 4 KiB: on the VMs measured that cost more than the copy
+ * itself (docs/BENCHMARKS.md, the tcp read path).  Registered buffers
+ * recycled from a pool are mapped once, warm, and read with READ_FIXED;
+ * a reply's rest fits one (the messenger then reads it in one piece).
+ * Four: the reply being read, its small aligning read, and replies still
+ * held by the run's verification.  Ops above TCP_POOL_OP_MAX get none:
+ * the buffers are pinned for the life of the connection.  Without the
+ * pool (a memlock limit, no io_uring) reads fall back to fresh memory.
+ */
+#define TCP_POOL_BUFS 4u
+#define TCP_POOL_OP_MAX ((uint64_t)16 << 20)
+#define TCP_POOL_SLACK ((size_t)64 << 10)	/* reply header, trailer */
+
 static int slot_alloc(struct tcp_target *tt, uint64_t *tag)
 {
 	struct tcp_slot *s;
@@ -514,6 +532,9 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 		return r;
 	}
 	tt->u = blb_make_ring(o);
+	if (tt->u && o->op_size <= TCP_POOL_OP_MAX)
+		bl_uring_regpool_create(tt->u, TCP_POOL_BUFS,
+					(size_t)o->op_size + TCP_POOL_SLACK);
 	memset(&co, 0, sizeof(co));
 	co.on_frame = tcp_on_frame;
 	co.on_close = tcp_on_close;
