@@ -79,6 +79,7 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c)
 	bl_list_clear(&c->in);
 	bl_ptr_release(&c->ib);
 	bl_list_clear(&c->outq);
+	bl_list_clear(&c->held);
 	bl_ptr_release(&c->d.P);
 	bl_list_clear(&c->d.headl);
 	bl_list_clear(&c->d.restl);
@@ -88,6 +89,9 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c)
 		close(c->fd);
 	if (c->recs)
 		bl__free(c->al, c->recs, c->rec_cap * sizeof(*c->recs),
+			 _Alignof(struct bl__msgr_send_rec));
+	if (c->hrecs)
+		bl__free(c->al, c->hrecs, c->hrec_cap * sizeof(*c->hrecs),
 			 _Alignof(struct bl__msgr_send_rec));
 	bl__free(c->al, c, sizeof(*c), _Alignof(struct bl_msgr_conn));
 }
@@ -172,6 +176,15 @@ static void end_conn(struct bl_msgr_conn *c, int err, bool log, bool reset,
 		c->rec_n--;	/* a send from the callback gets -EPIPE */
 		r.cb(r.arg, -ECANCELED);
 	}
+	/* a stream left open never completes; what waited behind it neither */
+	c->streaming = false;
+	c->out_bytes -= bl_list_length(&c->held);
+	bl_list_clear(&c->held);
+	c->held_frames = 0;
+	for (unsigned i = 0, n = c->hrec_n; i < n; i++) {
+		c->hrec_n--;
+		c->hrecs[i].cb(c->hrecs[i].arg, -ECANCELED);
+	}
 	if (!reset)
 		shutdown(c->fd, SHUT_RDWR);
 	else if (reset_socket(c->fd))
@@ -234,7 +247,7 @@ void bl__msgr_eof_check(struct bl_msgr_conn *c)
 		return;
 	}
 	/* a half-closed peer still gets its answers */
-	if (c->send_busy || bl_list_length(&c->outq) ||
+	if (c->send_busy || bl_list_length(&c->outq) || c->streaming ||
 	    (c->o.max_inflight && c->unanswered))
 		return;
 	bl__msgr_conn_end(c, 0, false, "peer closed");
@@ -288,6 +301,7 @@ static bool peer_acked_since(struct bl_msgr_conn *c, int64_t now)
 		return false;
 	c->acked_seen = acked;
 	c->act_at = now;
+	c->take_at = now;
 	return true;
 }
 
@@ -298,25 +312,46 @@ bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
 
 	if (c->closing)
 		return false;
+	uint64_t taken = c->tx_bytes - c->out_bytes;
+	int64_t idle = (int64_t)c->o.idle_timeout_ms;
+
 	if (act != c->act_seen || !c->act_at) {
 		c->act_seen = act;
 		c->act_at = now;
 	}
-	if (c->o.max_inflight && c->unanswered)
-		c->act_at = now;	/* we owe the peer, not it us */
-	if (c->o.idle_timeout_ms &&
-	    now - c->act_at >= (int64_t)c->o.idle_timeout_ms) {
-		if (!peer_owes(c)) {	/* it may still be reading what it got */
-			bl__msgr_conn_end(c, -ETIMEDOUT, true,
-					  "idle for %u ms", c->o.idle_timeout_ms);
-			return false;
-		}
-		if (!peer_acked_since(c, now)) {	/* not reading */
+	if (taken != c->take_seen || !c->out_bytes || !c->take_at) {
+		c->take_seen = taken;
+		c->take_at = now;
+	}
+	if (idle && now - c->act_at >= idle) {
+		if (!peer_owes(c)) {
+			/*
+			 * Nothing of ours waits for the peer.  An answer we
+			 * owe (a request not answered, a stream not finished:
+			 * a slow disk) keeps it open; otherwise it is idle, and
+			 * may still be reading what it got.
+			 */
+			if ((c->o.max_inflight && c->unanswered) ||
+			    c->streaming) {
+				c->act_at = now;
+			} else {
+				bl__msgr_conn_end(c, -ETIMEDOUT, true,
+						  "idle for %u ms",
+						  c->o.idle_timeout_ms);
+				return false;
+			}
+		} else if (!peer_acked_since(c, now)) {	/* not reading */
 			bl__msgr_conn_abort(c, -ETIMEDOUT, "idle for %u ms, "
 					    "the peer not reading",
 					    c->o.idle_timeout_ms);
 			return false;
 		}
+	} else if (idle && now - c->take_at >= idle &&
+		   !peer_acked_since(c, now)) {
+		/* it sends (requests, bytes) but takes none of ours */
+		bl__msgr_conn_abort(c, -ETIMEDOUT, "the peer took no byte "
+				    "for %u ms", c->o.idle_timeout_ms);
+		return false;
 	}
 	/* a preamble begun and not finished (not our own backpressure) */
 	if (!in || in >= BL_MSGR_PREAMBLE || c->read_busy || c->paused ||

@@ -129,6 +129,12 @@ static void fill_preamble(unsigned char *p, uint16_t type, uint16_t flags,
 	bl__le32_store(p + 20, bl_crc32c(BL_MSGR_CRC_SEED, p, 20));
 }
 
+void bl__msgr_preamble(unsigned char *p, uint16_t type, uint64_t seq,
+		       uint32_t len)
+{
+	fill_preamble(p, type, 0, seq, len);
+}
+
 /*
  * Copies the @n payload bytes of @l (n > 0) to @dst and returns their crc,
  * taken over the source when it is one slice: the copy's bytes were just

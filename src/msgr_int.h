@@ -99,11 +99,28 @@ struct bl_msgr_conn {
 	unsigned unanswered;	/* frames delivered (max_inflight only) */
 	struct bl__msgr_send_rec *recs;	/* FIFO ring of callbacks */
 	unsigned rec_cap, rec_head, rec_n, rec_inflight;
+	/*
+	 * A frame sent in pieces (bl_msgr_stream_begin): while it is open,
+	 * frames sent wait in held, encoded, their callbacks in hrecs, and
+	 * join outq behind its last piece.
+	 */
+	bool streaming;
+	bool stream_reply;	/* it answers the peer (reply_end) */
+	bool held_reply;	/* a held frame does */
+	size_t stream_left;	/* payload bytes still to come */
+	uint32_t stream_crc;	/* of those that came */
+	struct bl_list held;
+	unsigned held_frames;
+	struct bl__msgr_send_rec *hrecs;
+	unsigned hrec_n, hrec_cap;
 	/* timeouts (the server's connections) */
 	uint64_t rx_raw;	/* bytes that came in, frames or not */
 	uint64_t act_seen;	/* rx_raw + bytes sent, at act_at */
 	int64_t act_at;		/* ms: when that last moved; 0: not yet */
 	uint64_t acked_seen;	/* bytes the peer acknowledged (TCP), then */
+	uint64_t take_seen;	/* tx_bytes - out_bytes, at take_at */
+	int64_t take_at;	/* ms: when the peer last took a byte of
+				 * ours, or had none waiting; 0: not yet */
 	int64_t hdr_at;		/* ms: a preamble partly in since; 0: none */
 	uint64_t hdr_frames;	/* frames_received then */
 	/* the server's list */
@@ -138,6 +155,10 @@ struct bl_msgr_server {
  * counted as a copy). */
 void bl__msgr_gather(const struct bl_list *l, size_t off, size_t n,
 		     void *dst);
+
+/* The BL_MSGR_PREAMBLE bytes of a frame (no wire flags) into @p. */
+void bl__msgr_preamble(unsigned char *p, uint16_t type, uint64_t seq,
+		       uint32_t len);
 
 /* crc32c of [off, off + n) of @l, straight over the bytes (no cache). */
 uint32_t bl__msgr_crc_range(const struct bl_list *l, size_t off, size_t n,

@@ -83,6 +83,7 @@ struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
 	bl__msgr_opts_fill(&c->o, o);
 	bl_list_init(&c->in);
 	bl_list_init(&c->outq);
+	bl_list_init(&c->held);
 	bl_list_init(&c->d.headl);
 	bl_list_init(&c->d.restl);
 	/*

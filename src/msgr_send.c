@@ -174,15 +174,17 @@ void bl__msgr_rx_end(struct bl_msgr_conn *c)
 				  strerror(-ret));
 }
 
-/* Room for one more callback record.  0 or -ENOMEM. */
-static int rec_reserve(struct bl_msgr_conn *c)
+/* Room for @need more callback records.  0 or -ENOMEM. */
+static int rec_reserve_n(struct bl_msgr_conn *c, unsigned need)
 {
 	struct bl__msgr_send_rec *n;
 	unsigned cap;
 
-	if (c->rec_n < c->rec_cap)
+	if (c->rec_cap - c->rec_n >= need)
 		return 0;
 	cap = c->rec_cap ? c->rec_cap * 2 : 16;
+	while (cap - c->rec_n < need)
+		cap *= 2;
 	n = bl__alloc(c->al, cap * sizeof(*n),
 		      _Alignof(struct bl__msgr_send_rec));
 	if (!n)
@@ -195,6 +197,209 @@ static int rec_reserve(struct bl_msgr_conn *c)
 	c->recs = n;
 	c->rec_cap = cap;
 	c->rec_head = 0;
+	return 0;
+}
+
+static int rec_reserve(struct bl_msgr_conn *c)
+{
+	return rec_reserve_n(c, 1);
+}
+
+static void rec_push(struct bl_msgr_conn *c, bl_msgr_send_fn cb, void *arg)
+{
+	c->recs[(c->rec_head + c->rec_n) & (c->rec_cap - 1)] =
+		(struct bl__msgr_send_rec){ cb, arg };
+	c->rec_n++;
+}
+
+/*
+ * A frame sent while a stream is open: encoded into held, to follow the
+ * stream's last piece.  Its bytes count as queued from now on.
+ */
+static int send_held(struct bl_msgr_conn *c, uint16_t type,
+		     const struct bl_list *payload, unsigned flags,
+		     bl_msgr_send_fn cb, void *arg)
+{
+	size_t mark = bl_list_length(&c->held), n;
+	int ret;
+
+	if (cb && c->hrec_n == c->hrec_cap) {
+		unsigned cap = c->hrec_cap ? c->hrec_cap * 2 : 8;
+		struct bl__msgr_send_rec *r = bl__alloc(c->al, cap * sizeof(*r),
+					_Alignof(struct bl__msgr_send_rec));
+
+		if (!r)
+			return -ENOMEM;
+		if (c->hrec_n)
+			memcpy(r, c->hrecs, c->hrec_n * sizeof(*r));
+		if (c->hrecs)
+			bl__free(c->al, c->hrecs, c->hrec_cap * sizeof(*r),
+				 _Alignof(struct bl__msgr_send_rec));
+		c->hrecs = r;
+		c->hrec_cap = cap;
+	}
+	ret = bl_msgr_encode(&c->held, type, c->tx_seq + 1, payload, flags);
+	if (ret)
+		return ret;
+	c->tx_seq++;
+	c->held_frames++;
+	n = bl_list_length(&c->held) - mark;
+	c->out_bytes += n;
+	c->tx_bytes += n;
+	if (c->in_rx || c->unanswered)
+		c->held_reply = true;
+	if (cb)
+		c->hrecs[c->hrec_n++] = (struct bl__msgr_send_rec){ cb, arg };
+	if (c->unanswered)
+		c->unanswered--;
+	return 0;
+}
+
+/* Hands outq to the ring now, or when the delivery under way ends. */
+static int kick(struct bl_msgr_conn *c)
+{
+	if (c->send_busy || !bl_list_length(&c->outq))
+		return 0;
+	if (c->in_rx) {
+		c->flush_due = true;	/* bl__msgr_rx_end() sends the batch */
+		return 0;
+	}
+	return flush(c);
+}
+
+/*
+ * The stream's last byte is queued: the frames held behind it join
+ * outq, their callbacks the FIFO.  Nothing can be undone by now, so a
+ * failure (out of memory) ends the connection.
+ */
+static void stream_done(struct bl_msgr_conn *c)
+{
+	int ret = 0;
+
+	c->streaming = false;
+	if (!c->held_frames)
+		return;
+	ret = rec_reserve_n(c, c->hrec_n);
+	if (ret == 0)
+		ret = bl_list_claim_append(&c->outq, &c->held);
+	if (ret) {
+		bl__msgr_conn_end(c, ret, true, "cannot queue the frames held "
+				  "behind a stream: %s", strerror(-ret));
+		return;
+	}
+	for (unsigned i = 0; i < c->hrec_n; i++)
+		rec_push(c, c->hrecs[i].cb, c->hrecs[i].arg);
+	c->hrec_n = 0;
+	c->outq_frames += c->held_frames;
+	c->held_frames = 0;
+	if (c->held_reply)
+		c->reply_end = c->tx_bytes;
+	c->held_reply = false;
+}
+
+int bl_msgr_stream_begin(struct bl_msgr_conn *c, uint16_t type, size_t len)
+{
+	unsigned char pre[BL_MSGR_PREAMBLE];
+	int ret;
+
+	if (!c)
+		return -EINVAL;
+	if (c->closing)
+		return -EPIPE;
+	if (c->streaming)
+		return -EBUSY;
+	if (!len)
+		return -EINVAL;
+	if (len > BL_MSGR_PAYLOAD_LIMIT)
+		return -E2BIG;
+	bl__msgr_preamble(pre, type, c->tx_seq + 1, (uint32_t)len);
+	/* queued, not sent: it goes out with the first piece */
+	ret = bl_list_append(&c->outq, pre, sizeof(pre));
+	if (ret)
+		return ret;
+	c->tx_seq++;
+	c->out_bytes += sizeof(pre);
+	c->tx_bytes += sizeof(pre);
+	c->stream_reply = c->in_rx || c->unanswered;
+	if (c->stream_reply)
+		c->reply_end = c->tx_bytes;
+	c->streaming = true;
+	c->stream_left = len;
+	c->stream_crc = BL_MSGR_CRC_SEED;
+	if (c->unanswered)
+		c->unanswered--;
+	return 0;
+}
+
+int bl_msgr_stream_add(struct bl_msgr_conn *c, const struct bl_list *piece,
+		       bl_msgr_send_fn cb, void *arg)
+{
+	size_t plen = piece ? bl_list_length(piece) : 0;
+	uint64_t reply_end;
+	size_t mark, n;
+	uint32_t crc;
+	bool last;
+	int ret;
+
+	if (!c)
+		return -EINVAL;
+	if (c->closing)
+		return -EPIPE;
+	if (!c->streaming || !plen || plen > c->stream_left)
+		return -EINVAL;
+	if (cb && rec_reserve(c))
+		return -ENOMEM;
+	mark = bl_list_length(&c->outq);
+	last = plen == c->stream_left;
+	/* crc32c without inversion continues from its last value */
+	crc = bl_list_crc32c(piece, c->stream_crc);
+	ret = bl_list_append_list(&c->outq, piece);	/* shared */
+	if (ret == 0 && last) {
+		unsigned char tr[BL_MSGR_TRAILER];
+
+		tr[0] = (unsigned char)crc;
+		tr[1] = (unsigned char)(crc >> 8);
+		tr[2] = (unsigned char)(crc >> 16);
+		tr[3] = (unsigned char)(crc >> 24);
+		ret = bl_list_append(&c->outq, tr, sizeof(tr));
+	}
+	if (ret) {
+		bl_list_splice(&c->outq, mark, bl_list_length(&c->outq) - mark,
+			       NULL);
+		return ret;
+	}
+	n = bl_list_length(&c->outq) - mark;
+	reply_end = c->reply_end;
+	c->out_bytes += n;
+	c->tx_bytes += n;
+	if (c->stream_reply)
+		c->reply_end = c->tx_bytes;
+	if (cb)
+		rec_push(c, cb, arg);
+	if (last)
+		c->outq_frames++;
+	if (c->in_rx) {
+		c->flush_due = true;	/* bl__msgr_rx_end() sends the batch */
+	} else if (!c->send_busy && (ret = flush(c))) {
+		/* nothing was in flight: back to what it was before @piece */
+		c->out_bytes -= n;
+		c->tx_bytes -= n;
+		c->reply_end = reply_end;
+		if (cb)
+			c->rec_n--;
+		if (last)
+			c->outq_frames--;
+		bl_list_splice(&c->outq, mark, n, NULL);
+		return ret;
+	}
+	c->stream_left -= plen;
+	c->stream_crc = crc;
+	if (last) {
+		stream_done(c);
+		if (!c->closing && (ret = kick(c)))
+			bl__msgr_conn_end(c, ret, true, "cannot start a send: %s",
+					  strerror(-ret));
+	}
 	return 0;
 }
 
@@ -216,6 +421,8 @@ int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
 		return -ENOMEM;
 	if (plen && plen < c->o.copy_below)
 		flags |= BL_MSGR_ENC_COPY;
+	if (c->streaming)	/* after the stream's last piece */
+		return send_held(c, type, payload, flags, cb, arg);
 	ret = bl_msgr_encode(&c->outq, type, c->tx_seq + 1, payload, flags);
 	if (ret)
 		return ret;

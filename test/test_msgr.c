@@ -1678,6 +1678,154 @@ START_TEST(close_with_frames_in_flight_cancels_and_leaks_nothing)
 }
 END_TEST
 
+/* ---- frames sent in pieces ---------------------------------------------- */
+
+static void quiet_log(void *arg, struct bl_msgr_conn *c, const char *msg);
+
+/* Bytes [@at, @at + @n) of @l equal the pattern at @off? */
+static bool range_matches(const struct bl_list *l, size_t at, size_t n,
+			  size_t off)
+{
+	struct bl_list sub;
+	bool ok;
+
+	bl_list_init(&sub);
+	ck_assert_int_eq(bl_list_substr_of(&sub, l, at, n), 0);
+	ok = matches(&sub, off);
+	bl_list_clear(&sub);
+	return ok;
+}
+
+/* @l = @n bytes of the pattern from @off, shared. */
+static void pat_piece(struct bl_list *l, size_t off, size_t n)
+{
+	struct bl_ptr p = { pat_raw, off, n };
+
+	bl_list_init(l);
+	ck_assert_int_eq(bl_list_append_ptr(l, &p), 0);
+}
+
+/*
+ * A frame of 1.8 MiB sent in three pieces (a stream) reaches the peer as
+ * one frame, its payload whole and its crc right; a frame sent while the
+ * stream is open waits behind it and arrives after it, in sequence order;
+ * every piece's callback and the held frame's report success.  Each
+ * misuse is refused without changing anything: a piece without a stream
+ * (-EINVAL), a second stream (-EBUSY), a piece longer than what is left
+ * or empty (-EINVAL), an empty or oversized stream (-EINVAL, -E2BIG).
+ */
+START_TEST(a_frame_sent_in_pieces_arrives_whole_and_frames_sent_meanwhile_follow)
+{
+	const size_t piece = 600 << 10, total = 3 * piece;
+	struct bl_msgr_conn_opts oa, ob;
+	struct bl_list l, big;
+	struct peer a, b;
+	struct bl_uring *u = mk_uring();
+	size_t s1 = size_of(1), s3 = size_of(3);
+	int fa, fb;
+
+	two_peers(_i == 1, &fa, &fb, &a, &oa, &b, &ob);
+	b.check_seq = false;
+	b.keep = true;
+	a.c = bl_msgr_conn_new(u, fa, &oa);
+	b.c = bl_msgr_conn_new(u, fb, &ob);
+	ck_assert_ptr_nonnull(a.c);
+	ck_assert_ptr_nonnull(b.c);
+
+	pat_piece(&l, off_of(2), piece);
+	pat_piece(&big, 0, piece + 1);
+	ck_assert_int_eq(bl_msgr_stream_add(a.c, &l, on_sent, &a), -EINVAL);
+	ck_assert_int_eq(bl_msgr_stream_begin(NULL, 6, total), -EINVAL);
+	ck_assert_int_eq(bl_msgr_stream_add(NULL, &l, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(bl_msgr_stream_begin(a.c, 6, 0), -EINVAL);
+	ck_assert_int_eq(bl_msgr_stream_begin(a.c, 6,
+					      (size_t)BL_MSGR_PAYLOAD_LIMIT + 1),
+			 -E2BIG);
+	send_frames(&a, 1, 1, true);
+	ck_assert_int_eq(bl_msgr_stream_begin(a.c, 6, total), 0);
+	ck_assert_int_eq(bl_msgr_stream_begin(a.c, 6, total), -EBUSY);
+	ck_assert_int_eq(bl_msgr_stream_add(a.c, NULL, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(bl_msgr_stream_add(a.c, &l, on_sent, &a), 0);
+	bl_list_clear(&l);
+	/* sent while the stream is open: it must come after it */
+	send_frames(&a, 3, 1, true);
+	for (int i = 0; i < 20; i++)
+		bl_uring_run(u, 0, 5);
+	ck_assert_uint_eq(b.rx, 1);
+	pat_piece(&l, off_of(2) + piece, piece);
+	ck_assert_int_eq(bl_msgr_stream_add(a.c, &l, on_sent, &a), 0);
+	bl_list_clear(&l);
+	/* one byte more than the stream still expects */
+	ck_assert_int_eq(bl_msgr_stream_add(a.c, &big, on_sent, &a), -EINVAL);
+	bl_list_clear(&big);
+	pat_piece(&l, off_of(2) + 2 * piece, piece);
+	ck_assert_int_eq(bl_msgr_stream_add(a.c, &l, on_sent, &a), 0);
+	bl_list_clear(&l);
+	ck_assert_int_eq(bl_msgr_stream_add(a.c, &l, NULL, NULL), -EINVAL);
+	run_until(u, &b.rx, 3, &b.rx, 3);
+	ck_assert_msg(!b.bad, "%s", b.bad_msg);
+	ck_assert_uint_eq(b.expect, 3);
+	ck_assert_uint_eq(bl_list_length(&b.kept), s1 + total + s3);
+	ck_assert(range_matches(&b.kept, 0, s1, off_of(1)));
+	ck_assert(range_matches(&b.kept, s1, total, off_of(2)));
+	ck_assert(range_matches(&b.kept, s1 + total, s3, off_of(3)));
+	while (a.sent_ok < 5)
+		ck_assert_int_ge(bl_uring_run(u, 1, 100), 0);
+	ck_assert_uint_eq(a.sent_ok, 5);	/* 2 frames, 3 pieces */
+	ck_assert_uint_eq(a.sent_cancel + a.sent_err, 0);
+	bl_msgr_conn_close(a.c, 0, "done");
+	run_until_closed(u, &a, &b);
+	ck_assert_int_eq(b.close_err, 0);
+	ck_assert_uint_eq(a.st.frames_sent, 3);
+	ck_assert_uint_eq(a.st.bytes_sent, b.st.bytes_received);
+	bl_list_clear(&b.kept);
+	bl_uring_destroy(u);
+}
+END_TEST
+
+/*
+ * A connection closed with a stream open: the frame held behind it gets
+ * -ECANCELED, every piece's callback runs once, a piece added afterwards
+ * is -EPIPE, the peer gets no frame (a frame cut short, or nothing, never
+ * a whole wrong one), and nothing leaks.
+ */
+START_TEST(closing_with_a_stream_open_cancels_what_waits_behind_it)
+{
+	struct tu_alloc_stats st;
+	struct bl_msgr_conn_opts oa, ob;
+	struct bl_list l;
+	struct peer a, b;
+	struct bl_uring *u;
+	int fa, fb;
+
+	tu_alloc_install(0, 0);
+	u = mk_uring();
+	two_peers(true, &fa, &fb, &a, &oa, &b, &ob);
+	b.check_seq = false;
+	ob.log = quiet_log;
+	a.c = bl_msgr_conn_new(u, fa, &oa);
+	b.c = bl_msgr_conn_new(u, fb, &ob);
+	ck_assert_ptr_nonnull(a.c);
+	ck_assert_ptr_nonnull(b.c);
+	ck_assert_int_eq(bl_msgr_stream_begin(a.c, 6, 1 << 20), 0);
+	pat_piece(&l, 0, 256 << 10);
+	ck_assert_int_eq(bl_msgr_stream_add(a.c, &l, on_sent, &a), 0);
+	send_frames(&a, 2, 1, true);
+	ck_assert_uint_eq(a.sent_cancel, 0);
+	bl_msgr_conn_close(a.c, 0, "gives up");
+	ck_assert_uint_eq(a.sent_cancel, 1);	/* the held frame, at once */
+	ck_assert_int_eq(bl_msgr_stream_add(a.c, &l, on_sent, &a), -EPIPE);
+	bl_list_clear(&l);
+	run_until_closed(u, &a, &b);
+	ck_assert_uint_eq(a.sent_ok + a.sent_cancel + a.sent_err, 2);
+	ck_assert_uint_eq(b.rx, 0);
+	bl_uring_destroy(u);
+	tu_alloc_stats(&st);
+	tu_alloc_uninstall();
+	ck_assert_int_eq(st.live_bytes, 0);
+}
+END_TEST
+
 START_TEST(allocation_failures_return_enomem_and_leak_nothing)
 {
 	struct tu_alloc_stats st;
@@ -3101,6 +3249,90 @@ START_TEST(a_peer_reading_a_large_reply_slowly_is_not_idle)
 }
 END_TEST
 
+/*
+ * A client that keeps sending requests every 20 ms and never reads the
+ * 1 MiB replies (no max_out_bytes, so the server never stops reading it):
+ * the bytes it sends are no activity for the idle timeout of 200 ms when
+ * it takes none of ours; it is reset long before its requests stop.
+ */
+START_TEST(a_peer_that_sends_but_never_reads_is_reset)
+{
+	struct sockaddr_in sa;
+	struct idle_rig r;
+	unsigned char *req;
+	size_t len;
+	int64_t t0, end;
+	uint64_t seq = 2;
+
+	r.u = mk_uring();
+	r.l = small_listener(&sa);
+	bp_init(&r.x, &r.o, (size_t)1 << 20);
+	r.o.idle_timeout_ms = 200;
+	r.o.max_out_bytes = SIZE_MAX;
+	r.o.log = quiet_log;
+	r.s = bl_msgr_server_new(r.u, r.l, &r.o);
+	ck_assert_ptr_nonnull(r.s);
+	r.fa = dial_small(&sa);
+	t0 = now_ms();
+	end = t0 + 4000;
+	while (!r.x.closed && now_ms() < end) {
+		req = stream(1, seq++, 1, &len);
+		if (send(r.fa, req, len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			ck_assert_int_eq(errno, EAGAIN);
+		free(req);
+		for (int64_t next = now_ms() + 20; now_ms() < next;)
+			ck_assert_int_ge(bl_msgr_server_poll(r.s, 5), 0);
+	}
+	ck_assert_msg(r.x.closed, "still open after 4 s of requests");
+	ck_assert_int_eq(r.x.close_err, -ETIMEDOUT);
+	ck_assert_msg(strstr(r.x.reason, "took no byte"), "reason: %s",
+		      r.x.reason);
+	ck_assert_int_lt(now_ms() - t0, 2000);
+	ck_assert_uint_eq(r.x.st.resets, 1);
+	idle_rig_end(&r);
+}
+END_TEST
+
+/*
+ * With max_inflight, a request not answered yet keeps a connection from
+ * idling out (the server owes it; a slow disk).  But a client that sent
+ * two requests, got the first answered with 1 MiB it never reads, and
+ * waits for the second, is idle all the same: something of ours waits
+ * for it and it takes nothing.  Reset by the idle timeout.
+ */
+START_TEST(an_unanswered_request_does_not_keep_a_peer_that_does_not_read)
+{
+	struct sockaddr_in sa;
+	struct idle_rig r;
+	unsigned char *req;
+	size_t len;
+	int64_t end;
+
+	r.u = mk_uring();
+	r.l = small_listener(&sa);
+	bp_init(&r.x, &r.o, (size_t)1 << 20);
+	r.x.async = true;
+	r.o.max_inflight = 4;
+	r.o.idle_timeout_ms = 200;
+	r.o.log = quiet_log;
+	r.s = bl_msgr_server_new(r.u, r.l, &r.o);
+	ck_assert_ptr_nonnull(r.s);
+	r.fa = dial_small(&sa);
+	req = requests(2, &len);
+	write_all(r.fa, req, len);
+	free(req);
+	end = now_ms() + 10000;
+	while (r.x.delivered < 2 && now_ms() < end)
+		ck_assert_int_ge(bl_msgr_server_poll(r.s, 10), 0);
+	ck_assert_uint_eq(r.x.delivered, 2);
+	bp_answer(&r.x);	/* the first; the second stays owed */
+	serve_until(r.s, bp_closed, &r.x);
+	ck_assert_int_eq(r.x.close_err, -ETIMEDOUT);
+	ck_assert_uint_eq(r.x.st.resets, 1);
+	idle_rig_end(&r);
+}
+END_TEST
+
 static void bp_close_when_sent(void *arg, int res)
 {
 	struct bp *x = arg;
@@ -4230,6 +4462,11 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 	tcase_add_test(tc, direct_reads_use_the_rings_registered_buffers);
 	tcase_add_test(tc, a_large_payload_is_read_in_one_piece_into_a_registered_buffer);
 	tcase_add_test(tc, close_with_frames_in_flight_cancels_and_leaks_nothing);
+	tcase_add_loop_test(tc,
+		a_frame_sent_in_pieces_arrives_whole_and_frames_sent_meanwhile_follow,
+		0, 2);
+	tcase_add_test(tc,
+		closing_with_a_stream_open_cancels_what_waits_behind_it);
 	tcase_add_test(tc, allocation_failures_return_enomem_and_leak_nothing);
 	tcase_add_test(tc, conn_and_server_new_set_errno);
 	tcase_add_test(tc, replies_from_on_frame_go_out_directly_in_order);
@@ -4256,6 +4493,9 @@ static void add_conn_cases(Suite *s, const char *name, void (*setup)(void))
 	tcase_add_test(tc, a_peer_that_does_not_read_is_reset_when_idle);
 	tcase_add_test(tc, an_idle_peer_that_took_everything_is_not_reset);
 	tcase_add_test(tc, a_peer_reading_a_large_reply_slowly_is_not_idle);
+	tcase_add_test(tc, a_peer_that_sends_but_never_reads_is_reset);
+	tcase_add_test(tc,
+		an_unanswered_request_does_not_keep_a_peer_that_does_not_read);
 	tcase_add_test(tc, only_the_peers_errors_reset);
 	tcase_add_test(tc,
 		closing_a_healthy_connection_delivers_its_answer_then_eof);

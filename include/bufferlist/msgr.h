@@ -252,14 +252,18 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  *               answers its frames).
  * @idle_timeout_ms: a server's connection that neither received a byte
  *               nor got a byte of its own to the kernel for this many
- *               milliseconds, and owes no answer (@max_inflight), is
- *               ended with -ETIMEDOUT; bytes the peer acknowledged
- *               (TCP) count as activity, so a peer reading a large
- *               reply slowly is not idle.  Reset when the peer owes
- *               acknowledgements and sent none since the last look
+ *               milliseconds is ended with -ETIMEDOUT; bytes the peer
+ *               acknowledged (TCP) count as activity, so a peer reading
+ *               a large reply slowly is not idle.  Reset when the peer
+ *               owes acknowledgements and sent none since the last look
  *               (it is not reading), else closed gracefully, since the
- *               peer may still be reading what it got; 0: never (the
- *               default).
+ *               peer may still be reading what it got; but kept while
+ *               nothing of ours waits for the peer and we owe it an
+ *               answer (@max_inflight) or the rest of a stream
+ *               (bl_msgr_stream_begin(): a slow disk).  A peer that
+ *               took no byte of what waits for it for this long is
+ *               reset too, whatever it sends meanwhile (requests whose
+ *               answers it never reads).  0: never (the default).
  * @header_timeout_ms: a server's connection on which a frame's preamble
  *               began to arrive and is not complete after this many
  *               milliseconds is reset with -ETIMEDOUT; 0:
@@ -414,6 +418,47 @@ bl_msgr_conn_new(struct bl_uring *u, int fd,
 BL_API int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
 			const struct bl_list *payload, bl_msgr_send_fn cb,
 			void *arg);
+
+/**
+ * bl_msgr_stream_begin() - starts a frame of @type whose @len payload
+ * bytes follow in pieces (bl_msgr_stream_add()), for a payload too large
+ * to hold at once: a server reading a large reply from its disk as the
+ * socket drains, with a few pieces in memory instead of the whole.  On
+ * the wire it is one frame like any other (the payload crc is taken piece
+ * by piece): the peer needs no change.  The preamble is queued now and
+ * goes out with the first piece.  Until the last byte is added, frames
+ * sent on @c with bl_msgr_send() wait behind this one (their bytes count
+ * towards max_out_bytes from now on) and follow it in the order sent.
+ * With max_inflight, the stream answers one request, as bl_msgr_send()
+ * does.  An application that cannot finish the payload (a read that
+ * failed) must end @c with bl_msgr_conn_abort(): the peer sees a frame
+ * cut short, never a wrong one.  An open stream keeps @c from closing
+ * on the peer's end (it owes the peer) and from the idle timeout while
+ * nothing of it waits for the peer.
+ * Return: 0, or -errno with nothing queued: -EINVAL (@c NULL, @len 0),
+ * -EPIPE (the connection is closing), -EBUSY (a stream is open on @c),
+ * -E2BIG (@len above BL_MSGR_PAYLOAD_LIMIT), -ENOMEM.
+ */
+BL_API int bl_msgr_stream_begin(struct bl_msgr_conn *c, uint16_t type,
+				size_t len);
+
+/**
+ * bl_msgr_stream_add() - queues @piece (borrowed; shared, not copied) as
+ * the next bytes of @c's open stream, and goes out as bl_msgr_send()'s
+ * frames do.  The piece that completes the payload adds the payload crc,
+ * ends the stream and lets the frames sent meanwhile follow.
+ * @cb: NULL, or called once with the piece's fate, as for bl_msgr_send():
+ *      0 once the kernel took it (the time to read the next piece), or
+ *      -errno (-ECANCELED when the connection closed first).
+ * Return: 0, or -errno with nothing queued and @cb not to run: -EINVAL
+ * (@c NULL, no stream open, @piece NULL or empty, or longer than the
+ * bytes the stream still expects), -EPIPE (the connection is closing),
+ * -ENOMEM, or bl_uring_send()'s -EBUSY or -ECANCELED when the piece would
+ * have gone out at once.
+ */
+BL_API int bl_msgr_stream_add(struct bl_msgr_conn *c,
+			      const struct bl_list *piece, bl_msgr_send_fn cb,
+			      void *arg);
 
 /**
  * bl_msgr_conn_close() - ends the connection gracefully: frames queued but
