@@ -154,10 +154,14 @@ static void blk_linked_sync(struct bl_uring *u, struct uop *op)
 
 	if (!op->sync || op->kind != OP_WRITE || op->res < 0)
 		return;
-	u->cnt.sqes++;
-	r = op->sync == BL_URING_SYNC_FDATASYNC ? fdatasync(op_fd(op))
-						: fsync(op_fd(op));
-	r = blk_hook(op, r < 0 ? -errno : 0);
+	for (unsigned tries = 0;; tries++) {
+		u->cnt.sqes++;
+		r = op->sync == BL_URING_SYNC_FDATASYNC ? fdatasync(op_fd(op))
+							: fsync(op_fd(op));
+		r = blk_hook(op, r < 0 ? -errno : 0);
+		if (r != -EINTR || tries >= 64)
+			break;
+	}
 	if (r < 0)
 		op->res = r;
 }

@@ -23,6 +23,9 @@
 #define RWF_NOSIGNAL 0x00000100
 #endif
 
+/* A linked sync interrupted (-EINTR, -EAGAIN) is issued again this often. */
+#define RETRY_SYNC_MAX 64u
+
 /* The kernel refused RWF_NOSIGNAL (before 6.18): writes go without it. */
 static _Atomic bool rwf_nosignal_refused;
 
@@ -444,6 +447,25 @@ static void sync_cqe(struct bl_uring *u, struct uop *op,
 		return;
 	}
 	res = bl__uring_apply_hook(op, c);
+	/* interrupted: the sync alone again (the write is done) */
+	if ((res == -EINTR || res == -EAGAIN) && !op->cancel_req &&
+	    !u->destroying && op->retries < RETRY_SYNC_MAX) {
+		struct io_uring_sqe *sqe = bl__uring_get_sqes(u, 1);
+
+		if (sqe) {
+			op->retries++;
+			u->cnt.retries++;
+			io_uring_prep_fsync(sqe, op->fd,
+					    op->sync == BL_URING_SYNC_FDATASYNC ?
+					    IORING_FSYNC_DATASYNC : 0);
+			io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op |
+						     TAG_SYNC);
+			op->xsqe++;
+			op->sync_sqe++;
+			u->need_submit = true;
+			return;
+		}
+	}
 	op->sync_wait = 0;
 	if (res == -ECANCELED && !op->cancel_req && !u->destroying &&
 	    op->deadline_us)

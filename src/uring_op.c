@@ -90,8 +90,20 @@ void bl__uring_op_unlink_retired(struct bl_uring *u, struct uop *op)
 
 void bl__uring_op_maybe_free(struct bl_uring *u, struct uop *op)
 {
-	if (!op->called || op->sqe || op->xsqe || op->notifs || op->queued)
+	if (!op->called || op->sqe || op->notifs || op->queued)
 		return;
+	/*
+	 * Only a linked sync or link timeout is still due: the kernel is
+	 * done with the buffers, so they go back now; the op itself stays
+	 * for those CQEs, which name it.
+	 */
+	if (op->xsqe) {
+		for (unsigned i = 0; i < op->nraws; i++)
+			if (op->raws[i])
+				bl__raw_put(op->raws[i]);
+		op->nraws = 0;
+		return;
+	}
 	bl__uring_op_unlink_retired(u, op);
 	bl__uring_op_release(op);
 }

@@ -102,7 +102,7 @@ for prog in "$@"; do
 		case " $VG_SUITES " in *" $name "*) ;; *) continue ;; esac
 	fi
 	case $name in
-	test_uring) modes="io_uring blocking" ;;
+	test_uring|test_uring_sync) modes="io_uring blocking" ;;
 	*) modes="-" ;;
 	esac
 	for mode in $modes; do

@@ -50,6 +50,9 @@ static const char *const names[FS_NSYM] = {
 	[FS_FSTAT] = "fstat",
 	[FS_STATX] = "statx",
 	[FS_FSYNC] = "fsync",
+	[FS_FDATASYNC] = "fdatasync",
+	[FS_SYNC_FILE_RANGE] = "sync_file_range",
+	[FS_PWRITEV2] = "pwritev2",
 	[FS_CLOSE] = "close",
 	[FS_POLL] = "poll",
 	[FS_URING_SUBMIT] = "io_uring_submit",
@@ -326,6 +329,40 @@ int __wrap_fsync(int fd)
 	const struct plan *p = step(FS_FSYNC);
 
 	return p ? (int)fail(p) : __real_fsync(fd);
+}
+
+int __real_fdatasync(int fd);
+int __wrap_fdatasync(int fd);
+int __wrap_fdatasync(int fd)
+{
+	const struct plan *p = step(FS_FDATASYNC);
+
+	return p ? (int)fail(p) : __real_fdatasync(fd);
+}
+
+int __real_sync_file_range(int fd, off_t off, off_t len, unsigned flags);
+int __wrap_sync_file_range(int fd, off_t off, off_t len, unsigned flags);
+int __wrap_sync_file_range(int fd, off_t off, off_t len, unsigned flags)
+{
+	const struct plan *p = step(FS_SYNC_FILE_RANGE);
+
+	return p ? (int)fail(p) : __real_sync_file_range(fd, off, len, flags);
+}
+
+ssize_t __real_pwritev2(int fd, const struct iovec *iov, int n, off_t off,
+			int flags);
+ssize_t __wrap_pwritev2(int fd, const struct iovec *iov, int n, off_t off,
+			int flags);
+ssize_t __wrap_pwritev2(int fd, const struct iovec *iov, int n, off_t off,
+			int flags)
+{
+	const struct plan *p = step(FS_PWRITEV2);
+
+	if (!p)
+		return __real_pwritev2(fd, iov, n, off, flags);
+	if (p->a == FS_FAIL)
+		return fail(p);
+	SHORT_IOV(__real_pwritev2, fd, iov, n, off, flags);
 }
 
 int __real_close(int fd);

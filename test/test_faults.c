@@ -556,7 +556,11 @@ static void ring_writes(struct bl_uring *u, struct bl_list *l,
 }
 
 enum uop_kind { U_WRITE, U_WRITE_POS, U_READ, U_SEND, U_RECV, U_POOLED,
-		U_POOLED_MULTI, U_PIPE };
+		U_POOLED_MULTI, U_PIPE, U_WRITE_FDSYNC, U_WRITE_DSYNC, U_FSYNC,
+		U_FDATASYNC, U_SYNC_RANGE };
+
+/* the faults a sync can return */
+#define K_SYNC (KB(K_EINTR) | KB(K_EIO) | KB(K_ENOSPC))
 
 struct ucase {
 	const char *name;
@@ -589,6 +593,24 @@ static const struct ucase ucases[] = {
 	{ "uring io_uring recv_pooled/cqe", U_POOLED, false, FS_CQE, K_HARD },
 	{ "uring io_uring recv_pooled(ms)/cqe", U_POOLED_MULTI, false, FS_CQE,
 	  K_HARD },
+	{ "uring blocking write+fdatasync/pwritev", U_WRITE_FDSYNC, true,
+	  FS_PWRITEV, K_FILE },
+	{ "uring blocking write+fdatasync/fdatasync", U_WRITE_FDSYNC, true,
+	  FS_FDATASYNC, K_SYNC },
+	{ "uring blocking write(dsync)/pwritev2", U_WRITE_DSYNC, true,
+	  FS_PWRITEV2, K_FILE },
+	{ "uring blocking fsync/fsync", U_FSYNC, true, FS_FSYNC, K_SYNC },
+	{ "uring blocking fdatasync/fdatasync", U_FDATASYNC, true,
+	  FS_FDATASYNC, K_SYNC },
+	{ "uring blocking sync_range/sync_file_range", U_SYNC_RANGE, true,
+	  FS_SYNC_FILE_RANGE, K_SYNC },
+	{ "uring io_uring write+fdatasync/cqe", U_WRITE_FDSYNC, false, FS_CQE,
+	  K_FILE },
+	{ "uring io_uring write(dsync)/cqe", U_WRITE_DSYNC, false, FS_CQE,
+	  K_FILE },
+	{ "uring io_uring fsync/cqe", U_FSYNC, false, FS_CQE, K_SYNC },
+	{ "uring io_uring sync_range/cqe", U_SYNC_RANGE, false, FS_CQE,
+	  K_SYNC },
 	{ "uring io_uring write/submit_and_wait", U_WRITE, false,
 	  FS_URING_SUBMIT_AND_WAIT_TIMEOUT,
 	  KB(K_EINTR) | KB(K_EAGAIN) | KB(K_EIO) },
@@ -648,8 +670,14 @@ static void uctx_open(struct uctx *x, const struct ucase *c)
 	x->u = ring_new(c->blocking);
 	bl_list_init(&x->l);
 	switch (c->op) {
+	case U_FSYNC:
+	case U_FDATASYNC:
+	case U_SYNC_RANGE:
+		break;
 	case U_WRITE:
 	case U_WRITE_POS:
+	case U_WRITE_FDSYNC:
+	case U_WRITE_DSYNC:
 		make_list(&x->l, &x->total);
 		x->want = DATA;
 		x->want_len = x->total;
@@ -731,6 +759,43 @@ static ssize_t urun(struct uctx *x, struct bl_list *data)
 
 	bl_list_init(&r.data);
 	switch (x->c->op) {
+	case U_FSYNC:
+	case U_FDATASYNC:
+	case U_SYNC_RANGE:
+		fd = open(out_path, O_WRONLY | O_CREAT, 0600);
+		ck_assert_int_ge(fd, 0);
+		fs_arm(true);
+		rc = x->c->op == U_SYNC_RANGE
+		     ? bl_uring_sync_range(x->u, fd, 0, 0,
+					   SYNC_FILE_RANGE_WRITE, NULL, ucb,
+					   &r)
+		     : bl_uring_fsync(x->u, fd, x->c->op == U_FDATASYNC ?
+				      BL_URING_FSYNC_DATASYNC : 0, NULL, ucb,
+				      &r);
+		if (!rc)
+			run_until(x->u, &r, 1);
+		fs_arm(false);
+		close(fd);
+		break;
+	case U_WRITE_FDSYNC:
+	case U_WRITE_DSYNC: {
+		struct bl_uring_opts o = { 0 };
+
+		if (x->c->op == U_WRITE_FDSYNC)
+			o.sync = BL_URING_SYNC_FDATASYNC;
+		else
+			o.rw_flags = RWF_DSYNC;
+		truncate_out();
+		fd = open(out_path, O_WRONLY);
+		ck_assert_int_ge(fd, 0);
+		fs_arm(true);
+		rc = bl_uring_write_opts(x->u, fd, 0, &x->l, &o, ucb, &r);
+		if (!rc)
+			run_until(x->u, &r, 1);
+		fs_arm(false);
+		close(fd);
+		break;
+	}
 	case U_WRITE:
 	case U_WRITE_POS:
 		truncate_out();
@@ -845,8 +910,16 @@ static void ucheck_ok(struct uctx *x, ssize_t res, struct bl_list *data,
 	size_t got;
 
 	switch (x->c->op) {
+	case U_FSYNC:
+	case U_FDATASYNC:
+	case U_SYNC_RANGE:
+		ck_assert_msg(res == 0, "%s: res %zd", what, res);
+		ck_assert_uint_eq(bl_list_length(data), 0);
+		break;
 	case U_WRITE:
 	case U_WRITE_POS:
+	case U_WRITE_FDSYNC:
+	case U_WRITE_DSYNC:
 		ck_assert_msg(res == (ssize_t)x->total, "%s: res %zd", what,
 			      res);
 		file_is(out_path, x->want, x->want_len, what);

@@ -429,6 +429,8 @@ START_TEST(test_linked_write_and_sync_report_the_writes_result)
 
 		memset(&o, 0, sizeof(o));
 		o.sync = i ? BL_URING_SYNC_FDATASYNC : BL_URING_SYNC_FSYNC;
+		/* the second also bounded in time: write, timeout, sync */
+		o.timeout_ms = i ? 10000 : 0;
 		rec_init(&r);
 		ck_assert_int_eq(bl_uring_write_opts(u, fd, 4096, &l, &o,
 						     rec_cb, &r), 0);

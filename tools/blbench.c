@@ -77,6 +77,11 @@ static const char usage_text[] =
 	"  -c, --conf FILE          rados: the ceph.conf (default: $CEPH_CONF, then\n"
 	"                           Ceph's usual places)\n"
 	"      --direct             open with O_DIRECT\n"
+	"      --fsync N            file:, dir: (and serve): an fsync after every\n"
+	"                           Nth write, linked to that write (as fio's)\n"
+	"      --fdatasync N        the same with fdatasync\n"
+	"      --sync dsync|sync    file:, dir: (and serve): every write with\n"
+	"                           RWF_DSYNC or RWF_SYNC (fio's --sync)\n"
 	"      --crc                crc32c of every operation, checked on read\n"
 	"      --lz4                store operations lz4-compressed (MB/s count\n"
 	"                           the uncompressed bytes)\n"
@@ -109,6 +114,9 @@ enum {
 	OPT_LISTEN,
 	OPT_OP_TIMEOUT,
 	OPT_VERSION,
+	OPT_FSYNC,
+	OPT_FDATASYNC,
+	OPT_SYNC,
 };
 
 static const struct option long_opts[] = {
@@ -133,6 +141,9 @@ static const struct option long_opts[] = {
 	{ "show-time", no_argument, NULL, OPT_SHOW_TIME },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "op-timeout", required_argument, NULL, OPT_OP_TIMEOUT },
+	{ "fsync", required_argument, NULL, OPT_FSYNC },
+	{ "fdatasync", required_argument, NULL, OPT_FDATASYNC },
+	{ "sync", required_argument, NULL, OPT_SYNC },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
@@ -350,6 +361,29 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 						   BLB_OP_TIMEOUT_MAX, optarg);
 			o->op_timeout = (unsigned)v;
 			break;
+		case OPT_FSYNC:
+		case OPT_FDATASYNC:
+			if (parse_uint(optarg, UINT_MAX, &v))
+				return usage_error("--%s wants a number of writes, not '%s'",
+						   c == OPT_FSYNC ? "fsync" : "fdatasync",
+						   optarg);
+			if (o->fsync_every && v)
+				return usage_error("--fsync and --fdatasync: one or the other");
+			o->fsync_every = (unsigned)v;
+			o->fsync_kind = c == OPT_FSYNC ? BL_URING_SYNC_FSYNC
+						       : BL_URING_SYNC_FDATASYNC;
+			break;
+		case OPT_SYNC:
+			if (!strcmp(optarg, "dsync"))
+				o->rw_flags = RWF_DSYNC;
+			else if (!strcmp(optarg, "sync"))
+				o->rw_flags = RWF_SYNC;
+			else if (!strcmp(optarg, "none"))
+				o->rw_flags = 0;
+			else
+				return usage_error("--sync wants dsync or sync, not '%s'",
+						   optarg);
+			break;
 		default:	/* getopt said what was wrong */
 			return usage_error(NULL);
 		}
@@ -384,6 +418,9 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 	}
 	if (listen_given && o->mode != BLB_SERVE)
 		return usage_error("--listen is for serve");
+	if ((o->fsync_every || o->rw_flags) && o->target &&
+	    (!strncmp(o->target, "tcp:", 4) || !strncmp(o->target, "rados:", 6)))
+		return usage_error("--fsync, --fdatasync and --sync are for the file: and dir: targets (and serve's)");
 	r = check_rados(o);
 	if (r >= 0)
 		return r;

@@ -134,6 +134,10 @@ struct blb_bench {
 	uint64_t num_ops;		/* reads: ops the write made */
 	uint64_t max_ops;		/* write: stop after this many (0: none) */
 	uint64_t cap_ops;		/* write: the target's room */
+	/* write: a time-based run on fixed slots (file:) wraps to the
+	 * first slot when it reaches the end: ops per pass (0: no wrap) */
+	uint64_t wrap_ops;
+	bool wrapped;			/* write: it did */
 	struct bl_raw *pattern;
 	/* ops in flight and the queue of those that completed */
 	struct blb_op *ops;

@@ -32,6 +32,7 @@ struct dir_target {
 	int dfd;
 	struct bl_uring *u;
 	bool shared;			/* u is borrowed */
+	struct blb_durable dur;		/* --fsync, --fdatasync, --sync */
 	char path[PATH_MAX];
 };
 
@@ -76,6 +77,7 @@ static int dir_write(struct blb_target *t, struct blb_op *op,
 		     const struct bl_list *l)
 {
 	struct dir_target *d = (struct dir_target *)t;
+	struct bl_uring_opts wo;
 	int fd, r;
 
 	fd = openat(d->dfd, op->name,
@@ -85,8 +87,9 @@ static int dir_write(struct blb_target *t, struct blb_op *op,
 		return -errno;
 	op->fd = fd;
 	op->tag = (uint64_t)d->dfd;
-	r = blb_ring_write(d->u, d->shared, fd, (off_t)op->off, l,
-			   op_write_done, op);
+	r = blb_ring_write_opts(d->u, d->shared, fd, (off_t)op->off, l,
+				blb_durable_next(&d->dur, &wo), op_write_done,
+				op);
 	if (r < 0) {
 		remove_if_empty(d->dfd, fd, op->name);
 		close(fd);
@@ -352,6 +355,7 @@ int blb_dir_open(struct blb_target **out, const char *path, bool is_default,
 		r = blb_fail(err, len, r, "%s: statvfs", d->t.desc);
 		goto out;
 	}
+	blb_durable_init(&d->dur, o);
 	d->shared = u != NULL;
 	d->u = u ? u : blb_make_ring(o);
 	if (!d->u) {

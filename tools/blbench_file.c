@@ -51,6 +51,7 @@ struct file_target {
 	bool shared;			/* u is borrowed */
 	size_t meta_block;		/* RAW_META_BLOCK, or the alignment */
 	uint64_t data_off;		/* where the object slots start */
+	struct blb_durable dur;		/* --fsync, --fdatasync, --sync */
 };
 
 /* A completion: the op goes back to its owner. */
@@ -84,12 +85,14 @@ static int file_write(struct blb_target *t, struct blb_op *op,
 		      const struct bl_list *l)
 {
 	struct file_target *f = (struct file_target *)t;
+	struct bl_uring_opts wo;
 	off_t pos;
 	int r = slot_off(f, op, bl_list_length(l), &pos);
 
 	if (r < 0)
 		return r;
-	return blb_ring_write(f->u, f->shared, f->fd, pos, l, op_done, op);
+	return blb_ring_write_opts(f->u, f->shared, f->fd, pos, l,
+				   blb_durable_next(&f->dur, &wo), op_done, op);
 }
 
 static int file_read(struct blb_target *t, struct blb_op *op, size_t len)
@@ -464,6 +467,7 @@ int blb_file_open(struct blb_target **out, const char *spec,
 			f->data_off = a;
 	}
 	f->t.room = f->size - f->data_off;
+	blb_durable_init(&f->dur, o);
 	f->shared = u != NULL;
 	f->u = u ? u : blb_make_ring(o);
 	if (!f->u) {

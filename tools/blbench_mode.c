@@ -179,6 +179,9 @@ int blb_mode_write(struct blb_bench *b)
 		return BLB_EXIT_FAIL;
 	}
 	b->cap_ops = room_ops;
+	/* a file's fixed slots: a run for a time writes on from the start */
+	if (t->slots && o->seconds && (!b->max_ops || b->max_ops > room_ops))
+		b->wrap_ops = room_ops;
 	blb_plan_pattern(b, o->concurrent);
 	if (blb_make_pattern(b) < 0 || blb_ops_alloc(b, o->concurrent) < 0) {
 		fprintf(stderr, "blbench: out of memory\n");
@@ -211,7 +214,10 @@ int blb_mode_write(struct blb_bench *b)
 			b->st.started, t->desc);
 
 	bl_list_init(&m);
-	r = blb_meta_encode(b, (uint32_t)b->st.finished, &m);
+	/* after a wrap every slot holds its op of this run: all of them */
+	r = blb_meta_encode(b, (uint32_t)(b->wrapped ? b->wrap_ops
+						     : (uint64_t)b->st.finished),
+			    &m);
 	if (r == 0)
 		r = t->ops->meta_put(t, o->run_name, &m);
 	bl_list_clear(&m);
@@ -223,7 +229,8 @@ int blb_mode_write(struct blb_bench *b)
 	if (write_plot(b, time_run) < 0)
 		r = -1;
 	if (o->cleanup &&
-	    remove_objects(b, (b->st.finished + b->opo - 1) / b->opo, true) < 0)
+	    remove_objects(b, b->wrapped ? b->wrap_ops / b->opo
+			   : (b->st.finished + b->opo - 1) / b->opo, true) < 0)
 		r = -1;
 	return r < 0 ? BLB_EXIT_FAIL : 0;
 }

@@ -78,6 +78,45 @@ int blb_ring_write(struct bl_uring *u, bool shared, int fd, off_t off,
 	return r;
 }
 
+int blb_ring_write_opts(struct bl_uring *u, bool shared, int fd, off_t off,
+			const struct bl_list *l, struct bl_uring_opts *wo,
+			bl_uring_cb cb, void *arg)
+{
+	int r = bl_uring_write_opts(u, fd, off, l, wo, cb, arg);
+
+	if (r == -EBUSY && !shared) {
+		bl_uring_run(u, 1, -1);
+		r = bl_uring_write_opts(u, fd, off, l, wo, cb, arg);
+	}
+	return r;
+}
+
+void blb_durable_init(struct blb_durable *d, const struct blb_opts *o)
+{
+	d->every = o->fsync_every;
+	d->kind = o->fsync_kind;
+	d->rw_flags = o->rw_flags;
+	d->writes = 0;
+}
+
+/*
+ * fio's --fsync=N counts the writes issued and syncs after every Nth; here
+ * the sync is linked behind that write (one submission), so it covers it
+ * and every write that ended before it.
+ */
+struct bl_uring_opts *blb_durable_next(struct blb_durable *d,
+				       struct bl_uring_opts *buf)
+{
+	bool sync = d->every && ++d->writes % d->every == 0;
+
+	if (!sync && !d->rw_flags)
+		return NULL;
+	memset(buf, 0, sizeof(*buf));
+	buf->rw_flags = d->rw_flags;
+	buf->sync = sync ? d->kind : BL_URING_SYNC_NONE;
+	return buf;
+}
+
 int blb_ring_read(struct bl_uring *u, bool shared, int fd, off_t off,
 		  size_t len, size_t align, bl_uring_cb cb, void *arg)
 {

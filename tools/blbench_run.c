@@ -329,9 +329,15 @@ static bool may_start(struct blb_bench *b, double now)
 	case BLB_WRITE:
 		if (b->max_ops && (uint64_t)b->st.started >= b->max_ops)
 			return false;
-		if ((uint64_t)b->st.started >= b->cap_ops) {
+		if ((uint64_t)b->st.started >= b->cap_ops && !b->wrap_ops) {
 			b->capped = true;
 			return false;
+		}
+		if (b->wrap_ops && !b->wrapped &&
+		    (uint64_t)b->st.started >= b->wrap_ops) {
+			b->wrapped = true;
+			fprintf(stderr, "blbench: reached the end of %s after %llu ops; writing on from its start for the time asked (as fio's time_based)\n",
+				b->t->desc, (unsigned long long)b->wrap_ops);
 		}
 		return b->st.started < INT_MAX;
 	case BLB_SEQ:
@@ -347,7 +353,14 @@ static int start_op(struct blb_bench *b, struct blb_op *op)
 
 	switch (b->mode) {
 	case BLB_WRITE:
+		/*
+		 * After a wrap, op n rewrites slot n % wrap_ops as the op of
+		 * that number: the same bytes as the pass before wrote there,
+		 * so the slots always hold ops 0..wrap_ops-1 of this run.
+		 */
 		op->index = (uint64_t)b->st.started;
+		if (b->wrap_ops)
+			op->index %= b->wrap_ops;
 		r = start_write(b, op);
 		break;
 	case BLB_SEQ:

@@ -69,6 +69,12 @@ struct blb_opts {
 	/* file: this process holds the file's lock already (serve's O_DIRECT
 	 * target, opened beside its buffered one) */
 	bool lock_held;
+	/* --fsync N / --fdatasync N: a sync linked behind every Nth write
+	 * (0: none); --sync dsync|sync: RWF_DSYNC or RWF_SYNC on every write
+	 * (0: none).  The file: and dir: targets, also under serve. */
+	unsigned fsync_every;
+	unsigned fsync_kind;		/* BL_URING_SYNC_FSYNC or _FDATASYNC */
+	int rw_flags;
 	char cmdline[1024];		/* for the plot's title */
 };
 
@@ -249,6 +255,24 @@ struct bl_uring *blb_make_ring(const struct blb_opts *o);
  * it runs only hand ops to their owners, so that is safe here) unless
  * @shared: a borrowed ring's callbacks belong to its owner's loop.
  */
+/*
+ * What the durability options ask of a target's writes: the options of
+ * its next write (every one gets --sync's flags, every Nth the linked
+ * sync), in @buf; NULL when there is nothing to ask.
+ */
+struct blb_durable {
+	unsigned every, kind;
+	int rw_flags;
+	uint64_t writes;
+};
+
+void blb_durable_init(struct blb_durable *d, const struct blb_opts *o);
+struct bl_uring_opts *blb_durable_next(struct blb_durable *d,
+				       struct bl_uring_opts *buf);
+/* blb_ring_write() with the options @wo (NULL: none) */
+int blb_ring_write_opts(struct bl_uring *u, bool shared, int fd, off_t off,
+			const struct bl_list *l, struct bl_uring_opts *wo,
+			bl_uring_cb cb, void *arg);
 int blb_ring_write(struct bl_uring *u, bool shared, int fd, off_t off,
 		   const struct bl_list *l, bl_uring_cb cb, void *arg);
 int blb_ring_read(struct bl_uring *u, bool shared, int fd, off_t off,
