@@ -4,7 +4,9 @@
 # blbench-rados-check.sh [BLBENCH] - blbench's rados:POOL target against a
 # live cluster: 1-second write --no-cleanup, seq, rand and cleanup, read
 # back from their summaries and from the pool itself, and an object
-# overwritten with garbage (rados put) that seq must catch.
+# overwritten with garbage (rados put) that seq must catch; cleanup after
+# damaged or missing metadata and with --prefix (the pool is listed), two
+# writers of one run name, and a writer killed with its lock held.
 #
 #   BLBENCH   the blbench binary (default: ./blbench, then blbench on PATH)
 #
@@ -167,6 +169,66 @@ else
 fi
 check "seq after cleanup says there is nothing to read" \
 	grep -q "Must write data before running a read benchmark" "$work/err"
+
+# ---- cleanup finds objects by listing ---------------------------------------------
+# leftover PREFIX: objects named PREFIX* in the pool
+leftover() {
+	rados -p "$pool" ls 2>/dev/null | grep -c "^$1" || true
+}
+for how in damaged missing; do
+	blb 1 write --no-cleanup || { not_ok "write --no-cleanup for the $how-metadata cleanup"; show; }
+	prefix=$(awk '/^Object prefix:/ { print $3 }' "$work/out")
+	if [ $how = damaged ]; then
+		head -c 100 /dev/urandom >"$work/garbage"
+		rados -p "$pool" put "$run" "$work/garbage"
+	else
+		rados -p "$pool" rm "$run"
+	fi
+	if blb cleanup; then ok "cleanup with $how metadata exits 0"; else not_ok "cleanup with $how metadata exits 0"; show; fi
+	left=$(leftover "${prefix}_")
+	check "cleanup with $how metadata removed every object of the run ($left left)" test "$left" -eq 0
+	check "cleanup with $how metadata says what it removed" grep -q "^Removed [1-9][0-9]* object" "$work/err"
+	check "no metadata object left ($how)" sh -c '! rados -p "$1" stat "$2" >/dev/null 2>&1' sh "$pool" "$run"
+done
+
+# --prefix, the advice a failed run gives
+blb 1 write --no-cleanup || { not_ok "write --no-cleanup for --prefix"; show; }
+prefix=$(awk '/^Object prefix:/ { print $3 }' "$work/out")
+if blb --prefix "$prefix" cleanup; then ok "cleanup --prefix exits 0"; else not_ok "cleanup --prefix exits 0"; show; fi
+left=$(leftover "${prefix}_")
+check "cleanup --prefix $prefix removed every object named so ($left left)" test "$left" -eq 0
+check "cleanup --prefix removed the run's metadata" sh -c '! rados -p "$1" stat "$2" >/dev/null 2>&1' sh "$pool" "$run"
+
+# two writers of one --run-name: the second is refused, the first unharmed
+# shellcheck disable=SC2086
+"$bin" $opts 4 write --no-cleanup >"$work/out1" 2>"$work/err1" &
+w1=$!
+sleep 2
+if blb 2 write --no-cleanup; then
+	not_ok "a second writer of run $run is refused"
+else
+	ok "a second writer of run $run is refused (status $?)"
+fi
+check "the refusal names the other writer" grep -q "another blbench" "$work/err"
+if wait $w1; then ok "the first writer completes"; else not_ok "the first writer completes"; fi
+prefix=$(awk '/^Object prefix:/ { print $3 }' "$work/out1")
+if blb 1 seq; then ok "seq reads the first writer's run"; else not_ok "seq reads the first writer's run"; show; fi
+blb cleanup
+left=$(leftover "${prefix}_")
+check "cleanup after two writers leaves none of the first's objects ($left left)" test "$left" -eq 0
+
+# a writer killed with SIGKILL leaves its lock and objects: the next
+# writer on this host takes the lock over, cleanup takes the objects
+# shellcheck disable=SC2086
+"$bin" $opts 30 write --no-cleanup >"$work/out1" 2>"$work/err1" &
+w1=$!
+sleep 2
+kill -KILL $w1
+wait $w1 2>/dev/null
+if blb 1 write --no-cleanup; then ok "a writer after one killed by SIGKILL takes its lock over"; else not_ok "a writer after one killed by SIGKILL takes its lock over"; show; fi
+blb cleanup
+left=$(leftover "benchmark_data_$(hostname)_$w1")
+check "cleanup removes the killed writer's objects too ($left left)" test "$left" -eq 0
 
 # ---- --no-hints ----------------------------------------------------------------
 if blb 1 write --no-hints; then ok "write --no-hints exits 0"; else not_ok "write --no-hints exits 0"; show; fi

@@ -18,6 +18,12 @@
 # prints the two exports, stop ends the daemons recorded in DIR/pids and
 # removes DIR (only a directory start made: it carries a marker file).
 #
+# restart-osd DIR: for tests that stop (SIGSTOP) or kill the OSD by the PID
+# DIR/pids records (the last osd.N line there): ends what is left of it
+# and starts it again on its store, records the new PID in DIR/pids (stop
+# and run end it too) and waits until the cluster is healthy again.
+# Under run, DIR is the directory of $CEPH_CONF.
+#
 # OPTIONS
 #   --pool NAME      pool to create (blbench)
 #   --osd-size SIZE  the OSD's sparse block file, with K/M/G/T (default:
@@ -56,6 +62,7 @@ usage() {
 usage: $prog run [--pool NAME] [--osd-size SIZE] [--port PORT] -- COMMAND ARGS...
        $prog start DIR [--pool NAME] [--osd-size SIZE] [--port PORT]
        $prog stop DIR
+       $prog restart-osd DIR
 EOF
 	exit 2
 }
@@ -391,7 +398,8 @@ cmd_run() {
 	dir=$(mktemp -d "$base/ceph-cluster.XXXXXX") || die 1 "cannot make a directory in $base"
 	: >"$dir/$MARKER"
 	: >"$dir/pids"
-	trap 'stop_all; cleanup_dir' EXIT
+	# load_pids: COMMAND may have restarted the OSD (restart-osd)
+	trap 'load_pids; stop_all; cleanup_dir' EXIT
 	trap 'on_signal 130' INT
 	trap 'on_signal 143' TERM
 	t0=$SECONDS
@@ -438,10 +446,8 @@ cmd_start() {
 	echo "# stop with: $0 stop $dir" >&2
 }
 
-cmd_stop() {
-	[ $# -eq 1 ] || usage
-	dir=$(cd "$1" 2>/dev/null && pwd) || die 1 "no such directory: $1"
-	[ -f "$dir/$MARKER" ] || die 1 "$dir was not made by $prog start"
+# Every daemon DIR/pids records, restarted ones included, into pids/names.
+load_pids() {
 	local pid name
 	pids=()
 	names=()
@@ -449,14 +455,52 @@ cmd_stop() {
 		pids+=("$pid")
 		names+=("$name")
 	done <"$dir/pids"
+}
+
+# DIR of a running cluster, checked; sets dir.
+cluster_dir() {
+	dir=$(cd "$1" 2>/dev/null && pwd) || die 1 "no such directory: $1"
+	[ -f "$dir/$MARKER" ] || die 1 "$dir was not made by $prog"
+}
+
+cmd_stop() {
+	[ $# -eq 1 ] || usage
+	cluster_dir "$1"
+	load_pids
 	# daemons of another shell: not ours to wait for, alive() tells
 	stop_all 2>/dev/null
 	cleanup_dir
+}
+
+# The OSD again, after a test stopped (SIGSTOP) or killed it by the PID
+# DIR/pids records: a stopped one is continued and stopped, then a new
+# one starts on the same store (recorded in DIR/pids, so that stop and
+# run's exit end it) and the cluster is waited for.
+cmd_restart_osd() {
+	local i id=""
+	[ $# -eq 1 ] || usage
+	cluster_dir "$1"
+	load_pids
+	for i in "${!pids[@]}"; do
+		case "${names[$i]}" in
+		osd.*)
+			id=${names[$i]#osd.}
+			if alive "${pids[$i]}"; then
+				kill -CONT "${pids[$i]}" 2>/dev/null
+				stop_pids "${pids[$i]}" 2>/dev/null
+			fi
+			;;
+		esac
+	done
+	[ -n "$id" ] || die 1 "$dir/pids names no OSD"
+	spawn "osd.$id" ceph-osd -c "$dir/ceph.conf" -i "$id" -f
+	wait_ready 90 || exit 1
 }
 
 case "${1:-}" in
 run) shift; cmd_run "$@" ;;
 start) shift; cmd_start "$@" ;;
 stop) shift; cmd_stop "$@" ;;
+restart-osd) shift; cmd_restart_osd "$@" ;;
 *) usage ;;
 esac

@@ -33,11 +33,14 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <climits>
+#include <cstring>
 #include <condition_variable>
 #include <mutex>
 #include <new>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <sys/uio.h>
 
@@ -375,9 +378,15 @@ static_assert(BL_RADOS_HINT_SEQUENTIAL_WRITE ==
 
 } // namespace
 
+/*
+ * The cluster and the pool are librados' C handles, so that a caller can
+ * have them (bl_rados_cluster(), bl_rados_ioctx()); the C++ IoCtx the
+ * bridge works through is the same I/O context (from_rados_ioctx_t takes
+ * a reference of its own), so both see one namespace and locator.
+ */
 struct bl_rados {
-	// destroyed in reverse order: the IoCtx before the cluster handle
-	librados::Rados cluster;
+	rados_t cluster = nullptr;
+	rados_ioctx_t ioc = nullptr;
 	librados::IoCtx io;
 	std::mutex mu;
 	// aio operations whose completion callback has not returned yet
@@ -387,6 +396,20 @@ struct bl_rados {
 };
 
 namespace {
+
+// The IoCtx's reference, then the C handle's, then the client (whose
+// shutdown joins librados' threads: no callback code runs past this).
+void free_handle(struct bl_rados *r) noexcept
+{
+	if (!r)
+		return;
+	r->io.close();
+	if (r->ioc)
+		rados_ioctx_destroy(r->ioc);
+	if (r->cluster)
+		rados_shutdown(r->cluster);
+	delete r;
+}
 
 // What a write call does with its list.
 enum wkind { W_AT, W_FULL, W_APPEND };
@@ -436,6 +459,20 @@ int sync_write(struct bl_rados *r, const char *oid, const struct bl_list *l,
 	});
 }
 
+// The handle whose aio callback this thread is running, if any: a flush
+// from there would wait for itself.
+thread_local struct bl_rados *t_in_callback = nullptr;
+
+struct in_callback_of {
+	struct bl_rados *prev;
+	explicit in_callback_of(struct bl_rados *r) noexcept
+		: prev(t_in_callback)
+	{
+		t_in_callback = r;
+	}
+	~in_callback_of() { t_in_callback = prev; }
+};
+
 // One aio operation, from submission until its callback has run.
 struct aio_op {
 	struct bl_rados *r;
@@ -463,6 +500,7 @@ void aio_done(librados::completion_t, void *arg) noexcept
 
 	taken_over(op);
 	struct bl_rados *r = op->r;
+	in_callback_of mark(r);
 	librados::AioCompletion *c = op->c;
 	bl_rados_cb cb = op->cb;
 	void *cb_arg = op->arg;
@@ -592,26 +630,47 @@ int aio_write_common(struct bl_rados *r, const char *oid,
 
 extern "C" {
 
-struct bl_rados *bl_rados_open(const char *conf, const char *pool, int *err)
+struct bl_rados *bl_rados_open2(const char *conf, const char *id,
+				const char *pool, const char *const *options,
+				int *err)
 {
 	struct bl_rados *r = nullptr;
-	int e;
+	int e = 0;
 
-	if (!pool) {
+	if (!pool)
 		e = -EINVAL;
+	for (size_t i = 0; e == 0 && options && options[i]; i += 2)
+		if (!options[i + 1])
+			e = -EINVAL;
+	if (e < 0)
 		goto fail;
-	}
 	try {
 		r = new bl_rados;
-		e = r->cluster.init(nullptr);	// client.admin
+		// rados_create2 takes the full name, rados_create the id
+		if (id && !std::strncmp(id, "client.", 7))
+			e = rados_create2(&r->cluster, "ceph", id, 0);
+		else
+			e = rados_create(&r->cluster, id);	// NULL: admin
+		if (e < 0)
+			r->cluster = nullptr;
 		if (e >= 0)
-			e = r->cluster.conf_read_file(conf);
+			e = rados_conf_read_file(r->cluster, conf);
 		if (e >= 0)
-			e = r->cluster.conf_parse_env(nullptr);	// CEPH_ARGS
+			e = rados_conf_parse_env(r->cluster, nullptr);
+		// the caller's options last: the timeouts must be in place
+		// before connect() creates the Objecter, which reads them once
+		for (size_t i = 0; e >= 0 && options && options[i]; i += 2)
+			e = rados_conf_set(r->cluster, options[i],
+					   options[i + 1]);
 		if (e >= 0)
-			e = r->cluster.connect();
+			e = rados_connect(r->cluster);
+		if (e >= 0) {
+			e = rados_ioctx_create(r->cluster, pool, &r->ioc);
+			if (e < 0)
+				r->ioc = nullptr;
+		}
 		if (e >= 0)
-			e = r->cluster.ioctx_create(pool, r->io);
+			librados::IoCtx::from_rados_ioctx_t(r->ioc, r->io);
 	} catch (const std::bad_alloc &) {
 		e = -ENOMEM;
 	} catch (...) {
@@ -622,11 +681,39 @@ struct bl_rados *bl_rados_open(const char *conf, const char *pool, int *err)
 			*err = 0;
 		return r;
 	}
-	delete r;
+	free_handle(r);
 fail:
 	if (err)
 		*err = e;
 	return nullptr;
+}
+
+struct bl_rados *bl_rados_open(const char *conf, const char *pool, int *err)
+{
+	return bl_rados_open2(conf, nullptr, pool, nullptr, err);
+}
+
+int bl_rados_aio_flush(struct bl_rados *r, int timeout_ms)
+{
+	if (!r)
+		return -EINVAL;
+	if (t_in_callback == r)
+		return -EDEADLK;
+	try {
+		std::unique_lock<std::mutex> g(r->mu);
+		auto idle = [r] { return r->inflight == 0; };
+
+		if (timeout_ms < 0) {
+			r->idle.wait(g, idle);
+			return 0;
+		}
+		return r->idle.wait_for(g, std::chrono::milliseconds(timeout_ms),
+					idle)
+			       ? 0
+			       : -ETIMEDOUT;
+	} catch (...) {	// std::system_error from the lock
+		return -EIO;
+	}
 }
 
 void bl_rados_close(struct bl_rados *r)
@@ -637,9 +724,7 @@ void bl_rados_close(struct bl_rados *r)
 		std::unique_lock<std::mutex> g(r->mu);
 		r->idle.wait(g, [r] { return r->inflight == 0; });
 	}
-	// the destructors close the IoCtx, then shut the client down (which
-	// joins librados' threads, so no callback code runs past this)
-	delete r;
+	free_handle(r);
 }
 
 int bl_rados_write(struct bl_rados *r, const char *oid,
@@ -790,6 +875,77 @@ int bl_rados_set_alloc_hint(struct bl_rados *r, uint64_t object_size,
 		return -EIO;
 	}
 	return 0;
+}
+
+int bl_rados_set_namespace(struct bl_rados *r, const char *nspace)
+{
+	if (!r)
+		return -EINVAL;
+	try {
+		rados_ioctx_set_namespace(r->ioc, nspace);
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+	return 0;
+}
+
+int bl_rados_set_locator(struct bl_rados *r, const char *key)
+{
+	if (!r)
+		return -EINVAL;
+	try {
+		rados_ioctx_locator_set_key(r->ioc, key);
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+	return 0;
+}
+
+void *bl_rados_cluster(struct bl_rados *r)
+{
+	return r ? r->cluster : nullptr;
+}
+
+void *bl_rados_ioctx(struct bl_rados *r)
+{
+	return r ? r->ioc : nullptr;
+}
+
+int bl_rados_list(struct bl_rados *r, const char *prefix, bl_rados_list_cb cb,
+		  void *arg)
+{
+	if (!r || !cb)
+		return -EINVAL;
+	size_t plen = prefix ? std::strlen(prefix) : 0;
+	try {
+		// the iterator lists page by page: the names of the current
+		// page only are held, whatever the pool's size
+		for (auto it = r->io.nobjects_begin(); it != r->io.nobjects_end();
+		     ++it) {
+			const std::string &oid = it->get_oid();
+
+			if (plen && oid.compare(0, plen, prefix) != 0)
+				continue;
+			int e = cb(oid.c_str(), it->get_nspace().c_str(),
+				   it->get_locator().c_str(), arg);
+			if (e)
+				return e;
+		}
+		return 0;
+	} catch (const std::system_error &x) {
+		// what librados' iterator throws for rados_nobjects_list_next's
+		// error (-ETIMEDOUT, -ENOENT for a pool that went ...)
+		int e = x.code().value();
+		return e > 0 ? -e : -EIO;
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
 }
 
 uint64_t bl_rados_copied_bytes(void)

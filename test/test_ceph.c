@@ -584,6 +584,224 @@ START_TEST(test_close_waits_for_aio_in_flight)
 }
 END_TEST
 
+START_TEST(test_aio_flush_waits_for_every_callback)
+{
+	enum { N = 16 };
+	struct waiter w = WAITER_INIT;
+	char names[N][96];
+	struct bl_list l;
+
+	ck_assert_int_eq(bl_rados_aio_flush(NULL, -1), -EINVAL);
+	ck_assert_int_eq(bl_rados_aio_flush(R, 0), 0);	/* nothing yet */
+	bl_list_init(&l);
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "%s", oid("flush"));
+		free(make_list(&l, 1 * MIB + i, 65537));
+		ck_assert_int_eq(bl_rados_aio_write_full(R, names[i], &l,
+							 on_done, &w),
+				 0);
+		bl_list_clear(&l);
+	}
+	ck_assert_int_eq(bl_rados_aio_flush(R, -1), 0);
+	/* every callback has returned, without the waiter's help */
+	pthread_mutex_lock(&w.mu);
+	ck_assert_uint_eq(w.done, N);
+	pthread_mutex_unlock(&w.mu);
+	ck_assert_int_eq(w.res, 0);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(bl_rados_aio_remove(R, names[i], on_done, &w),
+				 0);
+	ck_assert_int_eq(bl_rados_aio_flush(R, 30000), 0);
+	ck_assert_uint_eq(w.done, 2 * N);
+	ck_assert_int_eq(w.res, 0);
+}
+END_TEST
+
+struct flush_in_cb {
+	struct waiter w;
+	int flush_res;
+};
+
+static void flush_from_cb(int res, void *arg)
+{
+	struct flush_in_cb *f = arg;
+
+	f->flush_res = bl_rados_aio_flush(R, 0);
+	on_done(res, &f->w);
+}
+
+START_TEST(test_aio_flush_from_a_callback_is_edeadlk)
+{
+	struct flush_in_cb f = { WAITER_INIT, 1 };
+	const char *o = oid("flush_cb");
+	struct bl_list l;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "x", 1), 0);
+	ck_assert_int_eq(bl_rados_aio_write_full(R, o, &l, flush_from_cb, &f),
+			 0);
+	ck_assert_int_eq(wait_for(&f.w, 1), 0);
+	ck_assert_int_eq(f.flush_res, -EDEADLK);
+	ck_assert_int_eq(bl_rados_aio_flush(R, -1), 0);
+	ck_assert_int_eq(bl_rados_remove(R, o), 0);
+	bl_list_clear(&l);
+}
+END_TEST
+
+/* ---- listing, namespaces, locators, the librados handles ---------------- */
+
+struct seen {
+	char names[64][128];
+	char ns[64][64];
+	unsigned n;
+	unsigned stop_after;	/* 0: never stop */
+};
+
+static int note_object(const char *o, const char *nspace, const char *loc,
+		       void *arg)
+{
+	struct seen *sn = arg;
+
+	(void)loc;
+	if (sn->n < 64) {
+		snprintf(sn->names[sn->n], sizeof(sn->names[0]), "%s", o);
+		snprintf(sn->ns[sn->n], sizeof(sn->ns[0]), "%s", nspace);
+	}
+	sn->n++;
+	return sn->stop_after && sn->n == sn->stop_after ? 42 : 0;
+}
+
+static bool seen_has(const struct seen *sn, const char *o, const char *nspace)
+{
+	for (unsigned i = 0; i < sn->n && i < 64; i++)
+		if (!strcmp(sn->names[i], o) && !strcmp(sn->ns[i], nspace))
+			return true;
+	return false;
+}
+
+START_TEST(test_list_finds_objects_by_prefix_in_the_namespace)
+{
+	char pfx[64], a[96], b[96], other[96];
+	struct seen sn;
+	struct bl_list l;
+
+	snprintf(pfx, sizeof(pfx), "bl_test_list.%ld.", (long)getpid());
+	snprintf(a, sizeof(a), "%sa", pfx);
+	snprintf(b, sizeof(b), "%sb", pfx);
+	snprintf(other, sizeof(other), "bl_test_nolist.%ld", (long)getpid());
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "x", 1), 0);
+	ck_assert_int_eq(bl_rados_write_full(R, a, &l), 0);
+	ck_assert_int_eq(bl_rados_write_full(R, other, &l), 0);
+	ck_assert_int_eq(bl_rados_set_namespace(R, "bl_test_ns"), 0);
+	ck_assert_int_eq(bl_rados_write_full(R, b, &l), 0);
+
+	/* in the namespace: only b */
+	memset(&sn, 0, sizeof(sn));
+	ck_assert_int_eq(bl_rados_list(R, pfx, note_object, &sn), 0);
+	ck_assert_uint_eq(sn.n, 1);
+	ck_assert(seen_has(&sn, b, "bl_test_ns"));
+	/* every namespace: a and b, not the other name */
+	ck_assert_int_eq(bl_rados_set_namespace(R, BL_RADOS_ALL_NAMESPACES), 0);
+	memset(&sn, 0, sizeof(sn));
+	ck_assert_int_eq(bl_rados_list(R, pfx, note_object, &sn), 0);
+	ck_assert_uint_eq(sn.n, 2);
+	ck_assert(seen_has(&sn, a, "") && seen_has(&sn, b, "bl_test_ns"));
+	/* the callback's nonzero value stops it and comes back */
+	memset(&sn, 0, sizeof(sn));
+	sn.stop_after = 1;
+	ck_assert_int_eq(bl_rados_list(R, pfx, note_object, &sn), 42);
+	ck_assert_uint_eq(sn.n, 1);
+	/* the default namespace again; NULL prefix lists everything */
+	ck_assert_int_eq(bl_rados_set_namespace(R, NULL), 0);
+	memset(&sn, 0, sizeof(sn));
+	ck_assert_int_eq(bl_rados_list(R, NULL, note_object, &sn), 0);
+	ck_assert(sn.n >= 2);
+	ck_assert_int_eq(bl_rados_stat(R, b, NULL, NULL), -ENOENT);
+	ck_assert_int_eq(bl_rados_remove(R, a), 0);
+	ck_assert_int_eq(bl_rados_remove(R, other), 0);
+	ck_assert_int_eq(bl_rados_set_namespace(R, "bl_test_ns"), 0);
+	ck_assert_int_eq(bl_rados_remove(R, b), 0);
+	ck_assert_int_eq(bl_rados_set_namespace(R, ""), 0);
+
+	ck_assert_int_eq(bl_rados_list(NULL, NULL, note_object, &sn), -EINVAL);
+	ck_assert_int_eq(bl_rados_list(R, NULL, NULL, &sn), -EINVAL);
+	ck_assert_int_eq(bl_rados_set_namespace(NULL, "x"), -EINVAL);
+	ck_assert_int_eq(bl_rados_set_locator(NULL, "x"), -EINVAL);
+	bl_list_clear(&l);
+}
+END_TEST
+
+START_TEST(test_locator_key_places_and_names_objects)
+{
+	const char *o = oid("locator");
+	struct bl_list l, got;
+	struct seen sn;
+	char pfx[64];
+
+	snprintf(pfx, sizeof(pfx), "%s", o);
+	bl_list_init(&l);
+	bl_list_init(&got);
+	ck_assert_int_eq(bl_list_append(&l, "loc", 3), 0);
+	ck_assert_int_eq(bl_rados_set_locator(R, "bl_test_key"), 0);
+	ck_assert_int_eq(bl_rados_write_full(R, o, &l), 0);
+	ck_assert_int_eq(bl_rados_read(R, o, 0, 10, &got), 3);
+	memset(&sn, 0, sizeof(sn));
+	ck_assert_int_eq(bl_rados_list(R, pfx, note_object, &sn), 0);
+	ck_assert_uint_eq(sn.n, 1);
+	/* the object is (name, key): without the key it is another one */
+	ck_assert_int_eq(bl_rados_set_locator(R, NULL), 0);
+	ck_assert_int_eq(bl_rados_stat(R, o, NULL, NULL), -ENOENT);
+	ck_assert_int_eq(bl_rados_set_locator(R, "bl_test_key"), 0);
+	ck_assert_int_eq(bl_rados_remove(R, o), 0);
+	ck_assert_int_eq(bl_rados_set_locator(R, ""), 0);
+	bl_list_clear(&got);
+	bl_list_clear(&l);
+}
+END_TEST
+
+static int note_locator(const char *o, const char *nspace, const char *loc,
+			void *arg)
+{
+	(void)o;
+	(void)nspace;
+	snprintf(arg, 64, "%s", loc);
+	return 0;
+}
+
+START_TEST(test_cluster_and_ioctx_are_librados_handles_of_the_bridge)
+{
+	const char *o = oid("ioctx");
+	rados_ioctx_t io = bl_rados_ioctx(R);
+	char buf[8] = { 0 }, loc[64] = "unset";
+	struct bl_list l;
+	uint64_t size = 0;
+	time_t mt;
+
+	ck_assert_ptr_nonnull(bl_rados_cluster(R));
+	ck_assert_ptr_nonnull(io);
+	ck_assert_ptr_null(bl_rados_cluster(NULL));
+	ck_assert_ptr_null(bl_rados_ioctx(NULL));
+	ck_assert_int_eq(rados_pool_lookup(bl_rados_cluster(R), g_pool),
+			 rados_ioctx_get_id(io));
+	/* the namespace set through the bridge is the I/O context's */
+	ck_assert_int_eq(bl_rados_set_namespace(R, "bl_test_ns2"), 0);
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "shared", 6), 0);
+	ck_assert_int_eq(bl_rados_write_full(R, o, &l), 0);
+	ck_assert_int_eq(rados_stat(io, o, &size, &mt), 0);
+	ck_assert_uint_eq(size, 6);
+	ck_assert_int_eq(rados_read(io, o, buf, sizeof(buf), 0), 6);
+	ck_assert_int_eq(memcmp(buf, "shared", 6), 0);
+	ck_assert_int_eq(bl_rados_list(R, o, note_locator, loc), 0);
+	ck_assert_str_eq(loc, "");
+	ck_assert_int_eq(rados_remove(io, o), 0);
+	ck_assert_int_eq(bl_rados_stat(R, o, NULL, NULL), -ENOENT);
+	ck_assert_int_eq(bl_rados_set_namespace(R, NULL), 0);
+	bl_list_clear(&l);
+}
+END_TEST
+
 /* ---- what the whole client process copies ----------------------------- */
 
 /*
@@ -926,6 +1144,53 @@ START_TEST(test_missing_pool_fails_open_with_enoent)
 }
 END_TEST
 
+START_TEST(test_open2_takes_the_client_id_and_options)
+{
+	const char *timeouts[] = { "rados_osd_op_timeout", "7",
+				   "rados_mon_op_timeout", "7", NULL };
+	const char *unknown[] = { "bl_no_such_option", "1", NULL };
+	const char *odd[] = { "rados_osd_op_timeout", NULL };
+	const char *bad[] = { "rados_osd_op_timeout", "soon", NULL };
+	const char *o = oid("open2");
+	struct bl_rados *r;
+	struct bl_list l;
+	int err = 1;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "open2", 5), 0);
+	/* admin by its id and by its name, and NULL */
+	r = bl_rados_open2(NULL, "admin", g_pool, timeouts, &err);
+	ck_assert_msg(r != NULL, "open2 admin: %d", err);
+	ck_assert_int_eq(err, 0);
+	ck_assert_int_eq(bl_rados_write_full(r, o, &l), 0);
+	bl_rados_close(r);
+	r = bl_rados_open2(NULL, "client.admin", g_pool, NULL, &err);
+	ck_assert_msg(r != NULL, "open2 client.admin: %d", err);
+	ck_assert_int_eq(bl_rados_remove(r, o), 0);
+	bl_rados_close(r);
+	r = bl_rados_open2(NULL, NULL, g_pool, NULL, NULL);
+	ck_assert_ptr_nonnull(r);
+	bl_rados_close(r);
+
+	err = 1;
+	ck_assert_ptr_null(bl_rados_open2(NULL, NULL, g_pool, unknown, &err));
+	ck_assert_int_eq(err, -ENOENT);
+	ck_assert_ptr_null(bl_rados_open2(NULL, NULL, g_pool, odd, &err));
+	ck_assert_int_eq(err, -EINVAL);
+	ck_assert_ptr_null(bl_rados_open2(NULL, NULL, g_pool, bad, &err));
+	ck_assert_int_eq(err, -EINVAL);
+	ck_assert_ptr_null(bl_rados_open2(NULL, NULL, NULL, NULL, &err));
+	ck_assert_int_eq(err, -EINVAL);
+	/* a client with no key in the keyring */
+	err = 0;
+	ck_assert_ptr_null(bl_rados_open2(NULL, "bl-test-nobody", g_pool,
+					  NULL, &err));
+	ck_assert_msg(err == -ENOENT || err == -EACCES || err == -EPERM,
+		      "unknown client: %d", err);
+	bl_list_clear(&l);
+}
+END_TEST
+
 START_TEST(test_missing_object_read_stat_remove_give_enoent_and_change_nothing)
 {
 	const char *o = oid("missing");
@@ -987,6 +1252,16 @@ int main(void)
 	tcase_add_test(tc, test_append_and_aio_append_add_at_the_end_without_copies);
 	tcase_add_test(tc, test_aio_write_full_and_aio_read_round_trip);
 	tcase_add_test(tc, test_close_waits_for_aio_in_flight);
+	tcase_add_test(tc, test_aio_flush_waits_for_every_callback);
+	tcase_add_test(tc, test_aio_flush_from_a_callback_is_edeadlk);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("list");
+	tcase_set_timeout(tc, 300);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_list_finds_objects_by_prefix_in_the_namespace);
+	tcase_add_test(tc, test_locator_key_places_and_names_objects);
+	tcase_add_test(tc, test_cluster_and_ioctx_are_librados_handles_of_the_bridge);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("alloc_hint");
@@ -1007,6 +1282,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_missing_pool_fails_open_with_enoent);
+	tcase_add_test(tc, test_open2_takes_the_client_id_and_options);
 	tcase_add_test(tc, test_missing_object_read_stat_remove_give_enoent_and_change_nothing);
 	suite_add_tcase(s, tc);
 

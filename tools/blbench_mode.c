@@ -405,6 +405,8 @@ struct sweep {
 	const struct names *keep;	/* prefixes of runs to keep; NULL: none */
 	size_t host_len;		/* with keep: "benchmark_data_HOST_" */
 	uint64_t removed, live;
+	bool count_only;		/* count what would go into @left */
+	uint64_t left;
 };
 
 /*
@@ -439,6 +441,10 @@ static int sweep_one(void *arg, const char *name)
 		return 0;
 	if (sw->keep && of_live_process(sw, name)) {
 		sw->live++;
+		return 0;
+	}
+	if (sw->count_only) {
+		sw->left++;
 		return 0;
 	}
 	r = t->ops->remove(t, name, UINT64_MAX);
@@ -539,6 +545,19 @@ int blb_mode_cleanup(struct blb_bench *b)
 	if (sw.live)
 		fprintf(stderr, "Kept %" PRIu64 " object%s of runs still under way on this host\n",
 			sw.live, sw.live != 1 ? "s" : "");
+	if (r == 0) {
+		/* a cleanup that says it is done has left nothing behind */
+		struct sweep chk = sw;
+
+		chk.count_only = true;
+		r = t->ops->list(t, prefix, sweep_one, &chk);
+		if (r == 0 && chk.left) {
+			fprintf(stderr, "blbench: %" PRIu64 " object%s named %s* still on %s after the cleanup\n",
+				chk.left, chk.left != 1 ? "s" : "", prefix,
+				t->desc);
+			ret = BLB_EXIT_FAIL;
+		}
+	}
 	if (r < 0) {
 		fprintf(stderr, "blbench: listing %s: %s\n", t->desc,
 			strerror(-r));

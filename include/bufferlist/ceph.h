@@ -56,12 +56,56 @@ BL_API struct bl_rados *bl_rados_open(const char *conf, const char *pool,
 				      int *err);
 
 /**
+ * bl_rados_open2() - bl_rados_open() as client @id, with configuration
+ * options set by the caller.
+ * @conf:    as bl_rados_open().
+ * @id:      the client's name, "NAME" or "client.NAME" (as the ceph tools'
+ *           --id and --name); NULL: admin.  Its key is looked up in the
+ *           keyring the configuration names.
+ * @pool:    the pool to open.
+ * @options: NULL, or pairs of option name and value, ended by a NULL name
+ *           ({ "rados_osd_op_timeout", "10", NULL }), set after @conf and
+ *           $CEPH_ARGS are read, so they win.  Borrowed for the call.
+ *           rados_osd_op_timeout and rados_mon_op_timeout (seconds, 0 =
+ *           none, the default) bound every operation of the handle, aio
+ *           included, which then fails with -ETIMEDOUT: without them an
+ *           operation on an OSD that stopped answering waits for it
+ *           forever, and so does bl_rados_close().  client_mount_timeout
+ *           bounds the connection itself (default 300 s).
+ * @err:     as bl_rados_open().
+ * Return: new (close with bl_rados_close()), or NULL with *@err set: the
+ * errors of bl_rados_open(), -EINVAL (@options has a name without a
+ * value, or librados refuses a value), -ENOENT (no such option; no key
+ * for @id in the keyring), -EACCES or -EPERM (@id may not connect or
+ * open @pool).
+ */
+BL_API struct bl_rados *bl_rados_open2(const char *conf, const char *id,
+				       const char *pool,
+				       const char *const *options, int *err);
+
+/**
  * bl_rados_close() - waits until every aio callback issued through @r has
  * returned, then disconnects and frees @r.  NULL is a no-op.  Must not be
  * called from an aio callback of @r.  Lists filled by reads stay valid.
+ * The wait is as long as librados takes to complete or time out what is
+ * in flight: unbounded when the OSD stopped answering and the handle has
+ * no rados_osd_op_timeout (bl_rados_open2()).  To bound it, call
+ * bl_rados_aio_flush() with a timeout first; a handle whose flush timed
+ * out may be left open (a process about to exit loses nothing).
  * Return: nothing; it cannot fail.
  */
 BL_API void bl_rados_close(struct bl_rados *r);
+
+/**
+ * bl_rados_aio_flush() - waits until every aio callback issued through @r
+ * so far, and any issued while it waits, has returned ("aio flush"), for
+ * at most @timeout_ms milliseconds (negative: no limit; 0: only looks).
+ * Return: 0 (nothing in flight), or -errno: -EINVAL (@r is NULL),
+ * -ETIMEDOUT (operations still in flight after @timeout_ms), -EDEADLK
+ * (called from an aio callback of @r, which would wait for itself), -EIO
+ * (the handle's lock failed).
+ */
+BL_API int bl_rados_aio_flush(struct bl_rados *r, int timeout_ms);
 
 /**
  * bl_rados_write() - write all of @l at byte @off of object @oid (created
@@ -223,6 +267,77 @@ BL_API int bl_rados_aio_read(struct bl_rados *r, const char *oid,
  */
 BL_API int bl_rados_aio_remove(struct bl_rados *r, const char *oid,
 			       bl_rados_cb cb, void *arg);
+
+/*
+ * Namespaces and locator keys: the handle's I/O context has one of each,
+ * used by every later call through it (objects, listing).  Setting them
+ * is not synchronised with other calls: set them before the handle is
+ * shared between threads, or while no other thread uses it.
+ */
+
+/* bl_rados_set_namespace()'s name for all namespaces (listing only). */
+#define BL_RADOS_ALL_NAMESPACES "\001"
+
+/**
+ * bl_rados_set_namespace() - later calls through @r address objects in
+ * namespace @nspace (NULL or "": the default namespace).  With
+ * BL_RADOS_ALL_NAMESPACES, bl_rados_list() lists every namespace, and
+ * object calls fail (librados refuses the name, -EINVAL).
+ * Copies: @nspace is copied.
+ * Return: 0, or -EINVAL (@r is NULL), -ENOMEM, -EIO.
+ */
+BL_API int bl_rados_set_namespace(struct bl_rados *r, const char *nspace);
+
+/**
+ * bl_rados_set_locator() - later object calls through @r place objects by
+ * @key instead of by their name (objects with one key share a placement
+ * group; NULL or "": by name, the default).
+ * Copies: @key is copied.
+ * Return: 0, or -EINVAL (@r is NULL), -ENOMEM, -EIO.
+ */
+BL_API int bl_rados_set_locator(struct bl_rados *r, const char *key);
+
+/**
+ * typedef bl_rados_list_cb - one listed object: its name, namespace and
+ * locator key ("" when none), borrowed for the call.  Returns 0 to go on;
+ * anything else stops the listing, and bl_rados_list() returns it.  It
+ * may call the other functions of the handle (remove the object ...).
+ */
+typedef int (*bl_rados_list_cb)(const char *oid, const char *nspace,
+				const char *locator, void *arg);
+
+/**
+ * bl_rados_list() - calls @cb, on the caller's thread, for every object
+ * of @r's pool in @r's namespace (bl_rados_set_namespace(); every
+ * namespace with BL_RADOS_ALL_NAMESPACES) whose name starts with @prefix
+ * (NULL or "": every object), in librados' order (by placement, not by
+ * name).  Objects created or removed while it runs may or may not be
+ * seen.  The filter runs on the client: the whole pool is listed.
+ * Return: 0 when every object was seen, @cb's nonzero value when it
+ * stopped the listing, or -errno: -EINVAL (@r or @cb is NULL), -ENOMEM,
+ * -EIO, or librados' error (-ETIMEDOUT with rados_osd_op_timeout ...).
+ */
+BL_API int bl_rados_list(struct bl_rados *r, const char *prefix,
+			 bl_rados_list_cb cb, void *arg);
+
+/**
+ * bl_rados_cluster() - @r's librados cluster handle (a rados_t of
+ * <rados/librados.h>), for what the bridge does not wrap: pool and
+ * cluster calls, watch/notify ...  Borrowed: valid until bl_rados_close();
+ * it must not be shut down.
+ * Return: the handle, or NULL when @r is NULL.
+ */
+BL_API void *bl_rados_cluster(struct bl_rados *r);
+
+/**
+ * bl_rados_ioctx() - @r's librados I/O context (a rados_ioctx_t), the one
+ * every call through @r uses: a namespace or locator set on it is the
+ * handle's.  Borrowed: valid until bl_rados_close(); it must not be
+ * destroyed.  (C++: librados::IoCtx::from_rados_ioctx_t() makes an IoCtx
+ * of it for bl::ceph's functions.)
+ * Return: the I/O context, or NULL when @r is NULL.
+ */
+BL_API void *bl_rados_ioctx(struct bl_rados *r);
 
 /**
  * bl_rados_copied_bytes() - payload bytes the bridge itself copied on the
