@@ -69,7 +69,7 @@ if [ -z "$bin" ] || [ ! -x "$bin" ]; then
 	exit 1
 fi
 if ! command -v fio >/dev/null 2>&1; then
-	echo "$0: fio is not installed (scripts/install-deps.sh installs it)" >&2
+	echo "$0: fio is not installed (scripts/install-deps.sh --bench installs it)" >&2
 	exit 1
 fi
 rounds=${BL_BENCH_ROUNDS:-6}
