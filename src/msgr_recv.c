@@ -590,7 +590,12 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data)
 			bl__msgr_gather(data, gap, BL_MSGR_TRAILER, d->tr);
 			direct_done(c, NULL);
 		} else {
-			int ret = read_piece(c);
+			int ret;
+
+			/* copied: its buffer (a registered one?) can take
+			 * the rest */
+			bl_list_clear(data);
+			ret = read_piece(c);
 
 			if (ret)
 				bl__msgr_conn_end(c, ret, true,

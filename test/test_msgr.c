@@ -2566,13 +2566,16 @@ static void claim_close(void *arg, struct bl_msgr_conn *c, int err,
  * A large payload that fits a free buffer of the ring's registered pool
  * is read in one piece, into that buffer, aligned or not: the frame's
  * payload is the head the first receive brought and one segment for the
- * rest (piece by piece it was 1 MiB, 2 MiB, then the remainder, each a
- * read and a buffer of its own).  Without io_uring nothing is registered
- * and the pieces stay as they were.
+ * rest (piece by piece it was 1 MiB, then the remainder, each a read and
+ * a buffer of its own).  One buffer is enough: an aligning connection's
+ * small read up to the page boundary gives its buffer back before the
+ * rest is read (a pool of one, as a memlock limit may leave, then still
+ * serves).  Without io_uring nothing is registered and the pieces stay as
+ * they were.
  */
 START_TEST(a_large_payload_is_read_in_one_piece_into_a_registered_buffer)
 {
-	size_t big = ((size_t)3 << 20) + 12345, n;
+	size_t big = ((size_t)3 << 19) + 12345, n;
 	unsigned char *pay = malloc(big), *fr;
 	uint64_t rng = 25;
 
@@ -2582,7 +2585,7 @@ START_TEST(a_large_payload_is_read_in_one_piece_into_a_registered_buffer)
 	for (int i = 0; i < 2; i++) {
 		struct bl_uring *u = mk_uring();
 		struct bl_uring_regpool *rp =
-			bl_uring_regpool_create(u, 4, (size_t)4 << 20);
+			bl_uring_regpool_create(u, 1, (size_t)2 << 20);
 		struct bl_msgr_conn_opts o;
 		struct bl_msgr_conn_stats st;
 		struct bl_msgr_conn *c;
@@ -2617,7 +2620,7 @@ START_TEST(a_large_payload_is_read_in_one_piece_into_a_registered_buffer)
 		if (bl_uring_backend(u) == BL_URING_IO_URING)
 			ck_assert_uint_eq(x.segs, 2);
 		else
-			ck_assert_uint_ge(x.segs, 4);
+			ck_assert_uint_ge(x.segs, 3);
 		bl_msgr_conn_close(c, 0, NULL);
 		close(fa);
 		end = now_ms() + wait_ms;

@@ -46,8 +46,8 @@
  * them instead of fresh memory, which costs a page fault per 4 KiB for
  * every op (see blbench_tcp.c).  Sized for blbench's default op (4 MiB
  * and a frame's overhead), as many as one connection's READ budget holds;
- * larger ops, or ops beyond them, take fresh memory as before, and so
- * does everything where the registration is refused (memlock limit).
+ * larger ops, or ops beyond them, take fresh memory as before (a memlock
+ * limit may allow fewer: blb_ring_pool).
  */
 #define SRV_POOL_BUF (((size_t)4 << 20) + ((size_t)64 << 10))
 #define SRV_POOL_BUFS ((unsigned)(SRV_READ_BUDGET >> 22))
@@ -605,7 +605,7 @@ int blb_serve(const struct blb_opts *o)
 		close(lfd);
 		return BLB_EXIT_FAIL;
 	}
-	bl_uring_regpool_create(s.u, SRV_POOL_BUFS, SRV_POOL_BUF);
+	blb_ring_pool(s.u, SRV_POOL_BUFS, SRV_POOL_BUF);
 	/* the buffered target now, so that a bad --target fails at once */
 	if (!srv_target(&s, 0, &why)) {
 		fprintf(stderr, "blbench serve: %s\n", why);

@@ -251,6 +251,12 @@ int blb_fs_room(int fd, uint64_t *room, uint64_t *avail);
 /* A ring sized for @o->concurrent ops in flight; NULL when out of memory. */
 struct bl_uring *blb_make_ring(const struct blb_opts *o);
 /*
+ * Registered buffers for @u's large reads: @nbufs of @size bytes, or as
+ * many as the memlock limit allows (halving down to one); none when not
+ * even one can be registered (reads then take fresh memory).
+ */
+void blb_ring_pool(struct bl_uring *u, unsigned nbufs, size_t size);
+/*
  * Submit through @u, making room once if the queue is full (completions
  * it runs only hand ops to their owners, so that is safe here) unless
  * @shared: a borrowed ring's callbacks belong to its owner's loop.

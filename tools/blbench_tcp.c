@@ -64,10 +64,11 @@ struct tcp_target {
  * itself (docs/BENCHMARKS.md, the tcp read path).  Registered buffers
  * recycled from a pool are mapped once, warm, and read with READ_FIXED;
  * a reply's rest fits one (the messenger then reads it in one piece).
- * Four: the reply being read, its small aligning read, and replies still
- * held by the run's verification.  Ops above TCP_POOL_OP_MAX get none:
- * the buffers are pinned for the life of the connection.  Without the
- * pool (a memlock limit, no io_uring) reads fall back to fresh memory.
+ * Four: the reply being read and replies still held by the run's
+ * verification (fewer under a memlock limit: one still serves a reply at
+ * a time).  Ops above TCP_POOL_OP_MAX get none: the buffers are pinned
+ * for the life of the connection.  Without the pool (no io_uring, a
+ * limit below one buffer) reads fall back to fresh memory.
  */
 #define TCP_POOL_BUFS 4u
 #define TCP_POOL_OP_MAX ((uint64_t)16 << 20)
@@ -533,8 +534,8 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 	}
 	tt->u = blb_make_ring(o);
 	if (tt->u && o->op_size <= TCP_POOL_OP_MAX)
-		bl_uring_regpool_create(tt->u, TCP_POOL_BUFS,
-					(size_t)o->op_size + TCP_POOL_SLACK);
+		blb_ring_pool(tt->u, TCP_POOL_BUFS,
+			      (size_t)o->op_size + TCP_POOL_SLACK);
 	memset(&co, 0, sizeof(co));
 	co.on_frame = tcp_on_frame;
 	co.on_close = tcp_on_close;
