@@ -31,8 +31,9 @@ static inline struct bl__seg_cursor bl__iter_cursor(const struct bl_iter *it)
 /*
  * Puts @it on byte @inner of the segment under @cur, byte @off of the list
  * (past the last segment: @cur's chunk NULL, @inner 0, @off the length),
- * and opens the window there: to the segment's end, or (--enable-debug)
- * not at all, so that each inline move calls the library and its check.
+ * and opens the window there: to the segment's end or @it's _lim, which
+ * comes first, or (--enable-debug) not at all, so that each inline move
+ * calls the library and its check.
  */
 static inline void bl__iter_place(struct bl_iter *it,
 				  const struct bl__seg_cursor *cur,
@@ -50,6 +51,11 @@ static inline void bl__iter_place(struct bl_iter *it,
 #else
 		it->_end = s->data + s->len;
 		it->_end_off = off - inner + s->len;
+		if (bl__unlikely(it->_end_off > it->_lim)) {
+			/* a bounded cursor's window stops at its limit */
+			it->_end -= it->_end_off - it->_lim;
+			it->_end_off = it->_lim;
+		}
 #endif
 	} else {
 		it->_p = it->_end = NULL;
@@ -135,6 +141,19 @@ static inline void bl__iter_skip(struct bl_iter *it, size_t n)
 	it->_end = it->_p;
 	it->_end_off += n;
 #endif
+}
+
+/*
+ * Sets the offset @it may not read past (its own offset at least, the
+ * list's length at most) and reopens its window to match: how the codec
+ * bounds a cursor to a versioned structure and lifts the bound again.
+ */
+void bl__iter_set_limit(struct bl_iter *it, size_t lim);
+
+/* The offset @it may not read past. */
+static inline size_t bl__iter_limit(const struct bl_iter *it)
+{
+	return it->_lim;
 }
 
 #endif /* BUFFERLIST_ITER_INT_H */

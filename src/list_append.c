@@ -263,6 +263,57 @@ int bl__list_append2(struct bl_list *l, const void *a, size_t alen,
 	}
 	return ret;
 }
+int bl_list_append_hole(struct bl_list *l, size_t len, struct bl_hole *h)
+{
+	struct bl_raw *ab = l->_abuf;
+	struct bl_seg *ls;
+	int ret;
+
+	if (!h)
+		return -EINVAL;
+	if (!len) {
+		h->_at = NULL;
+		h->_raw = NULL;
+		h->_len = 0;
+		return 0;
+	}
+	if (bl__likely(ab && ab->len - bl__raw_used(ab) >= len)) {
+		/* the versioned encoder's header: keep it out of calls */
+		char *p = abuf_claim(l, ab, false, len, NULL);
+
+		if (!p)
+			return -ENOMEM;
+		memset(p, 0, len);
+		h->_at = p;
+		h->_raw = ab;
+		h->_len = len;
+		return 0;
+	}
+	/* a new append buffer, or a raw of its own: one raw either way */
+	ret = append_slow(l, NULL, len, NULL, 0);
+	if (ret)
+		return ret;
+	ls = last_seg(l);
+	h->_at = ls->data + ls->len - len;
+	h->_raw = ls->raw;
+	h->_len = len;
+	return 0;
+}
+
+int bl_hole_fill(const struct bl_hole *h, size_t off, const void *src,
+		 size_t len)
+{
+	if (!h || (!src && len))
+		return -EINVAL;
+	if (off > h->_len || len > h->_len - off)
+		return -ERANGE;
+	if (!len)
+		return 0;
+	memmove(h->_at + off, src, len);
+	bl_raw_invalidate_crc(h->_raw);
+	return 0;
+}
+
 int bl_list_append_zero(struct bl_list *l, size_t len)
 {
 	return append_bytes(l, NULL, len);
