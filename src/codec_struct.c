@@ -26,18 +26,13 @@
 int bl_encode_start(struct bl_list *l, uint8_t v, uint8_t compat,
 		    struct bl_struct_enc *s)
 {
-	size_t start = bl_list_length(l);
-	int ret;
+	unsigned char hdr[BL_STRUCT_HEADER_LEN] = { v, compat, 0, 0, 0, 0 };
 
 	if (bl__unlikely(!s || compat > v))
 		return -EINVAL;
-	ret = bl_list_append_hole(l, BL_STRUCT_HEADER_LEN, &s->_hole);
-	if (bl__unlikely(ret))
-		return ret;
-	s->_hole._at[0] = (char)v;
-	s->_hole._at[1] = (char)compat;
-	s->_start = start;
-	return 0;
+	/* set first, so that the append is a tail call (unused on failure) */
+	s->_start = bl_list_length(l);
+	return bl__list_append_hole_init(l, hdr, sizeof(hdr), &s->_hole);
 }
 
 void bl_encode_abort(struct bl_list *l, struct bl_struct_enc *s)
@@ -93,16 +88,41 @@ int bl_encode_struct(struct bl_list *l, uint8_t v, uint8_t compat,
 
 int bl_decode_start(struct bl_iter *it, uint8_t v, struct bl_struct_dec *s)
 {
-	struct bl_iter t = *it;
+	struct bl_iter t;
+	const char *p;
 	uint8_t sv, sc;
 	uint32_t len;
 
 	if (bl__unlikely(!s))
 		return -EINVAL;
+	p = bl__iter_peek(it, BL_STRUCT_HEADER_LEN);
+	if (bl__likely(p)) {
+		/* the whole header in the window: read in place, no copy of
+		 * the cursor */
+		size_t off = bl_iter_offset(it) + BL_STRUCT_HEADER_LEN;
+
+		sv = (uint8_t)p[0];
+		sc = (uint8_t)p[1];
+		len = bl__get_le32(p + 2);
+		if (bl__unlikely(sc > v))
+			goto too_new;
+		if (bl__unlikely(len > bl__iter_limit(it) - off))
+			return -ERANGE;
+		bl__iter_skip(it, BL_STRUCT_HEADER_LEN);
+		s->struct_v = sv;
+		s->struct_compat = sc;
+		s->decoder_v = v;
+		s->struct_len = len;
+		s->_outer = bl__iter_limit(it);
+		s->_stop = off + len;
+		bl__iter_set_limit(it, s->_stop);
+		return 0;
+	}
+	t = *it;
 	if (bl_decode_u8(&t, &sv) || bl_decode_u8(&t, &sc))
 		return -ERANGE;
 	if (sc > v) {
-		/* Ceph checks the compat before it reads the length */
+too_new:	/* Ceph checks the compat before it reads the length */
 		s->struct_v = sv;
 		s->struct_compat = sc;
 		s->decoder_v = v;

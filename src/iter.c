@@ -39,18 +39,6 @@ size_t bl__iter_remaining_slow(const struct bl_iter *it)
 	return it->_lim - bl__iter_off(it);
 }
 
-void bl__iter_set_limit(struct bl_iter *it, size_t lim)
-{
-	struct bl__seg_cursor c = bl__iter_cursor(it);
-	size_t off = bl__iter_off(it);
-
-	BL_ASSERT(lim >= off && lim <= bl_list_length(it->_l));
-	it->_lim = lim;
-	if (c.c)
-		bl__iter_place(it, &c, (size_t)(it->_p - bl__seg_at(&c)->data),
-			       off);
-}
-
 /*
  * Segments a forward move in a long list walks before it asks the list
  * instead: the list's index search costs about what a walk over this many

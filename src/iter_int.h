@@ -147,8 +147,41 @@ static inline void bl__iter_skip(struct bl_iter *it, size_t n)
  * Sets the offset @it may not read past (its own offset at least, the
  * list's length at most) and reopens its window to match: how the codec
  * bounds a cursor to a versioned structure and lifts the bound again.
+ * Inline: each structure decoded sets it twice.
  */
-void bl__iter_set_limit(struct bl_iter *it, size_t lim);
+static inline void bl__iter_set_limit(struct bl_iter *it, size_t lim)
+{
+	BL_ASSERT(lim >= bl__iter_off(it) && lim <= bl_list_length(it->_l));
+	it->_lim = lim;
+#ifndef BL_DEBUG	/* there the window is always empty */
+	if (lim <= it->_end_off) {
+		/* a tighter bound: the window stops at it */
+		it->_end -= it->_end_off - lim;
+		it->_end_off = lim;
+	} else if (it->_chunk) {
+		/* a looser one: the window opens to its segment's end, or
+		 * the bound */
+		struct bl__seg_cursor cur = bl__iter_cursor(it);
+		const struct bl_seg *s = bl__seg_at(&cur);
+		size_t end_off = it->_end_off +
+				 (size_t)(s->data + s->len - it->_end);
+
+		if (end_off > lim)
+			end_off = lim;
+		it->_end += end_off - it->_end_off;
+		it->_end_off = end_off;
+	}
+#endif
+}
+
+/*
+ * The next @n bytes of @it when its window holds them (to be read in
+ * place, then bl__iter_skip()), else NULL (always in --enable-debug).
+ */
+static inline const char *bl__iter_peek(const struct bl_iter *it, size_t n)
+{
+	return bl__iter_window(it) >= n ? it->_p : NULL;
+}
 
 /* The offset @it may not read past. */
 static inline size_t bl__iter_limit(const struct bl_iter *it)
