@@ -10,6 +10,7 @@
 #include <bufferlist/list.h>
 #include <bufferlist/iter.h>
 #include <bufferlist/codec.h>
+#include <bufferlist/denc.h>
 #include <bufferlist/crc32c.h>
 #include <bufferlist/io.h>
 #include <bufferlist/uring.h>

@@ -88,6 +88,17 @@
  *                 bytes 4 KiB before it, and the segment claimed back at
  *                 the end (length and segment count stay): what a lookup
  *                 costs right after a change in the middle of the list.
+ *  struct_encode_3  a versioned structure of three fields (u32, u64, u16)
+ *                 appended: bl_encode_start(), the three encoders,
+ *                 bl_encode_finish(); the list is cleared every 4096
+ *                 structures (inside the timed loop, as append_8).
+ *  plain_encode_3 baseline: the same three fields without the header.
+ *  struct_decode_3  the structure decoded (bl_decode_start(), three
+ *                 decoders, bl_decode_finish()) from a list of 4096 of
+ *                 them, the cursor put back at the front after the last.
+ *  plain_decode_3 baseline: the three fields without the header.
+ *  struct_decode_skip  a v3 structure (the three fields and a u64 more)
+ *                 decoded by the v2 decoder: the u64 is skipped.
  *  get_ptr_{mid,end}_{1e3,1e5,1e6}  bl_list_get_ptr() of the middle
  *                 segment (N / 2, the one lookup_mid's bytes are in) or
  *                 the last one of the same lists, then bl_ptr_release():
@@ -191,6 +202,109 @@ static uint64_t w_append8(void *arg, uint64_t n)
 	t = bench_now() - t0;
 	bench_consume(bl_list_length(&l));
 	bl_list_clear(&l);
+	return t;
+}
+
+/* ---- versioned structures (denc.h) --------------------------------------- */
+
+#define BENCH_STRUCTS 4096u
+
+static int enc3(struct bl_list *l, uint64_t i)
+{
+	int rc = bl_encode_u32(l, (uint32_t)i);
+
+	rc |= bl_encode_u64(l, i);
+	rc |= bl_encode_u16(l, (uint16_t)i);
+	return rc;
+}
+
+static uint64_t w_encode(void *arg, uint64_t n)
+{
+	bool versioned = arg != NULL;
+	struct bl_list l;
+	struct bl_struct_enc st;
+	unsigned k = 0;
+	uint64_t t0, t;
+	int rc = 0;
+
+	bl_list_init(&l);
+	t0 = bench_now();
+	for (uint64_t i = 0; i < n; i++) {
+		if (versioned) {
+			rc |= bl_encode_start(&l, 2, 1, &st);
+			rc |= enc3(&l, i);
+			rc |= bl_encode_finish(&l, &st);
+		} else {
+			rc |= enc3(&l, i);
+		}
+		if (++k == BENCH_STRUCTS) {
+			bl_list_clear(&l);
+			k = 0;
+		}
+	}
+	t = bench_now() - t0;
+	must(rc, "encode");
+	bench_consume(bl_list_length(&l));
+	bl_list_clear(&l);
+	return t;
+}
+
+/* what the decode rows read: 0 plain, 2 a v2 structure, 3 a v3 one */
+struct structs {
+	struct bl_list bl;
+	int v;
+};
+
+static void structs_build(struct structs *s, int v)
+{
+	struct bl_struct_enc st;
+
+	bl_list_init(&s->bl);
+	s->v = v;
+	for (unsigned i = 0; i < BENCH_STRUCTS; i++) {
+		if (v)
+			must(bl_encode_start(&s->bl, (uint8_t)v, 1, &st),
+			     "start");
+		must(enc3(&s->bl, i), "enc3");
+		if (v == 3)
+			must(bl_encode_u64(&s->bl, ~(uint64_t)i), "u64");
+		if (v)
+			must(bl_encode_finish(&s->bl, &st), "finish");
+	}
+}
+
+static uint64_t w_decode(void *arg, uint64_t n)
+{
+	struct structs *s = arg;
+	struct bl_struct_dec d;
+	struct bl_iter it;
+	uint64_t sum = 0, t0, t;
+	unsigned k = 0;
+	int rc = 0;
+
+	bl_iter_init(&it, &s->bl, 0);
+	t0 = bench_now();
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t a;
+		uint64_t b;
+		uint16_t c;
+
+		if (k++ == BENCH_STRUCTS) {
+			bl_iter_init(&it, &s->bl, 0);
+			k = 1;
+		}
+		if (s->v)
+			rc |= bl_decode_start(&it, 2, &d);
+		rc |= bl_decode_u32(&it, &a);
+		rc |= bl_decode_u64(&it, &b);
+		rc |= bl_decode_u16(&it, &c);
+		if (s->v)
+			rc |= bl_decode_finish(&it, &d);
+		sum += a + b + c;
+	}
+	t = bench_now() - t0;
+	must(rc, "decode");
+	bench_consume(sum);
 	return t;
 }
 
@@ -746,6 +860,26 @@ int main(int argc, char **argv)
 	}
 	if (bench_want("append_8"))
 		bench_ns("append_8", w_append8, NULL);
+	if (bench_want("struct_encode_3"))
+		bench_ns("struct_encode_3", w_encode, (void *)1);
+	if (bench_want("plain_encode_3"))
+		bench_ns("plain_encode_3", w_encode, NULL);
+	{
+		static const char *const dn[] = { "plain_decode_3",
+						  "struct_decode_3",
+						  "struct_decode_skip" };
+		static const int dv[] = { 0, 2, 3 };
+
+		for (unsigned di = 0; di < 3; di++) {
+			struct structs st;
+
+			if (!bench_want(dn[di]))
+				continue;
+			structs_build(&st, dv[di]);
+			bench_ns(dn[di], w_decode, &st);
+			bl_list_clear(&st.bl);
+		}
+	}
 
 	if (bench_want("splice_1M") | bench_want("splice_1M_cut") |
 	    bench_want("iovec_1024") | bench_want("iovec_1024_oneraw") |

@@ -47,6 +47,11 @@ fi
 # which builds the offset index, is the warm-up both runs share.
 ops='alloc_32 100000 200000 bl_raw_create(32) + bl_raw_put
 append_8 40960 81920 8-byte bl_list_append (a clear every 4096 included)
+struct_encode_3 40960 81920 a versioned structure of u32, u64, u16 (bl_encode_start, three encoders, bl_encode_finish; a clear every 4096 included)
+plain_encode_3 40960 81920 the same three fields without the header
+struct_decode_3 40960 81920 bl_decode_start, three decoders, bl_decode_finish
+plain_decode_3 40960 81920 the same three fields without the header
+struct_decode_skip 40960 81920 a v3 structure (a u64 more) read by the v2 decoder: the u64 skipped
 claim_empty_16 100000 200000 bl_list_claim_append of 16 segments into an empty list
 substr_4K 20000 40000 bl_list_substr_of 4 KiB out of 1024 x 4 KiB segments
 substr_100 100000 200000 bl_list_substr_of 100 B inside one of 1024 x 4 KiB segments into a new list, and its clear

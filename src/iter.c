@@ -25,6 +25,7 @@ int bl_iter_init(struct bl_iter *it, const struct bl_list *l, size_t off)
 	else
 		bl__seg_first(l, &c);
 	it->_l = l;
+	it->_lim = bl_list_length(l);
 #ifdef BL_DEBUG
 	it->_lgen = bl__list_gen(l);
 #endif
@@ -35,7 +36,7 @@ int bl_iter_init(struct bl_iter *it, const struct bl_list *l, size_t off)
 size_t bl__iter_remaining_slow(const struct bl_iter *it)
 {
 	bl__iter_check(it);
-	return bl_list_length(it->_l) - bl__iter_off(it);
+	return it->_lim - bl__iter_off(it);
 }
 
 /*
@@ -94,8 +95,12 @@ int bl_iter_seek(struct bl_iter *it, size_t off)
 	if (off >= cur)
 		return bl_iter_advance(it, off - cur);
 	ret = bl_iter_init(&t, it->_l, off);
-	if (!ret)
+	if (!ret) {
+		/* backwards stays inside the bound: keep it */
+		if (it->_lim != t._lim)
+			bl__iter_set_limit(&t, it->_lim);
 		*it = t;
+	}
 	return ret;
 }
 
@@ -139,6 +144,8 @@ size_t bl__iter_get_ptr_slow(struct bl_iter *it, size_t want,
 	struct bl_seg run;
 
 	bl__iter_check(it);
+	if (want > it->_lim - bl__iter_off(it))
+		want = it->_lim - bl__iter_off(it);	/* a bounded cursor */
 	if (!it->_chunk || !want || !take(it, want, &run)) {
 		*data = NULL;
 		return 0;

@@ -31,8 +31,9 @@ static inline struct bl__seg_cursor bl__iter_cursor(const struct bl_iter *it)
 /*
  * Puts @it on byte @inner of the segment under @cur, byte @off of the list
  * (past the last segment: @cur's chunk NULL, @inner 0, @off the length),
- * and opens the window there: to the segment's end, or (--enable-debug)
- * not at all, so that each inline move calls the library and its check.
+ * and opens the window there: to the segment's end or @it's _lim, which
+ * comes first, or (--enable-debug) not at all, so that each inline move
+ * calls the library and its check.
  */
 static inline void bl__iter_place(struct bl_iter *it,
 				  const struct bl__seg_cursor *cur,
@@ -50,6 +51,11 @@ static inline void bl__iter_place(struct bl_iter *it,
 #else
 		it->_end = s->data + s->len;
 		it->_end_off = off - inner + s->len;
+		if (bl__unlikely(it->_end_off > it->_lim)) {
+			/* a bounded cursor's window stops at its limit */
+			it->_end -= it->_end_off - it->_lim;
+			it->_end_off = it->_lim;
+		}
 #endif
 	} else {
 		it->_p = it->_end = NULL;
@@ -135,6 +141,52 @@ static inline void bl__iter_skip(struct bl_iter *it, size_t n)
 	it->_end = it->_p;
 	it->_end_off += n;
 #endif
+}
+
+/*
+ * Sets the offset @it may not read past (its own offset at least, the
+ * list's length at most) and reopens its window to match: how the codec
+ * bounds a cursor to a versioned structure and lifts the bound again.
+ * Inline: each structure decoded sets it twice.
+ */
+static inline void bl__iter_set_limit(struct bl_iter *it, size_t lim)
+{
+	BL_ASSERT(lim >= bl__iter_off(it) && lim <= bl_list_length(it->_l));
+	it->_lim = lim;
+#ifndef BL_DEBUG	/* there the window is always empty */
+	if (lim <= it->_end_off) {
+		/* a tighter bound: the window stops at it */
+		it->_end -= it->_end_off - lim;
+		it->_end_off = lim;
+	} else if (it->_chunk) {
+		/* a looser one: the window opens to its segment's end, or
+		 * the bound */
+		struct bl__seg_cursor cur = bl__iter_cursor(it);
+		const struct bl_seg *s = bl__seg_at(&cur);
+		size_t end_off = it->_end_off +
+				 (size_t)(s->data + s->len - it->_end);
+
+		if (end_off > lim)
+			end_off = lim;
+		it->_end += end_off - it->_end_off;
+		it->_end_off = end_off;
+	}
+#endif
+}
+
+/*
+ * The next @n bytes of @it when its window holds them (to be read in
+ * place, then bl__iter_skip()), else NULL (always in --enable-debug).
+ */
+static inline const char *bl__iter_peek(const struct bl_iter *it, size_t n)
+{
+	return bl__iter_window(it) >= n ? it->_p : NULL;
+}
+
+/* The offset @it may not read past. */
+static inline size_t bl__iter_limit(const struct bl_iter *it)
+{
+	return it->_lim;
 }
 
 #endif /* BUFFERLIST_ITER_INT_H */

@@ -44,6 +44,15 @@ copy_small(char *dst, const void *data, size_t len)
 	}
 }
 
+/* Zeroes 1..16 bytes with at most two overlapping stores (no call). */
+static inline __attribute__((always_inline)) void
+zero_small(char *dst, size_t len)
+{
+	static const char z[16];
+
+	copy_small(dst, z, len);
+}
+
 /*
  * Appends into the append buffer @ab, which has room for @len: extends the
  * last segment when it ends at the frontier, else pushes a new segment
@@ -263,6 +272,110 @@ int bl__list_append2(struct bl_list *l, const void *a, size_t alen,
 	}
 	return ret;
 }
+/* bl_list_append_hole() past its fast path: the general append of zeros. */
+static __attribute__((noinline)) int
+hole_slow(struct bl_list *l, const void *init, size_t len, struct bl_hole *h)
+{
+	struct bl_raw *ab = l->_abuf;
+	struct bl_seg *ls;
+	int ret;
+
+	if (!h)
+		return -EINVAL;
+	if (!len) {
+		h->_at = NULL;
+		h->_raw = NULL;
+		h->_len = 0;
+		return 0;
+	}
+	if (ab && ab->len - bl__raw_used(ab) >= len) {
+		char *p = abuf_claim(l, ab, false, len, NULL);
+
+		if (!p)
+			return -ENOMEM;
+		if (init)
+			memcpy(p, init, len);
+		else
+			memset(p, 0, len);
+		h->_at = p;
+		h->_raw = ab;
+		h->_len = len;
+		return 0;
+	}
+	/* a new append buffer, or a raw of its own: one raw either way */
+	ret = append_slow(l, init, len, NULL, 0);
+	if (ret)
+		return ret;
+	ls = last_seg(l);
+	h->_at = ls->data + ls->len - len;
+	h->_raw = ls->raw;
+	h->_len = len;
+	return 0;
+}
+
+/*
+ * A small hole that extends the segment growing in the append buffer --
+ * the versioned encoder's header, once per structure -- takes the path of
+ * bl_list_append()'s small appends: no call, no copy counted.  @init: the
+ * bytes it starts with (NULL: zeros).
+ */
+static inline __attribute__((always_inline)) int
+hole_fast(struct bl_list *l, const void *init, size_t len, struct bl_hole *h)
+{
+	struct bl_raw *ab = l->_abuf;
+	struct bl_seg *ls = l->_ext;
+	struct bl__tstats *t = bl__tstats_tls;
+	size_t used;
+	char *p;
+
+	if (bl__unlikely(!ab || !ls || !t || !h || len - 1 >= 16))
+		goto slow;
+	used = bl__raw_used(ab);
+	if (bl__unlikely(ab->len - used < len))
+		goto slow;
+	p = ab->data + used;
+	ls->len += len;
+	l->_len += len;
+	BL__LIST_TOUCH(l);
+	bl__raw_set_used(ab, used + len);
+	bl__stat_adds(&t->pool[ab->pool].unused, -(int64_t)len);
+	if (init)
+		copy_small(p, init, len);
+	else
+		zero_small(p, len);
+	h->_at = p;
+	h->_raw = ab;
+	h->_len = len;
+	return 0;
+slow:
+	return hole_slow(l, init, len, h);
+}
+
+int bl_list_append_hole(struct bl_list *l, size_t len, struct bl_hole *h)
+{
+	return hole_fast(l, NULL, len, h);
+}
+
+int bl__list_append_hole_init(struct bl_list *l, const void *init,
+			      size_t len, struct bl_hole *h)
+{
+	return hole_fast(l, init, len, h);
+}
+
+int bl_hole_fill(const struct bl_hole *h, size_t off, const void *src,
+		 size_t len)
+{
+	if (!h || (!src && len))
+		return -EINVAL;
+	if (off > h->_len || len > h->_len - off)
+		return -ERANGE;
+	if (!len)
+		return 0;
+	memmove(h->_at + off, src, len);
+	bl_raw_invalidate_crc(h->_raw);
+	return 0;
+}
+
 int bl_list_append_zero(struct bl_list *l, size_t len)
 {
 	return append_bytes(l, NULL, len);

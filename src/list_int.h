@@ -312,6 +312,13 @@ int bl__list_validate(const struct bl_list *l);
 void *bl__list_append_room(struct bl_list *l, size_t len);
 
 /*
+ * bl_list_append_hole() whose bytes start as the @len bytes at @init
+ * (NULL: zeros): the versioned encoder's header in one step.
+ */
+int bl__list_append_hole_init(struct bl_list *l, const void *init,
+			      size_t len, struct bl_hole *h);
+
+/*
  * Shares segment @s of another list (s->len > 0) onto the end of @l:
  * bl_list_append_ptr() for a segment already known good, without turning
  * it into an offset and back (two loads of its raw's header).  Return: 0,

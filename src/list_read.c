@@ -8,6 +8,8 @@
 #include "list_priv.h"	/* first: config.h sets _GNU_SOURCE */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
+#include <unistd.h>
 #include <bufferlist/crc32c.h>
 
 /* ---- the public segment cursor ---------------------------------------- */
@@ -423,4 +425,39 @@ int bl__list_validate(const struct bl_list *l)
 	if (bl__lindex_validate(l))
 		return -12;	/* stale offset index */
 	return 0;
+}
+
+/* ---- alignment predicates --------------------------------------------- */
+
+bool bl_list_is_contiguous(const struct bl_list *l)
+{
+	return l->_nseg <= 1;
+}
+
+bool bl_list_is_aligned(const struct bl_list *l, size_t align)
+{
+	struct bl__seg_cursor cur;
+	const struct bl_seg *s;
+
+	if (!align || (align & (align - 1)))
+		return false;
+	BL__LIST_FOREACH_SEG(l, cur, s)
+		if (((uintptr_t)s->data | s->len) & (align - 1))
+			return false;
+	return true;
+}
+
+bool bl_list_is_page_aligned(const struct bl_list *l)
+{
+	/* every thread that finds it 0 stores the same value */
+	static _Atomic size_t page;
+	size_t ps = atomic_load_explicit(&page, memory_order_relaxed);
+
+	if (!ps) {
+		long v = sysconf(_SC_PAGESIZE);
+
+		ps = v > 0 ? (size_t)v : 4096;
+		atomic_store_explicit(&page, ps, memory_order_relaxed);
+	}
+	return bl_list_is_aligned(l, ps);
 }

@@ -23,7 +23,7 @@
 #   raw         raw_int.h raw.c
 #   ptr         ptr.c
 #   list        list_int.h list_priv.h list.c list_*.c
-#   iter/codec  iter_int.h iter.c api_inline.c codec.c
+#   iter/codec  iter_int.h iter.c api_inline.c codec.c codec_*.c
 #   crc         crc32c_int.h crc32c.c crc32c_*.c
 #   io          io_int.h io.c
 #   uring       uring_int.h uring_priv.h uring.c uring_*.c bufring.c regbuf.c
@@ -52,7 +52,7 @@ rank()
 	raw_int.h | raw.c) echo 2 ;;
 	ptr.c) echo 3 ;;
 	list_int.h | list_priv.h | list.c | list_*.c) echo 4 ;;
-	iter_int.h | iter.c | api_inline.c | codec.c) echo 5 ;;
+	iter_int.h | iter.c | api_inline.c | codec.c | codec_*.c) echo 5 ;;
 	crc32c_int.h | crc32c.c | crc32c_*.c) echo 6 ;;
 	io_int.h | io.c) echo 7 ;;
 	uring_int.h | uring_priv.h | uring.c | uring_*.c | bufring.c | regbuf.c)

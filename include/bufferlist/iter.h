@@ -27,8 +27,8 @@ BL_BEGIN_DECLS
 /*
  * All fields private.  The first four are what the inline functions below
  * read: [_p, _end) is the window, the bytes from the cursor to the end of
- * its segment, _end_off gives the cursor's offset and _l the list's
- * length.  A move that stays inside the window is done in the
+ * its segment (never past _lim), _end_off gives the cursor's offset
+ * and _lim the offset it may not read past.  A move that stays inside the window is done in the
  * caller; one that leaves it (a seam, the end of the list, an error) calls
  * the library, which walks the list with the rest of the fields and opens
  * the window on the next segment.  The window is empty past the last
@@ -45,6 +45,10 @@ struct bl_iter {
 						 * (NULL past the last one) */
 	uint32_t _idx;		/* slot in _chunk */
 	uint32_t _lgen;		/* its list's generation (--enable-debug) */
+	size_t _lim;		/* the cursor reads nothing at or past this
+				 * offset: the list's length, or the end of
+				 * the versioned structure being decoded
+				 * (bl_decode_start(), denc.h) */
 };
 
 /* Private: bytes in @it's window (as integers: both ends may be NULL). */
@@ -80,14 +84,15 @@ BL_API_INLINE size_t bl_iter_offset(const struct bl_iter *it)
 
 /**
  * bl_iter_remaining() - what is left.
- * Return: bytes left after the cursor; it cannot fail.
+ * Return: bytes left after the cursor (inside a versioned structure being
+ * decoded, up to its end); it cannot fail.
  */
 BL_API_INLINE size_t bl_iter_remaining(const struct bl_iter *it)
 {
 	/* an --enable-debug build keeps the window empty: its library call
 	 * checks that the list did not change under the cursor */
 	if (BL__LIKELY(bl__iter_window(it) != 0))
-		return bl_list_length(it->_l) - bl_iter_offset(it);
+		return it->_lim - bl_iter_offset(it);
 	return bl__iter_remaining_slow(it);
 }
 

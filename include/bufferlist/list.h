@@ -172,6 +172,42 @@ BL_API int bl_list_append(struct bl_list *l, const void *data, size_t len);
  */
 BL_API int bl_list_append_zero(struct bl_list *l, size_t len);
 
+/*
+ * A hole: bytes reserved at the end of a list to be written later (a
+ * length or a checksum known only when what follows is encoded: Ceph's
+ * append_hole and contiguous_filler).  All fields private.  The hole
+ * points into a raw that the list holds a reference to, so appending more
+ * (even when the append buffer is replaced) leaves it valid; it is
+ * borrowed: valid while the list keeps those bytes (an operation that
+ * drops, copies or rebuilds them -- clear, splice, rebuild, c_str,
+ * compact -- ends it).
+ */
+struct bl_hole {
+	char *_at;		/* the first reserved byte */
+	struct bl_raw *_raw;	/* the raw under them (the list's reference) */
+	size_t _len;
+};
+
+/**
+ * bl_list_append_hole() - appends @len zero bytes to @l, contiguous in one
+ * raw, and points @h at them (borrowed, see above).  No copy but the
+ * zeros; the bytes go into the append buffer when they fit it.  @len 0
+ * reserves nothing (an empty hole).
+ * Return: 0, or -EINVAL (@h NULL), -ENOMEM; on failure @l and @h are
+ * unchanged.
+ */
+BL_API int bl_list_append_hole(struct bl_list *l, size_t len,
+			       struct bl_hole *h);
+
+/**
+ * bl_hole_fill() - copies @len bytes of @src over bytes [@off, @off + @len)
+ * of the hole @h, in place in the list, and forgets the raw's cached crc.
+ * Return: 0, or -EINVAL (@h or @src NULL with @len not 0), -ERANGE (the
+ * range is outside the hole; nothing written).
+ */
+BL_API int bl_hole_fill(const struct bl_hole *h, size_t off, const void *src,
+			size_t len);
+
 /**
  * bl_list_append_ptr() - shares @p's bytes at the end of @l (no copy).
  * A slice that continues the last segment in the same raw extends it.
@@ -425,6 +461,29 @@ BL_API void bl_list_invalidate_crc(struct bl_list *l);
  * Return: 0, or -EIO if writing to @out failed.
  */
 BL_API int bl_list_hexdump(const struct bl_list *l, FILE *out);
+
+/**
+ * bl_list_is_contiguous() - all the bytes of @l in one segment (an empty
+ * list counts).
+ * Return: true or false; it cannot fail.
+ */
+BL_API bool bl_list_is_contiguous(const struct bl_list *l);
+
+/**
+ * bl_list_is_aligned() - every segment of @l starts at an address that is
+ * a multiple of @align and is a multiple of @align long: what O_DIRECT
+ * asks of each iovec.  An empty list is aligned.
+ * Return: true or false (false also for @align 0 or not a power of two);
+ * it cannot fail.
+ */
+BL_API bool bl_list_is_aligned(const struct bl_list *l, size_t align);
+
+/**
+ * bl_list_is_page_aligned() - bl_list_is_aligned() to the page size
+ * (sysconf(_SC_PAGESIZE)).
+ * Return: true or false; it cannot fail.
+ */
+BL_API bool bl_list_is_page_aligned(const struct bl_list *l);
 
 /**
  * bl_list_pinned_unused() - bytes of raws @l pins but no segment of @l
