@@ -480,6 +480,10 @@ struct aio_op {
 	bl::ceph::list_ref hold;	// writes: the caller's bytes
 	::ceph::bufferlist bl;		// writes: what librados got; reads: the answer
 	struct bl_list *out = nullptr;	// reads
+	uint64_t st_size = 0;		// stat: librados' answer ...
+	std::time_t st_mtime = 0;
+	uint64_t *size = nullptr;	// ... and where the caller wants it
+	int64_t *mtime = nullptr;
 	bl_rados_cb cb;
 	void *arg;
 
@@ -512,6 +516,10 @@ void aio_done(librados::completion_t, void *arg) noexcept
 
 		res = e < 0 ? e : int(n);
 	}
+	if (res >= 0 && op->size)
+		*op->size = op->st_size;
+	if (res >= 0 && op->mtime)
+		*op->mtime = int64_t(op->st_mtime);
 	// the holder (and the write's Ceph segments) go before the user hears
 	delete op;
 	if (cb)
@@ -836,6 +844,29 @@ int bl_rados_aio_read(struct bl_rados *r, const char *oid, uint64_t off,
 
 		handoff(o);
 		return r->io.aio_read(name, c, &o->bl, len, off);
+	});
+}
+
+int bl_rados_aio_stat(struct bl_rados *r, const char *oid, uint64_t *size,
+		      int64_t *mtime, bl_rados_cb cb, void *arg)
+{
+	if (!r || !oid)
+		return -EINVAL;
+	aio_op *op;
+	std::string name;
+	try {
+		name = oid;
+		op = new aio_op(r, cb, arg);
+	} catch (...) {
+		return -ENOMEM;
+	}
+	op->size = size;
+	op->mtime = mtime;
+	return aio_submit(op, [&](aio_op *o) {
+		librados::AioCompletion *c = o->c;
+
+		handoff(o);
+		return r->io.aio_stat(name, c, &o->st_size, &o->st_mtime);
 	});
 }
 

@@ -617,6 +617,43 @@ START_TEST(test_aio_flush_waits_for_every_callback)
 }
 END_TEST
 
+START_TEST(test_aio_stat_reports_size_and_mtime_before_the_callback)
+{
+	struct waiter w = WAITER_INIT;
+	const char *o = oid("aio_stat");
+	uint64_t size = 77;
+	int64_t mtime = 77;
+	struct bl_list l;
+
+	bl_list_init(&l);
+	free(make_list(&l, 12345, 999));
+	ck_assert_int_eq(bl_rados_write_full(R, o, &l), 0);
+	ck_assert_int_eq(bl_rados_aio_stat(R, o, &size, &mtime, on_done, &w),
+			 0);
+	ck_assert_int_eq(wait_for(&w, 1), 0);
+	ck_assert_uint_eq(size, 12345);
+	ck_assert(mtime > time(NULL) - 600 && mtime <= time(NULL) + 600);
+	ck_assert_int_eq(bl_rados_aio_stat(R, o, NULL, NULL, on_done, &w), 0);
+	ck_assert_int_eq(wait_for(&w, 2), 0);
+	ck_assert_int_eq(bl_rados_remove(R, o), 0);
+	/* a missing object: -ENOENT, and the outputs stay as they were */
+	size = 77;
+	mtime = 77;
+	ck_assert_int_eq(bl_rados_aio_stat(R, o, &size, &mtime, on_done, &w),
+			 0);
+	ck_assert_int_eq(wait_for(&w, 3), -ENOENT);
+	ck_assert_uint_eq(size, 77);
+	ck_assert_int_eq(mtime, 77);
+	ck_assert_int_eq(bl_rados_aio_stat(NULL, o, &size, &mtime, on_done,
+					   &w),
+			 -EINVAL);
+	ck_assert_int_eq(bl_rados_aio_stat(R, NULL, &size, &mtime, on_done,
+					   &w),
+			 -EINVAL);
+	bl_list_clear(&l);
+}
+END_TEST
+
 struct flush_in_cb {
 	struct waiter w;
 	int flush_res;
@@ -1191,6 +1228,43 @@ START_TEST(test_open2_takes_the_client_id_and_options)
 }
 END_TEST
 
+/*
+ * What the OSD says of writes past its limits, as the man pages promise:
+ * past osd_max_object_size (128 MiB) -EFBIG, over osd_max_write_size
+ * (90 MiB) in one op -EMSGSIZE.  The 96 MiB list is one static 1 MiB
+ * buffer 96 times: nothing is allocated for it.
+ */
+START_TEST(test_writes_past_the_osd_limits_give_efbig_and_emsgsize)
+{
+	static char mib[MIB];
+	const char *o = oid("limits");
+	struct bl_list l, big;
+	struct waiter w = WAITER_INIT;
+
+	bl_list_init(&l);
+	bl_list_init(&big);
+	ck_assert_int_eq(bl_list_append(&l, "x", 1), 0);
+	ck_assert_int_eq(bl_rados_write(R, o, &l, 200ull * MIB), -EFBIG);
+	ck_assert_int_eq(bl_rados_aio_write(R, o, &l, 200ull * MIB, on_done,
+					    &w),
+			 0);
+	ck_assert_int_eq(wait_for(&w, 1), -EFBIG);
+	for (int i = 0; i < 96; i++) {
+		struct bl_raw *raw = bl_raw_create_static(mib, MIB);
+		struct bl_ptr p;
+
+		ck_assert_ptr_nonnull(raw);
+		bl_ptr_from_raw(&p, raw);
+		ck_assert_int_eq(bl_list_append_ptr_move(&big, &p), 0);
+	}
+	ck_assert_int_eq(bl_rados_write_full(R, o, &big), -EMSGSIZE);
+	/* in pieces under the limits it goes */
+	ck_assert_int_eq(bl_rados_stat(R, o, NULL, NULL), -ENOENT);
+	bl_list_clear(&big);
+	bl_list_clear(&l);
+}
+END_TEST
+
 START_TEST(test_missing_object_read_stat_remove_give_enoent_and_change_nothing)
 {
 	const char *o = oid("missing");
@@ -1253,6 +1327,7 @@ int main(void)
 	tcase_add_test(tc, test_aio_write_full_and_aio_read_round_trip);
 	tcase_add_test(tc, test_close_waits_for_aio_in_flight);
 	tcase_add_test(tc, test_aio_flush_waits_for_every_callback);
+	tcase_add_test(tc, test_aio_stat_reports_size_and_mtime_before_the_callback);
 	tcase_add_test(tc, test_aio_flush_from_a_callback_is_edeadlk);
 	suite_add_tcase(s, tc);
 
@@ -1283,6 +1358,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_missing_pool_fails_open_with_enoent);
 	tcase_add_test(tc, test_open2_takes_the_client_id_and_options);
+	tcase_add_test(tc, test_writes_past_the_osd_limits_give_efbig_and_emsgsize);
 	tcase_add_test(tc, test_missing_object_read_stat_remove_give_enoent_and_change_nothing);
 	suite_add_tcase(s, tc);
 

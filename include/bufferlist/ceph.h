@@ -17,7 +17,10 @@
  * when the last slice of it goes, on whatever thread that happens.
  *
  * Errors: librados' negative errno, passed through (-ENOENT for a missing
- * object or pool, -E2BIG for a write librados refuses as too long ...);
+ * object or pool; for writes -EMSGSIZE over the OSD's osd_max_write_size,
+ * 90 MiB by default, and -EFBIG past its osd_max_object_size, 128 MiB:
+ * write larger data as several writes, and larger objects as several
+ * objects ...);
  * -ENOMEM when memory runs out; -EIO for any other failure inside the
  * C++ code (no exception ever leaves the library); -EINVAL for a NULL
  * handle or object name.  A failed call leaves the caller's list as it was.
@@ -112,9 +115,10 @@ BL_API int bl_rados_aio_flush(struct bl_rados *r, int timeout_ms);
  * if missing; a gap before @off reads as zeros).
  * Shares: @l's bytes are referenced, not copied, until the call returns.
  * Return: 0, or -errno: -EINVAL (@r, @oid or @l is NULL), -E2BIG (@l is
- * longer than 4 GiB - 1, or the OSD refuses it as too long), -ENOMEM,
- * -EIO, or librados' error (-ENOENT: the pool is gone; -EDQUOT, -ENOSPC,
- * -EACCES, -ETIMEDOUT ...).
+ * longer than 4 GiB - 1), -EMSGSIZE (@l is longer than the OSD's
+ * osd_max_write_size), -EFBIG (the object would grow past the OSD's
+ * osd_max_object_size), -ENOMEM, -EIO, or librados' error (-ENOENT: the
+ * pool is gone; -EDQUOT, -ENOSPC, -EACCES, -ETIMEDOUT ...).
  */
 BL_API int bl_rados_write(struct bl_rados *r, const char *oid,
 			  const struct bl_list *l, uint64_t off);
@@ -259,6 +263,17 @@ BL_API int bl_rados_aio_append(struct bl_rados *r, const char *oid,
 BL_API int bl_rados_aio_read(struct bl_rados *r, const char *oid,
 			     uint64_t off, size_t len, struct bl_list *out,
 			     bl_rados_cb cb, void *arg);
+
+/**
+ * bl_rados_aio_stat() - bl_rados_stat() in the background: *@size and
+ * *@mtime (either may be NULL) are written before @cb runs, only when the
+ * stat succeeded; they must stay valid until then.
+ * Return: 0 (queued), or -errno: -EINVAL (@r or @oid is NULL), -ENOMEM,
+ * -EIO, or librados' refusal; @cb gets 0 or bl_rados_stat()'s errors.
+ */
+BL_API int bl_rados_aio_stat(struct bl_rados *r, const char *oid,
+			     uint64_t *size, int64_t *mtime, bl_rados_cb cb,
+			     void *arg);
 
 /**
  * bl_rados_aio_remove() - bl_rados_remove() in the background.
