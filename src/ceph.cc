@@ -37,6 +37,7 @@
 #include <climits>
 #include <cstring>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <new>
 #include <string>
@@ -906,6 +907,80 @@ int bl_rados_set_alloc_hint(struct bl_rados *r, uint64_t object_size,
 		return -EIO;
 	}
 	return 0;
+}
+
+int bl_rados_setxattr(struct bl_rados *r, const char *oid, const char *name,
+		      const struct bl_list *val)
+{
+	if (!r || !oid || !name)
+		return -EINVAL;
+	return with_ceph_list(val, [&](::ceph::bufferlist &bl) {
+		return r->io.setxattr(oid, name, bl);
+	});
+}
+
+ssize_t bl_rados_getxattr(struct bl_rados *r, const char *oid,
+			  const char *name, struct bl_list *out)
+{
+	if (!r || !oid || !name || !out)
+		return -EINVAL;
+	try {
+		::ceph::bufferlist bl;
+		int e = r->io.getxattr(oid, name, bl);
+		size_t n;
+
+		if (e < 0)
+			return e;
+		n = bl.length();
+		e = bl::ceph::from_ceph(std::move(bl), out);
+		return e < 0 ? e : ssize_t(n);
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+}
+
+int bl_rados_rmxattr(struct bl_rados *r, const char *oid, const char *name)
+{
+	if (!r || !oid || !name)
+		return -EINVAL;
+	try {
+		return r->io.rmxattr(oid, name);
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+}
+
+int bl_rados_getxattrs(struct bl_rados *r, const char *oid,
+		       bl_rados_xattr_cb cb, void *arg)
+{
+	if (!r || !oid || !cb)
+		return -EINVAL;
+	try {
+		std::map<std::string, ::ceph::bufferlist> attrs;
+		int e = r->io.getxattrs(oid, attrs);
+
+		if (e < 0)
+			return e;
+		for (auto &a : attrs) {
+			tmp_list v;
+
+			e = bl::ceph::from_ceph(std::move(a.second), &v.l);
+			if (e < 0)
+				return e;
+			e = cb(a.first.c_str(), &v.l, arg);
+			if (e)
+				return e;
+		}
+		return 0;
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
 }
 
 int bl_rados_set_namespace(struct bl_rados *r, const char *nspace)

@@ -839,6 +839,84 @@ START_TEST(test_cluster_and_ioctx_are_librados_handles_of_the_bridge)
 }
 END_TEST
 
+/* ---- extended attributes ------------------------------------------------ */
+
+struct xattrs_seen {
+	char names[8][32];
+	struct bl_list vals;	/* every value, kept without a copy */
+	unsigned n;
+};
+
+static int note_xattr(const char *name, const struct bl_list *val, void *arg)
+{
+	struct xattrs_seen *x = arg;
+
+	if (x->n < 8)
+		snprintf(x->names[x->n], sizeof(x->names[0]), "%s", name);
+	x->n++;
+	return bl_list_append_list(&x->vals, val);
+}
+
+static int stop_xattrs(const char *name, const struct bl_list *val, void *arg)
+{
+	(void)name;
+	(void)val;
+	(void)arg;
+	return 7;
+}
+
+START_TEST(test_xattrs_set_get_list_remove_without_copies)
+{
+	const char *o = oid("xattr");
+	struct bl_list v, got, empty;
+	struct xattrs_seen x = { 0 };
+	unsigned char *want;
+
+	bl_list_init(&v);
+	bl_list_init(&got);
+	bl_list_init(&empty);
+	bl_list_init(&x.vals);
+	want = make_list(&v, 3000, 77);	/* 40-odd segments */
+	bl_stats_reset();
+	ck_assert_int_eq(bl_rados_setxattr(R, o, "user.b", &v), 0);
+	ck_assert_int_eq(bl_rados_setxattr(R, o, "user.a", &empty), 0);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "user.b", &got), 3000);
+	ck_assert_uint_eq(stats().copied_bytes, 0);
+	tu_assert_list_eq(&got, want, 3000);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "user.a", &got), 0);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "user.none", &got), -ENODATA);
+	ck_assert_uint_eq(bl_list_length(&got), 3000);
+
+	ck_assert_int_eq(bl_rados_getxattrs(R, o, note_xattr, &x), 0);
+	ck_assert_uint_eq(x.n, 2);
+	ck_assert_str_eq(x.names[0], "user.a");	/* name order */
+	ck_assert_str_eq(x.names[1], "user.b");
+	tu_assert_list_eq(&x.vals, want, 3000);
+	ck_assert_int_eq(bl_rados_getxattrs(R, o, stop_xattrs, NULL), 7);
+
+	ck_assert_int_eq(bl_rados_rmxattr(R, o, "user.b"), 0);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "user.b", &got), -ENODATA);
+	/* the OSD removes a missing attribute without a word */
+	ck_assert_int_eq(bl_rados_rmxattr(R, o, "user.b"), 0);
+	ck_assert_int_eq(bl_rados_remove(R, o), 0);
+	ck_assert_int_eq(bl_rados_getxattrs(R, o, note_xattr, &x), -ENOENT);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "user.a", &got), -ENOENT);
+
+	ck_assert_int_eq(bl_rados_setxattr(NULL, o, "n", &v), -EINVAL);
+	ck_assert_int_eq(bl_rados_setxattr(R, NULL, "n", &v), -EINVAL);
+	ck_assert_int_eq(bl_rados_setxattr(R, o, NULL, &v), -EINVAL);
+	ck_assert_int_eq(bl_rados_setxattr(R, o, "n", NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "n", NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_rmxattr(R, o, NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_getxattrs(R, o, NULL, NULL), -EINVAL);
+	ck_assert_uint_eq(bl_list_length(&got), 3000);
+	bl_list_clear(&x.vals);
+	bl_list_clear(&got);
+	bl_list_clear(&v);
+	free(want);
+}
+END_TEST
+
 /* ---- what the whole client process copies ----------------------------- */
 
 /*
@@ -1337,6 +1415,7 @@ int main(void)
 	tcase_add_test(tc, test_list_finds_objects_by_prefix_in_the_namespace);
 	tcase_add_test(tc, test_locator_key_places_and_names_objects);
 	tcase_add_test(tc, test_cluster_and_ioctx_are_librados_handles_of_the_bridge);
+	tcase_add_test(tc, test_xattrs_set_get_list_remove_without_copies);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("alloc_hint");

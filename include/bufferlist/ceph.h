@@ -284,6 +284,58 @@ BL_API int bl_rados_aio_remove(struct bl_rados *r, const char *oid,
 			       bl_rados_cb cb, void *arg);
 
 /*
+ * Extended attributes of an object: values are lists, shared on the way
+ * in and Ceph's own buffers on the way out (claimed raws), as object data.
+ */
+
+/**
+ * bl_rados_setxattr() - sets attribute @name of object @oid (created if
+ * missing) to the bytes of @val (may be empty).
+ * Shares: @val's bytes are referenced, not copied, until the call returns.
+ * Return: 0, or -errno: -EINVAL (@r, @oid, @name or @val is NULL), -E2BIG,
+ * -ENOMEM, -EIO, or librados' error (-ENAMETOOLONG, -EFBIG for a value
+ * over the OSD's limits, -ETIMEDOUT ...).
+ */
+BL_API int bl_rados_setxattr(struct bl_rados *r, const char *oid,
+			     const char *name, const struct bl_list *val);
+
+/**
+ * bl_rados_getxattr() - appends the value of attribute @name of object
+ * @oid to @out.  Takes Ceph's buffers into @out (no copy).
+ * Return: the value's length, or -errno: -EINVAL (a NULL argument),
+ * -ENODATA (no such attribute), -ENOENT (no such object), -ENOMEM, -EIO,
+ * or librados' error; on failure @out is unchanged.
+ */
+BL_API ssize_t bl_rados_getxattr(struct bl_rados *r, const char *oid,
+				 const char *name, struct bl_list *out);
+
+/**
+ * bl_rados_rmxattr() - removes attribute @name of object @oid.
+ * Return: 0, or -errno: -EINVAL (a NULL argument), -ENOENT (no such
+ * object), -ENOMEM, -EIO, or librados' error (the OSD removes a missing
+ * attribute without an error).
+ */
+BL_API int bl_rados_rmxattr(struct bl_rados *r, const char *oid,
+			    const char *name);
+
+/**
+ * typedef bl_rados_xattr_cb - one attribute: its name and value, both
+ * borrowed for the call (bl_list_append_list() keeps the value without a
+ * copy).  0 goes on; anything else stops, and is returned.
+ */
+typedef int (*bl_rados_xattr_cb)(const char *name, const struct bl_list *val,
+				 void *arg);
+
+/**
+ * bl_rados_getxattrs() - calls @cb for every attribute of object @oid, in
+ * name order, on the caller's thread, after one round trip.
+ * Return: 0, @cb's nonzero value, or -errno: -EINVAL (a NULL argument),
+ * -ENOENT (no such object), -ENOMEM, -EIO, or librados' error.
+ */
+BL_API int bl_rados_getxattrs(struct bl_rados *r, const char *oid,
+			      bl_rados_xattr_cb cb, void *arg);
+
+/*
  * Namespaces and locator keys: the handle's I/O context has one of each,
  * used by every later call through it (objects, listing).  Setting them
  * is not synchronised with other calls: set them before the handle is
