@@ -6,7 +6,8 @@
 # back from their summaries and from the pool itself, and an object
 # overwritten with garbage (rados put) that seq must catch; cleanup after
 # damaged or missing metadata and with --prefix (the pool is listed), two
-# writers of one run name, and a writer killed with its lock held.
+# writers of one run name, and a writer killed with its lock held; -p
+# alone, and rados bench and blbench reading each other's runs.
 #
 #   BLBENCH   the blbench binary (default: ./blbench, then blbench on PATH)
 #
@@ -229,6 +230,68 @@ if blb 1 write --no-cleanup; then ok "a writer after one killed by SIGKILL takes
 blb cleanup
 left=$(leftover "benchmark_data_$(hostname)_$w1")
 check "cleanup removes the killed writer's objects too ($left left)" test "$left" -eq 0
+
+# ---- rados bench's runs and habits ------------------------------------------------
+# -p POOL alone is the rados target; "hints = 1" comes first, as rados bench's
+if "$bin" -p "$pool" -t 4 -b 1M --run-name "$run" 1 write >"$work/out" 2>"$work/err"; then
+	ok "-p POOL without --target writes to rados:POOL"
+else
+	not_ok "-p POOL without --target writes to rados:POOL"; show
+fi
+check "the output starts with rados bench's 'hints = 1'" \
+	test "$(head -n 1 "$work/out")" = "hints = 1"
+rbrun=blbench_check_rb_meta
+# rados bench writes, blbench reads and cleans up
+if rados bench -p "$pool" 1 write -t 4 -b 64K --no-cleanup --run-name "$rbrun" >"$work/rb" 2>&1; then
+	rbprefix=$(awk '/^Object prefix:/ { print $3 }' "$work/rb")
+	# shellcheck disable=SC2086
+	if "$bin" -p "$pool" -t 4 --run-name "$rbrun" 10 seq >"$work/out" 2>"$work/err"; then
+		ok "blbench seq reads what rados bench write left"
+	else
+		not_ok "blbench seq reads what rados bench write left"; show
+	fi
+	check "... and verifies it (no 'is not correct')" \
+		sh -c '! grep -q "is not correct" "$1"' sh "$work/err"
+	check "... every op of it ($(field 'Total reads made') reads, $(awk -F: '/^Total writes made/ { gsub(/ /, "", $2); print $2 }' "$work/rb") writes)" \
+		test "$(field 'Total reads made')" = "$(awk -F: '/^Total writes made/ { gsub(/ /, "", $2); print $2 }' "$work/rb")"
+	head -c 65536 /dev/urandom >"$work/garbage"
+	rados -p "$pool" put "${rbprefix}_object0" "$work/garbage"
+	if "$bin" -p "$pool" -t 4 --run-name "$rbrun" 10 seq >"$work/out" 2>"$work/err"; then
+		not_ok "blbench seq catches a garbage object in rados bench's run"
+	else
+		check "blbench seq catches a garbage object in rados bench's run" \
+			grep -q "^${rbprefix}_object0 is not correct" "$work/err"
+	fi
+	"$bin" -p "$pool" --run-name "$rbrun" cleanup >"$work/out" 2>"$work/err"
+	check "blbench cleanup removes rados bench's run ($(leftover "${rbprefix}_") left)" \
+		test "$(leftover "${rbprefix}_")" -eq 0
+else
+	not_ok "rados bench write"; sed 's/^/#   /' "$work/rb" | tail -5
+fi
+# blbench writes in rados bench's format, rados bench reads it
+if "$bin" -p "$pool" -t 4 -b 64K --run-name "$rbrun" --rados-bench-compat --no-cleanup 1 write >"$work/out" 2>"$work/err"; then
+	ok "write --rados-bench-compat exits 0"
+else
+	not_ok "write --rados-bench-compat exits 0"; show
+fi
+writes=$(field "Total writes made")
+prefix=$(awk '/^Object prefix:/ { print $3 }' "$work/out")
+if rados bench -p "$pool" 10 seq -t 4 --run-name "$rbrun" >"$work/rb" 2>&1; then
+	ok "rados bench seq reads what blbench --rados-bench-compat left"
+else
+	not_ok "rados bench seq reads what blbench --rados-bench-compat left"; sed 's/^/#   /' "$work/rb" | tail -5
+fi
+check "... and verifies it (no 'is not correct')" \
+	sh -c '! grep -q "is not correct" "$1"' sh "$work/rb"
+check "... every op of it ($writes writes)" \
+	test "$(awk -F: '/^Total reads made/ { gsub(/ /, "", $2); print $2 }' "$work/rb")" = "$writes"
+if "$bin" -p "$pool" -t 4 --run-name "$rbrun" 1 rand >"$work/out" 2>"$work/err"; then
+	ok "blbench rand reads its --rados-bench-compat run"
+else
+	not_ok "blbench rand reads its --rados-bench-compat run"; show
+fi
+rados -p "$pool" cleanup --run-name "$rbrun" >/dev/null 2>&1
+check "rados cleanup removes it ($(leftover "${prefix}_") left)" test "$(leftover "${prefix}_")" -eq 0
 
 # ---- --no-hints ----------------------------------------------------------------
 if blb 1 write --no-hints; then ok "write --no-hints exits 0"; else not_ok "write --no-hints exits 0"; show; fi

@@ -37,6 +37,7 @@
 #include <climits>
 #include <cstring>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <new>
 #include <string>
@@ -480,6 +481,10 @@ struct aio_op {
 	bl::ceph::list_ref hold;	// writes: the caller's bytes
 	::ceph::bufferlist bl;		// writes: what librados got; reads: the answer
 	struct bl_list *out = nullptr;	// reads
+	uint64_t st_size = 0;		// stat: librados' answer ...
+	std::time_t st_mtime = 0;
+	uint64_t *size = nullptr;	// ... and where the caller wants it
+	int64_t *mtime = nullptr;
 	bl_rados_cb cb;
 	void *arg;
 
@@ -512,6 +517,10 @@ void aio_done(librados::completion_t, void *arg) noexcept
 
 		res = e < 0 ? e : int(n);
 	}
+	if (res >= 0 && op->size)
+		*op->size = op->st_size;
+	if (res >= 0 && op->mtime)
+		*op->mtime = int64_t(op->st_mtime);
 	// the holder (and the write's Ceph segments) go before the user hears
 	delete op;
 	if (cb)
@@ -839,6 +848,29 @@ int bl_rados_aio_read(struct bl_rados *r, const char *oid, uint64_t off,
 	});
 }
 
+int bl_rados_aio_stat(struct bl_rados *r, const char *oid, uint64_t *size,
+		      int64_t *mtime, bl_rados_cb cb, void *arg)
+{
+	if (!r || !oid)
+		return -EINVAL;
+	aio_op *op;
+	std::string name;
+	try {
+		name = oid;
+		op = new aio_op(r, cb, arg);
+	} catch (...) {
+		return -ENOMEM;
+	}
+	op->size = size;
+	op->mtime = mtime;
+	return aio_submit(op, [&](aio_op *o) {
+		librados::AioCompletion *c = o->c;
+
+		handoff(o);
+		return r->io.aio_stat(name, c, &o->st_size, &o->st_mtime);
+	});
+}
+
 int bl_rados_aio_remove(struct bl_rados *r, const char *oid, bl_rados_cb cb,
 			void *arg)
 {
@@ -875,6 +907,80 @@ int bl_rados_set_alloc_hint(struct bl_rados *r, uint64_t object_size,
 		return -EIO;
 	}
 	return 0;
+}
+
+int bl_rados_setxattr(struct bl_rados *r, const char *oid, const char *name,
+		      const struct bl_list *val)
+{
+	if (!r || !oid || !name)
+		return -EINVAL;
+	return with_ceph_list(val, [&](::ceph::bufferlist &bl) {
+		return r->io.setxattr(oid, name, bl);
+	});
+}
+
+ssize_t bl_rados_getxattr(struct bl_rados *r, const char *oid,
+			  const char *name, struct bl_list *out)
+{
+	if (!r || !oid || !name || !out)
+		return -EINVAL;
+	try {
+		::ceph::bufferlist bl;
+		int e = r->io.getxattr(oid, name, bl);
+		size_t n;
+
+		if (e < 0)
+			return e;
+		n = bl.length();
+		e = bl::ceph::from_ceph(std::move(bl), out);
+		return e < 0 ? e : ssize_t(n);
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+}
+
+int bl_rados_rmxattr(struct bl_rados *r, const char *oid, const char *name)
+{
+	if (!r || !oid || !name)
+		return -EINVAL;
+	try {
+		return r->io.rmxattr(oid, name);
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+}
+
+int bl_rados_getxattrs(struct bl_rados *r, const char *oid,
+		       bl_rados_xattr_cb cb, void *arg)
+{
+	if (!r || !oid || !cb)
+		return -EINVAL;
+	try {
+		std::map<std::string, ::ceph::bufferlist> attrs;
+		int e = r->io.getxattrs(oid, attrs);
+
+		if (e < 0)
+			return e;
+		for (auto &a : attrs) {
+			tmp_list v;
+
+			e = bl::ceph::from_ceph(std::move(a.second), &v.l);
+			if (e < 0)
+				return e;
+			e = cb(a.first.c_str(), &v.l, arg);
+			if (e)
+				return e;
+		}
+		return 0;
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
 }
 
 int bl_rados_set_namespace(struct bl_rados *r, const char *nspace)

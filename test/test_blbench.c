@@ -994,6 +994,20 @@ START_TEST(test_rados_target_options_are_checked_before_connecting)
 	    "--target", "rados:p", "1", "write");
 	ck_assert_ptr_null(strstr(r.err, "usage: blbench"));
 	res_free(&r);
+	/* rados bench's habit: -p alone is the rados target */
+	RUN(&r, "-p", "pp", "-c", "/nonexistent/blbench/ceph.conf", "1",
+	    "write");
+	ck_assert_ptr_nonnull(strstr(r.err, "rados:pp"));
+#ifdef BL_HAVE_CEPH
+	expect_status(&r, 1);
+#else
+	expect_status(&r, 2);
+#endif
+	res_free(&r);
+	RUN(&r, "--rados-bench-compat", "--crc", "-p", "pp", "1", "write");
+	expect_status(&r, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "--rados-bench-compat"));
+	res_free(&r);
 }
 END_TEST
 

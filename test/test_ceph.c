@@ -617,6 +617,43 @@ START_TEST(test_aio_flush_waits_for_every_callback)
 }
 END_TEST
 
+START_TEST(test_aio_stat_reports_size_and_mtime_before_the_callback)
+{
+	struct waiter w = WAITER_INIT;
+	const char *o = oid("aio_stat");
+	uint64_t size = 77;
+	int64_t mtime = 77;
+	struct bl_list l;
+
+	bl_list_init(&l);
+	free(make_list(&l, 12345, 999));
+	ck_assert_int_eq(bl_rados_write_full(R, o, &l), 0);
+	ck_assert_int_eq(bl_rados_aio_stat(R, o, &size, &mtime, on_done, &w),
+			 0);
+	ck_assert_int_eq(wait_for(&w, 1), 0);
+	ck_assert_uint_eq(size, 12345);
+	ck_assert(mtime > time(NULL) - 600 && mtime <= time(NULL) + 600);
+	ck_assert_int_eq(bl_rados_aio_stat(R, o, NULL, NULL, on_done, &w), 0);
+	ck_assert_int_eq(wait_for(&w, 2), 0);
+	ck_assert_int_eq(bl_rados_remove(R, o), 0);
+	/* a missing object: -ENOENT, and the outputs stay as they were */
+	size = 77;
+	mtime = 77;
+	ck_assert_int_eq(bl_rados_aio_stat(R, o, &size, &mtime, on_done, &w),
+			 0);
+	ck_assert_int_eq(wait_for(&w, 3), -ENOENT);
+	ck_assert_uint_eq(size, 77);
+	ck_assert_int_eq(mtime, 77);
+	ck_assert_int_eq(bl_rados_aio_stat(NULL, o, &size, &mtime, on_done,
+					   &w),
+			 -EINVAL);
+	ck_assert_int_eq(bl_rados_aio_stat(R, NULL, &size, &mtime, on_done,
+					   &w),
+			 -EINVAL);
+	bl_list_clear(&l);
+}
+END_TEST
+
 struct flush_in_cb {
 	struct waiter w;
 	int flush_res;
@@ -799,6 +836,84 @@ START_TEST(test_cluster_and_ioctx_are_librados_handles_of_the_bridge)
 	ck_assert_int_eq(bl_rados_stat(R, o, NULL, NULL), -ENOENT);
 	ck_assert_int_eq(bl_rados_set_namespace(R, NULL), 0);
 	bl_list_clear(&l);
+}
+END_TEST
+
+/* ---- extended attributes ------------------------------------------------ */
+
+struct xattrs_seen {
+	char names[8][32];
+	struct bl_list vals;	/* every value, kept without a copy */
+	unsigned n;
+};
+
+static int note_xattr(const char *name, const struct bl_list *val, void *arg)
+{
+	struct xattrs_seen *x = arg;
+
+	if (x->n < 8)
+		snprintf(x->names[x->n], sizeof(x->names[0]), "%s", name);
+	x->n++;
+	return bl_list_append_list(&x->vals, val);
+}
+
+static int stop_xattrs(const char *name, const struct bl_list *val, void *arg)
+{
+	(void)name;
+	(void)val;
+	(void)arg;
+	return 7;
+}
+
+START_TEST(test_xattrs_set_get_list_remove_without_copies)
+{
+	const char *o = oid("xattr");
+	struct bl_list v, got, empty;
+	struct xattrs_seen x = { 0 };
+	unsigned char *want;
+
+	bl_list_init(&v);
+	bl_list_init(&got);
+	bl_list_init(&empty);
+	bl_list_init(&x.vals);
+	want = make_list(&v, 3000, 77);	/* 40-odd segments */
+	bl_stats_reset();
+	ck_assert_int_eq(bl_rados_setxattr(R, o, "user.b", &v), 0);
+	ck_assert_int_eq(bl_rados_setxattr(R, o, "user.a", &empty), 0);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "user.b", &got), 3000);
+	ck_assert_uint_eq(stats().copied_bytes, 0);
+	tu_assert_list_eq(&got, want, 3000);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "user.a", &got), 0);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "user.none", &got), -ENODATA);
+	ck_assert_uint_eq(bl_list_length(&got), 3000);
+
+	ck_assert_int_eq(bl_rados_getxattrs(R, o, note_xattr, &x), 0);
+	ck_assert_uint_eq(x.n, 2);
+	ck_assert_str_eq(x.names[0], "user.a");	/* name order */
+	ck_assert_str_eq(x.names[1], "user.b");
+	tu_assert_list_eq(&x.vals, want, 3000);
+	ck_assert_int_eq(bl_rados_getxattrs(R, o, stop_xattrs, NULL), 7);
+
+	ck_assert_int_eq(bl_rados_rmxattr(R, o, "user.b"), 0);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "user.b", &got), -ENODATA);
+	/* the OSD removes a missing attribute without a word */
+	ck_assert_int_eq(bl_rados_rmxattr(R, o, "user.b"), 0);
+	ck_assert_int_eq(bl_rados_remove(R, o), 0);
+	ck_assert_int_eq(bl_rados_getxattrs(R, o, note_xattr, &x), -ENOENT);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "user.a", &got), -ENOENT);
+
+	ck_assert_int_eq(bl_rados_setxattr(NULL, o, "n", &v), -EINVAL);
+	ck_assert_int_eq(bl_rados_setxattr(R, NULL, "n", &v), -EINVAL);
+	ck_assert_int_eq(bl_rados_setxattr(R, o, NULL, &v), -EINVAL);
+	ck_assert_int_eq(bl_rados_setxattr(R, o, "n", NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "n", NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_rmxattr(R, o, NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_getxattrs(R, o, NULL, NULL), -EINVAL);
+	ck_assert_uint_eq(bl_list_length(&got), 3000);
+	bl_list_clear(&x.vals);
+	bl_list_clear(&got);
+	bl_list_clear(&v);
+	free(want);
 }
 END_TEST
 
@@ -1191,6 +1306,43 @@ START_TEST(test_open2_takes_the_client_id_and_options)
 }
 END_TEST
 
+/*
+ * What the OSD says of writes past its limits, as the man pages promise:
+ * past osd_max_object_size (128 MiB) -EFBIG, over osd_max_write_size
+ * (90 MiB) in one op -EMSGSIZE.  The 96 MiB list is one static 1 MiB
+ * buffer 96 times: nothing is allocated for it.
+ */
+START_TEST(test_writes_past_the_osd_limits_give_efbig_and_emsgsize)
+{
+	static char mib[MIB];
+	const char *o = oid("limits");
+	struct bl_list l, big;
+	struct waiter w = WAITER_INIT;
+
+	bl_list_init(&l);
+	bl_list_init(&big);
+	ck_assert_int_eq(bl_list_append(&l, "x", 1), 0);
+	ck_assert_int_eq(bl_rados_write(R, o, &l, 200ull * MIB), -EFBIG);
+	ck_assert_int_eq(bl_rados_aio_write(R, o, &l, 200ull * MIB, on_done,
+					    &w),
+			 0);
+	ck_assert_int_eq(wait_for(&w, 1), -EFBIG);
+	for (int i = 0; i < 96; i++) {
+		struct bl_raw *raw = bl_raw_create_static(mib, MIB);
+		struct bl_ptr p;
+
+		ck_assert_ptr_nonnull(raw);
+		bl_ptr_from_raw(&p, raw);
+		ck_assert_int_eq(bl_list_append_ptr_move(&big, &p), 0);
+	}
+	ck_assert_int_eq(bl_rados_write_full(R, o, &big), -EMSGSIZE);
+	/* in pieces under the limits it goes */
+	ck_assert_int_eq(bl_rados_stat(R, o, NULL, NULL), -ENOENT);
+	bl_list_clear(&big);
+	bl_list_clear(&l);
+}
+END_TEST
+
 START_TEST(test_missing_object_read_stat_remove_give_enoent_and_change_nothing)
 {
 	const char *o = oid("missing");
@@ -1253,6 +1405,7 @@ int main(void)
 	tcase_add_test(tc, test_aio_write_full_and_aio_read_round_trip);
 	tcase_add_test(tc, test_close_waits_for_aio_in_flight);
 	tcase_add_test(tc, test_aio_flush_waits_for_every_callback);
+	tcase_add_test(tc, test_aio_stat_reports_size_and_mtime_before_the_callback);
 	tcase_add_test(tc, test_aio_flush_from_a_callback_is_edeadlk);
 	suite_add_tcase(s, tc);
 
@@ -1262,6 +1415,7 @@ int main(void)
 	tcase_add_test(tc, test_list_finds_objects_by_prefix_in_the_namespace);
 	tcase_add_test(tc, test_locator_key_places_and_names_objects);
 	tcase_add_test(tc, test_cluster_and_ioctx_are_librados_handles_of_the_bridge);
+	tcase_add_test(tc, test_xattrs_set_get_list_remove_without_copies);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("alloc_hint");
@@ -1283,6 +1437,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_missing_pool_fails_open_with_enoent);
 	tcase_add_test(tc, test_open2_takes_the_client_id_and_options);
+	tcase_add_test(tc, test_writes_past_the_osd_limits_give_efbig_and_emsgsize);
 	tcase_add_test(tc, test_missing_object_read_stat_remove_give_enoent_and_change_nothing);
 	suite_add_tcase(s, tc);
 

@@ -497,6 +497,45 @@ START_TEST(test_c_api_refuses_null_arguments)
 }
 END_TEST
 
+/* The new calls of the C API, without a cluster: NULL handles refused. */
+START_TEST(test_c_api_handle_calls_refuse_null)
+{
+	const char *odd[] = { "rados_osd_op_timeout", nullptr };
+	int err = 1;
+
+	ck_assert_ptr_null(bl_rados_open2(nullptr, nullptr, nullptr, nullptr,
+					  &err));
+	ck_assert_int_eq(err, -EINVAL);
+	err = 1;
+	ck_assert_ptr_null(bl_rados_open2(nullptr, "admin", "p", odd, &err));
+	ck_assert_int_eq(err, -EINVAL);
+	ck_assert_int_eq(bl_rados_aio_flush(nullptr, 0), -EINVAL);
+	ck_assert_int_eq(bl_rados_set_namespace(nullptr, "n"), -EINVAL);
+	ck_assert_int_eq(bl_rados_set_locator(nullptr, "k"), -EINVAL);
+	ck_assert_ptr_null(bl_rados_cluster(nullptr));
+	ck_assert_ptr_null(bl_rados_ioctx(nullptr));
+}
+END_TEST
+
+/* BL_LIST_INIT in C++ (g++ 12 refused its designator order before). */
+static struct bl_list g_static_list = BL_LIST_INIT(g_static_list);
+
+START_TEST(test_bl_list_init_compiles_and_works_in_cpp)
+{
+	struct bl_list l = BL_LIST_INIT(l);
+	char out[5] = { 0 };
+
+	ck_assert_uint_eq(bl_list_length(&l), 0);
+	ck_assert_int_eq(bl_list_append(&l, "hello", 5), 0);
+	ck_assert_int_eq(bl_list_copy_out(&l, 0, 5, out), 0);
+	ck_assert_int_eq(memcmp(out, "hello", 5), 0);
+	ck_assert_int_eq(bl_list_append_list(&g_static_list, &l), 0);
+	ck_assert_uint_eq(bl_list_length(&g_static_list), 5);
+	bl_list_clear(&g_static_list);
+	bl_list_clear(&l);
+}
+END_TEST
+
 START_TEST(test_open_with_a_missing_conf_file_fails_with_enoent)
 {
 	int err = 0;
@@ -532,6 +571,8 @@ int main(void)
 	tc = tcase_create("c_api");
 	tcase_add_test(tc, test_c_api_refuses_null_arguments);
 	tcase_add_test(tc, test_open_with_a_missing_conf_file_fails_with_enoent);
+	tcase_add_test(tc, test_c_api_handle_calls_refuse_null);
+	tcase_add_test(tc, test_bl_list_init_compiles_and_works_in_cpp);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

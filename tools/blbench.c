@@ -62,8 +62,12 @@ static const char usage_text[] =
 	"                           the metadata of the runs they belong to\n"
 	"      --format plain|json  output (plain)\n"
 	"      --show-time          prefix lines with the time of day\n"
-	"  -p, --pool POOL          accepted for compatibility; selects nothing\n"
-	"                           (with rados:POOL it must name that pool)\n"
+	"  -p, --pool POOL          without --target: --target rados:POOL (with\n"
+	"                           --target rados:POOL it must name that pool)\n"
+	"      --rados-bench-compat write: objects and metadata as rados bench\n"
+	"                           writes them (`rados bench seq` reads them);\n"
+	"                           seq, rand and cleanup read rados bench's\n"
+	"                           runs without it\n"
 	"blbench's own:\n"
 	"      --target SPEC        where the objects live:\n"
 	"           dir:PATH          a directory of object files (default:\n"
@@ -113,6 +117,7 @@ enum {
 	OPT_SHOW_TIME,
 	OPT_LISTEN,
 	OPT_OP_TIMEOUT,
+	OPT_RB_COMPAT,
 	OPT_VERSION,
 	OPT_FSYNC,
 	OPT_FDATASYNC,
@@ -144,6 +149,7 @@ static const struct option long_opts[] = {
 	{ "fsync", required_argument, NULL, OPT_FSYNC },
 	{ "fdatasync", required_argument, NULL, OPT_FDATASYNC },
 	{ "sync", required_argument, NULL, OPT_SYNC },
+	{ "rados-bench-compat", no_argument, NULL, OPT_RB_COMPAT },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
@@ -180,10 +186,20 @@ static int parse_uint(const char *s, unsigned long long max,
 }
 
 /* The rados: target's options.  -1 to go on, or the exit status. */
-static int check_rados(const struct blb_opts *o)
+static int check_rados(struct blb_opts *o)
 {
+	static char spec[6 + BLB_NAME_MAX];
 	const char *pool;
 
+	/* rados bench's habit: -p POOL alone names the pool to bench */
+	if (o->pool && !o->target && o->mode != BLB_SERVE) {
+		if (strlen(o->pool) >= BLB_NAME_MAX)
+			return usage_error("-p wants a pool name");
+		snprintf(spec, sizeof(spec), "rados:%s", o->pool);
+		o->target = spec;
+	}
+	if (o->rb_compat && (o->crc || o->lz4 || o->direct))
+		return usage_error("--rados-bench-compat writes rados bench's objects: no --crc, --lz4 or --direct");
 	if (!o->target || strncmp(o->target, "rados:", 6)) {
 		if (o->conf)
 			return usage_error("-c is for --target rados:POOL");
@@ -355,6 +371,9 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 			o->listen = optarg;
 			listen_given = true;
 			break;
+		case OPT_RB_COMPAT:
+			o->rb_compat = true;
+			break;
 		case OPT_OP_TIMEOUT:
 			if (parse_uint(optarg, BLB_OP_TIMEOUT_MAX, &v))
 				return usage_error("--op-timeout wants whole seconds from 0 to %u, not '%s'",
@@ -484,6 +503,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "blbench: stopped by a signal\n");
 		return BLB_EXIT_FAIL;
 	}
+	/* rados bench's first line, before the table or the JSON alike */
+	if (!strncmp(o.target ? o.target : "", "rados:", 6) &&
+	    o.mode != BLB_CLEANUP)
+		printf("hints = %d\n", o.hints ? 1 : 0);
 	switch (o.mode) {
 	case BLB_WRITE:
 		r = blb_mode_write(&b);

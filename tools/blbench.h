@@ -34,6 +34,14 @@
 #define BLB_PATTERN_MAX (1ull << 30)	/* pattern memory, at most */
 #define BLB_FLAG_CRC 1u
 #define BLB_FLAG_LZ4 2u
+/*
+ * --rados-bench-compat, or a run rados bench wrote: each op is rados
+ * bench's "I'm the %16dth op!" with its NUL (BLB_RB_HDR bytes) and 'z' up
+ * to -b, and rados bench's metadata fields are all that a reader needs.
+ */
+#define BLB_FLAG_RBCOMPAT 4u
+#define BLB_RB_HDR 31
+#define BLB_RB_HOST_MAX 29		/* rados bench's hostname[30] */
 /* one io_uring transfer stays under 2 GiB */
 #define BLB_MAX_OP_SIZE (1ull << 30)
 /* -O: 16 TiB, so that offsets in an object and slot spans never overflow */

@@ -7,6 +7,14 @@
  * header size, pattern region size and count, stride, seed) and a crc32c.
  * Encoding, and decoding with every field checked, as a target stores and
  * returns it through its meta_put and meta_get ops.
+ *
+ * rados bench reads only its four fields, so it reads blbench's runs (and
+ * verifies their objects when they were written --rados-bench-compat).
+ * rados bench's own metadata is those four fields alone (object size,
+ * ops, pid and, since 2015, op size: 24 or 20 bytes, encoded by Ceph's
+ * encode() of size_t and int): it decodes here as a --rados-bench-compat
+ * run of this host's rados bench process @pid, whose objects are named
+ * benchmark_data_<host cut to 29 bytes>_<pid>_object<N>.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -15,6 +23,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "blbench.h"
 
 #define META_MAGIC 0x4d424c42u		/* "BLBM" */
@@ -46,6 +55,46 @@ int blb_meta_encode(const struct blb_bench *b, uint32_t num_ops,
 	return bl_encode_u32(m, crc);
 }
 
+#define RB_META_LEN 24		/* object size u64, ops i32, pid i32, op size u64 */
+#define RB_META_LEN_OLD 20	/* without the op size: -b = -O */
+
+static int rb_meta_decode(struct blb_bench *b, const struct bl_list *m)
+{
+	uint32_t num_ops, pid;
+	struct bl_iter it;
+	char host[256];
+	int r = 0;
+
+	bl_iter_init(&it, m, 0);
+	r |= bl_decode_u64(&it, &b->object_size);
+	r |= bl_decode_u32(&it, &num_ops);
+	r |= bl_decode_u32(&it, &pid);
+	if (bl_list_length(m) == RB_META_LEN)
+		r |= bl_decode_u64(&it, &b->op_size);
+	else
+		b->op_size = b->object_size;
+	if (r || (int32_t)num_ops < 0 || (int32_t)pid <= 0 ||
+	    b->op_size < BLB_HDR_MIN || b->op_size > BLB_MAX_OP_SIZE ||
+	    b->object_size < b->op_size ||
+	    b->object_size > BLB_MAX_OBJECT_SIZE ||
+	    b->object_size % b->op_size)
+		return -EBADMSG;
+	if (gethostname(host, sizeof(host)) < 0)
+		strcpy(host, "localhost");
+	host[sizeof(host) - 1] = 0;
+	snprintf(b->prefix, sizeof(b->prefix), "%s_%.*s_%d", BLB_PREFIX,
+		 BLB_RB_HOST_MAX, host, (int)pid);
+	b->num_ops = num_ops;
+	b->pid = (int)pid;
+	b->flags = BLB_FLAG_RBCOMPAT;
+	b->hdr = BLB_RB_HDR;
+	b->stride = b->op_size;
+	b->unit = blb_align_up(b->op_size - BLB_RB_HDR, 4096);
+	b->nvar = 1;
+	b->seed = 0;
+	return 0;
+}
+
 static int meta_decode(struct blb_bench *b, const struct bl_list *m)
 {
 	struct bl_list pfx, head;
@@ -55,6 +104,8 @@ static int meta_decode(struct blb_bench *b, const struct bl_list *m)
 	size_t len = bl_list_length(m);
 	int r = 0;
 
+	if (len == RB_META_LEN || len == RB_META_LEN_OLD)
+		return rb_meta_decode(b, m);
 	if (len < 4)
 		return -EBADMSG;
 	bl_list_init(&head);
@@ -90,7 +141,11 @@ static int meta_decode(struct blb_bench *b, const struct bl_list *m)
 		   b->op_size < BLB_HDR_MIN || b->op_size > BLB_MAX_OP_SIZE ||
 		   b->object_size < b->op_size ||
 		   b->object_size > BLB_MAX_OBJECT_SIZE ||
-		   b->object_size % b->op_size || hdr < BLB_HDR_MIN ||
+		   b->object_size % b->op_size ||
+		   (hdr < BLB_HDR_MIN && !(b->flags & BLB_FLAG_RBCOMPAT)) ||
+		   ((b->flags & BLB_FLAG_RBCOMPAT) &&
+		    (hdr != BLB_RB_HDR || b->stride != b->op_size ||
+		     (b->flags & ~BLB_FLAG_RBCOMPAT))) ||
 		   hdr > b->op_size || b->stride < b->op_size ||
 		   unit < b->op_size - hdr || unit % 64 || nvar == 0 ||
 		   unit > 2 * BLB_MAX_OP_SIZE ||

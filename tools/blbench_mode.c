@@ -29,8 +29,10 @@ static void make_prefix(struct blb_bench *b)
 	if (gethostname(host, sizeof(host)) < 0)
 		strcpy(host, "localhost");
 	host[sizeof(host) - 1] = 0;
-	snprintf(b->prefix, sizeof(b->prefix), "%s_%.100s_%d", BLB_PREFIX,
-		 host, b->pid);
+	/* rados bench's names cut the host name to 29 bytes */
+	snprintf(b->prefix, sizeof(b->prefix), "%s_%.*s_%d", BLB_PREFIX,
+		 b->flags & BLB_FLAG_RBCOMPAT ? BLB_RB_HOST_MAX : 100, host,
+		 b->pid);
 }
 
 /* Removes objects 0..@nobj-1 and the metadata; rados bench's messages. */
@@ -121,6 +123,10 @@ int blb_mode_write(struct blb_bench *b)
 	b->opo = o->object_size / o->op_size;
 	b->flags = (o->crc ? BLB_FLAG_CRC : 0) | (o->lz4 ? BLB_FLAG_LZ4 : 0);
 	b->hdr = BLB_HDR_MIN;
+	if (o->rb_compat) {
+		b->flags |= BLB_FLAG_RBCOMPAT;
+		b->hdr = BLB_RB_HDR;
+	}
 	if (t->off_align > b->hdr)
 		b->hdr = t->off_align;
 	/* whole blocks when -b leaves a body of at least one */

@@ -28,9 +28,10 @@
  * Names are rados bench's: objects benchmark_data_<host>_<pid>_object<N>,
  * the metadata object benchmark_last_metadata (or --run-name) in the same
  * pool, so a later seq or rand in another process finds what write
- * --no-cleanup left.  rados bench writes a metadata object of the same
- * name with its own layout: run the two with different --run-name in one
- * pool.
+ * --no-cleanup left.  rados bench reads blbench's metadata (its first
+ * four fields are rados bench's) and blbench reads rados bench's
+ * (blbench_meta.c); --rados-bench-compat makes the objects' contents
+ * rados bench's too.
  *
  * Writes carry rados bench's allocation hint (object size, op size,
  * sequential write and read, append-only, immutable) unless --no-hints,

@@ -115,6 +115,10 @@ int blb_make_pattern(struct blb_bench *b)
 		(void)madvise(p, len / PATTERN_HUGE * PATTERN_HUGE,
 			      MADV_HUGEPAGE);
 #endif
+	if (b->flags & BLB_FLAG_RBCOMPAT) {	/* rados bench's filler */
+		memset(p, 'z', len);
+		return 0;
+	}
 	for (i = 0; i < 256; i++)
 		dict[i] = xorshift(&s);
 	for (i = 0; i + 8 <= first; i += 8) {
@@ -164,7 +168,9 @@ void blb_plan_pattern(struct blb_bench *b, unsigned inflight)
 	size_t n = (size_t)inflight + 1;
 
 	b->unit = blb_align_up(b->body_len ? b->body_len : 1, a);
-	while (!is_prime(n))
+	if (b->flags & BLB_FLAG_RBCOMPAT)
+		n = 1;	/* every op's body is the same 'z's */
+	while (n > 1 && !is_prime(n))
 		n++;
 	if ((n - 1) * b->unit > BLB_PATTERN_MAX)
 		n = BLB_PATTERN_MAX / b->unit + 1;
@@ -212,6 +218,15 @@ static int decode_hdr(const unsigned char *p, struct op_hdr *h)
 	h->stored = blb_get_le32(p + 48);
 	h->body_crc = blb_get_le32(p + 52);
 	return 0;
+}
+
+/* rados bench's op header: its text and NUL, BLB_RB_HDR bytes. */
+static void rb_hdr(unsigned char *p, uint64_t index)
+{
+	char s[BLB_RB_HDR + 8];
+
+	snprintf(s, sizeof(s), "I'm the %16dth op!", (int)index);
+	memcpy(p, s, BLB_RB_HDR);
 }
 
 /* Each op's @done: back to the loop's queue (finish_op does the rest). */
@@ -290,7 +305,10 @@ static int start_write(struct blb_bench *b, struct blb_op *op)
 	h.pid = (uint32_t)b->pid;
 	h.flags = b->flags;
 	h.stored = (uint32_t)stored;
-	encode_hdr((unsigned char *)bl_ptr_data(&hp), b->hdr, &h);
+	if (b->flags & BLB_FLAG_RBCOMPAT)
+		rb_hdr((unsigned char *)bl_ptr_data(&hp), op->index);
+	else
+		encode_hdr((unsigned char *)bl_ptr_data(&hp), b->hdr, &h);
 	bl_raw_invalidate_crc(hr);
 
 	r = bl_list_append_ptr_move(&l, &hp);
@@ -448,6 +466,27 @@ static int verify(struct blb_bench *b, struct blb_op *op, bool full, char *why,
 		snprintf(why, len, "op %" PRIu64 ": %zu bytes, not %zu", op->index,
 			 got, (size_t)b->stride);
 		return -1;
+	}
+	if (b->flags & BLB_FLAG_RBCOMPAT) {
+		/* rados bench's check: the whole op, byte for byte */
+		if (got != b->op_size) {
+			snprintf(why, len, "op %" PRIu64 ": %zu bytes, not %zu",
+				 op->index, got, (size_t)b->op_size);
+			return -1;
+		}
+		rb_hdr(raw, op->index);
+		d = first_diff(&op->data, 0, raw, BLB_RB_HDR);
+		if (d < 0 && full) {
+			d = first_diff(&op->data, BLB_RB_HDR, want, b->body_len);
+			if (d >= 0)
+				d += BLB_RB_HDR;
+		}
+		if (d >= 0) {
+			snprintf(why, len, "op %" PRIu64 ": byte %llu of the op differs",
+				 op->index, (unsigned long long)d);
+			return -1;
+		}
+		return 0;
 	}
 	bl_list_copy_out(&op->data, 0, BLB_HDR_MIN, raw);
 	if (decode_hdr(raw, &h) < 0) {

@@ -63,7 +63,8 @@ struct blb_opts {
 	const char *target;		/* --target SPEC; NULL: default directory */
 	const char *run_name;		/* metadata object name */
 	const char *prefix;		/* --prefix, for cleanup */
-	const char *pool;		/* -p: accepted, selects nothing */
+	const char *pool;		/* -p: without --target, rados:POOL */
+	bool rb_compat;			/* --rados-bench-compat */
 	const char *listen;		/* serve: HOST:PORT */
 	const char *conf;		/* -c: ceph.conf for rados: (NULL: $CEPH_CONF) */
 	/* file: this process holds the file's lock already (serve's O_DIRECT

@@ -17,7 +17,10 @@
  * when the last slice of it goes, on whatever thread that happens.
  *
  * Errors: librados' negative errno, passed through (-ENOENT for a missing
- * object or pool, -E2BIG for a write librados refuses as too long ...);
+ * object or pool; for writes -EMSGSIZE over the OSD's osd_max_write_size,
+ * 90 MiB by default, and -EFBIG past its osd_max_object_size, 128 MiB:
+ * write larger data as several writes, and larger objects as several
+ * objects ...);
  * -ENOMEM when memory runs out; -EIO for any other failure inside the
  * C++ code (no exception ever leaves the library); -EINVAL for a NULL
  * handle or object name.  A failed call leaves the caller's list as it was.
@@ -112,9 +115,10 @@ BL_API int bl_rados_aio_flush(struct bl_rados *r, int timeout_ms);
  * if missing; a gap before @off reads as zeros).
  * Shares: @l's bytes are referenced, not copied, until the call returns.
  * Return: 0, or -errno: -EINVAL (@r, @oid or @l is NULL), -E2BIG (@l is
- * longer than 4 GiB - 1, or the OSD refuses it as too long), -ENOMEM,
- * -EIO, or librados' error (-ENOENT: the pool is gone; -EDQUOT, -ENOSPC,
- * -EACCES, -ETIMEDOUT ...).
+ * longer than 4 GiB - 1), -EMSGSIZE (@l is longer than the OSD's
+ * osd_max_write_size), -EFBIG (the object would grow past the OSD's
+ * osd_max_object_size), -ENOMEM, -EIO, or librados' error (-ENOENT: the
+ * pool is gone; -EDQUOT, -ENOSPC, -EACCES, -ETIMEDOUT ...).
  */
 BL_API int bl_rados_write(struct bl_rados *r, const char *oid,
 			  const struct bl_list *l, uint64_t off);
@@ -261,12 +265,75 @@ BL_API int bl_rados_aio_read(struct bl_rados *r, const char *oid,
 			     bl_rados_cb cb, void *arg);
 
 /**
+ * bl_rados_aio_stat() - bl_rados_stat() in the background: *@size and
+ * *@mtime (either may be NULL) are written before @cb runs, only when the
+ * stat succeeded; they must stay valid until then.
+ * Return: 0 (queued), or -errno: -EINVAL (@r or @oid is NULL), -ENOMEM,
+ * -EIO, or librados' refusal; @cb gets 0 or bl_rados_stat()'s errors.
+ */
+BL_API int bl_rados_aio_stat(struct bl_rados *r, const char *oid,
+			     uint64_t *size, int64_t *mtime, bl_rados_cb cb,
+			     void *arg);
+
+/**
  * bl_rados_aio_remove() - bl_rados_remove() in the background.
  * Return: 0 (queued), or -errno: -EINVAL (@r or @oid is NULL), -ENOMEM,
  * -EIO, or librados' refusal.
  */
 BL_API int bl_rados_aio_remove(struct bl_rados *r, const char *oid,
 			       bl_rados_cb cb, void *arg);
+
+/*
+ * Extended attributes of an object: values are lists, shared on the way
+ * in and Ceph's own buffers on the way out (claimed raws), as object data.
+ */
+
+/**
+ * bl_rados_setxattr() - sets attribute @name of object @oid (created if
+ * missing) to the bytes of @val (may be empty).
+ * Shares: @val's bytes are referenced, not copied, until the call returns.
+ * Return: 0, or -errno: -EINVAL (@r, @oid, @name or @val is NULL), -E2BIG,
+ * -ENOMEM, -EIO, or librados' error (-ENAMETOOLONG, -EFBIG for a value
+ * over the OSD's limits, -ETIMEDOUT ...).
+ */
+BL_API int bl_rados_setxattr(struct bl_rados *r, const char *oid,
+			     const char *name, const struct bl_list *val);
+
+/**
+ * bl_rados_getxattr() - appends the value of attribute @name of object
+ * @oid to @out.  Takes Ceph's buffers into @out (no copy).
+ * Return: the value's length, or -errno: -EINVAL (a NULL argument),
+ * -ENODATA (no such attribute), -ENOENT (no such object), -ENOMEM, -EIO,
+ * or librados' error; on failure @out is unchanged.
+ */
+BL_API ssize_t bl_rados_getxattr(struct bl_rados *r, const char *oid,
+				 const char *name, struct bl_list *out);
+
+/**
+ * bl_rados_rmxattr() - removes attribute @name of object @oid.
+ * Return: 0, or -errno: -EINVAL (a NULL argument), -ENOENT (no such
+ * object), -ENOMEM, -EIO, or librados' error (the OSD removes a missing
+ * attribute without an error).
+ */
+BL_API int bl_rados_rmxattr(struct bl_rados *r, const char *oid,
+			    const char *name);
+
+/**
+ * typedef bl_rados_xattr_cb - one attribute: its name and value, both
+ * borrowed for the call (bl_list_append_list() keeps the value without a
+ * copy).  0 goes on; anything else stops, and is returned.
+ */
+typedef int (*bl_rados_xattr_cb)(const char *name, const struct bl_list *val,
+				 void *arg);
+
+/**
+ * bl_rados_getxattrs() - calls @cb for every attribute of object @oid, in
+ * name order, on the caller's thread, after one round trip.
+ * Return: 0, @cb's nonzero value, or -errno: -EINVAL (a NULL argument),
+ * -ENOENT (no such object), -ENOMEM, -EIO, or librados' error.
+ */
+BL_API int bl_rados_getxattrs(struct bl_rados *r, const char *oid,
+			      bl_rados_xattr_cb cb, void *arg);
 
 /*
  * Namespaces and locator keys: the handle's I/O context has one of each,

@@ -102,15 +102,28 @@ BL_API_INLINE void bl_list_init(struct bl_list *l)
  *	struct bl_list l = BL_LIST_INIT(l);
  *	static struct bl_list cache = BL_LIST_INIT(cache);
  *	struct msg m = { .body = BL_LIST_INIT(m.body) };
- * The list points at its own inline chunk, hence the name.  C only
- * (designated initializers).
+ * The list points at its own inline chunk, hence the name.  C, and C++
+ * (C++20 designated initializers, or g++/clang++ before C++20): the
+ * designators follow the declaration order, as C++ requires.
  */
+#ifdef __cplusplus
+/* every member named (g++ warns of one left out, -Wextra) */
 #define BL_LIST_INIT(name) {						\
 	._tail = &(name)._inl, ._len = 0, ._nseg = 0, ._abuf_next = 0,	\
-	._abuf = NULL, ._ext = NULL, ._lidx = NULL, ._pool = NULL,	\
+	._abuf = NULL, ._ext = NULL, ._lidx = NULL,			\
 	._inl = { .next = NULL, .start = 0, .count = 0,			\
 		  .cap = BL_LIST_INLINE, ._gen = 0 },			\
+	._inl_seg = {}, ._pool = NULL,					\
 }
+#else
+#define BL_LIST_INIT(name) {						\
+	._tail = &(name)._inl, ._len = 0, ._nseg = 0, ._abuf_next = 0,	\
+	._abuf = NULL, ._ext = NULL, ._lidx = NULL,			\
+	._inl = { .next = NULL, .start = 0, .count = 0,			\
+		  .cap = BL_LIST_INLINE, ._gen = 0 },			\
+	._pool = NULL,							\
+}
+#endif
 
 /**
  * bl_list_set_pool() - raws that @l allocates for appends come from @p
