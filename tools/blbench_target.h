@@ -37,11 +37,16 @@ enum blb_mode {
 /* --op-timeout: its default and largest value, in seconds */
 #define BLB_OP_TIMEOUT 30
 #define BLB_OP_TIMEOUT_MAX 86400u
+/* serve --max-memory: its default and smallest value, in bytes */
+#define BLB_SERVE_MEMORY ((uint64_t)1 << 30)
+#define BLB_SERVE_MEMORY_MIN ((uint64_t)16 << 20)
+/* serve --idle-timeout: its default, in seconds */
+#define BLB_SERVE_IDLE 120
 
 /*
  * The command line, parsed.  Targets read mode, direct, concurrent,
  * op_size, object_size, hints, conf and op_timeout; `blbench serve` also
- * target and listen.
+ * target, listen, max_memory and idle_timeout.
  */
 struct blb_opts {
 	enum blb_mode mode;
@@ -65,6 +70,8 @@ struct blb_opts {
 	const char *prefix;		/* --prefix, for cleanup */
 	const char *pool;		/* -p: accepted, selects nothing */
 	const char *listen;		/* serve: HOST:PORT */
+	uint64_t max_memory;		/* serve: --max-memory bytes */
+	unsigned idle_timeout;		/* serve: --idle-timeout s; 0: none */
 	const char *conf;		/* -c: ceph.conf for rados: (NULL: $CEPH_CONF) */
 	/* file: this process holds the file's lock already (serve's O_DIRECT
 	 * target, opened beside its buffered one) */
