@@ -618,6 +618,11 @@ START_TEST(test_bad_options_give_usage_and_status_2)
 		{ "--target", "ftp:host", "10", "write", NULL },
 		{ "--bogus", "10", "write", NULL },
 		{ "--listen", "1.2.3.4:5", "10", "write", NULL },
+		{ "--max-memory", "8M", "serve", NULL },
+		{ "--max-memory", "lots", "serve", NULL },
+		{ "--max-memory", "1G", "10", "write", NULL },
+		{ "--idle-timeout", "-1", "serve", NULL },
+		{ "--idle-timeout", "5", "cleanup", NULL },
 		{ "cleanup", "now", NULL },
 		/* a dot name is the target's own (its temporary files) */
 		{ "--run-name", "..", "cleanup", NULL },
@@ -2685,6 +2690,7 @@ static int hoarder(const char *tcp, const char *name, uint64_t len)
 	ck_assert_int_eq(bl_encode_bytes(&body, name, strlen(name)), 0);
 	request(&out, T_READ_, 7, &body);
 	send_list(fd, &out);
+	bl_list_clear(&body);
 	bl_list_clear(&out);
 	return fd;
 }
@@ -2773,6 +2779,7 @@ static void read_request(int fd, uint64_t tag, const char *name, uint64_t len)
 	ck_assert_int_eq(bl_encode_bytes(&body, name, strlen(name)), 0);
 	request(&out, T_READ_, tag, &body);
 	send_list(fd, &out);
+	bl_list_clear(&body);
 	bl_list_clear(&out);
 }
 
@@ -3159,6 +3166,7 @@ START_TEST(test_serve_refuses_a_raw_run_whose_objects_start_past_the_end)
 	bl_list_clear(&out);
 	ck_assert_int_lt(read_reply(sfd, &tag), 0);
 	ck_assert_uint_eq(tag, 2);
+	bl_list_clear(&body);
 	close(sfd);
 	stop_server();
 
