@@ -70,6 +70,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/file.h>
@@ -617,6 +618,11 @@ START_TEST(test_bad_options_give_usage_and_status_2)
 		{ "--target", "ftp:host", "10", "write", NULL },
 		{ "--bogus", "10", "write", NULL },
 		{ "--listen", "1.2.3.4:5", "10", "write", NULL },
+		{ "--max-memory", "8M", "serve", NULL },
+		{ "--max-memory", "lots", "serve", NULL },
+		{ "--max-memory", "1G", "10", "write", NULL },
+		{ "--idle-timeout", "-1", "serve", NULL },
+		{ "--idle-timeout", "5", "cleanup", NULL },
 		{ "cleanup", "now", NULL },
 		/* a dot name is the target's own (its temporary files) */
 		{ "--run-name", "..", "cleanup", NULL },
@@ -1951,11 +1957,15 @@ END_TEST
  * Starts `blbench serve` on an ephemeral port, run as @how says (may be
  * NULL); its "tcp:127.0.0.1:PORT".
  */
-static void start_server_how(const char *target, const struct how *how,
-			     char *tcp, size_t len)
+/* start_server_how() with @extra (NULL-terminated, or NULL) appended. */
+static void start_server_extra(const char *target, const struct how *how,
+			       const char *const *extra, char *tcp, size_t len)
 {
+	const char *argv[16] = { "serve", "--listen", "127.0.0.1:0",
+				 "--target", target };
 	char outp[PATH_MAX + 64];
 	const char *p;
+	int n = 5;
 
 	fmt(outp, sizeof(outp), "%s/.srv.out", scratch);
 	if (server_nofile) {
@@ -1965,9 +1975,10 @@ static void start_server_how(const char *target, const struct how *how,
 		limited.nofile = server_nofile;
 		how = &limited;
 	}
-	server = spawn("srv", how,
-		       (const char *const[]){ "serve", "--listen", "127.0.0.1:0",
-					      "--target", target, NULL });
+	while (extra && *extra && n < 15)
+		argv[n++] = *extra++;
+	argv[n] = NULL;
+	server = spawn("srv", how, argv);
 	if (how && how->nofile) {
 		/* again from here: under valgrind the child's own setrlimit()
 		 * is only pretended, and the program it runs would not see it */
@@ -1994,6 +2005,12 @@ static void start_server_how(const char *target, const struct how *how,
 		usleep(10000);
 	}
 	ck_abort_msg("blbench serve did not start listening");
+}
+
+static void start_server_how(const char *target, const struct how *how,
+			     char *tcp, size_t len)
+{
+	start_server_extra(target, how, NULL, tcp, len);
 }
 
 static void start_server(const char *target, char *tcp, size_t len)
@@ -2760,8 +2777,8 @@ static int64_t read_reply(int fd, uint64_t *tag)
 
 	bl_list_init(&in);
 	bl_msgr_frame_init(&f);
-	while ((r = bl_msgr_parse(&in, &f, 1 << 20)) == 0) {
-		unsigned char b[4096];
+	while ((r = bl_msgr_parse(&in, &f, 64 << 20)) == 0) {
+		static unsigned char b[65536];
 		ssize_t n = recv(fd, b, sizeof(b), 0);
 
 		ck_assert_msg(n > 0, "no reply (recv %zd)", n);
@@ -2847,6 +2864,224 @@ START_TEST(test_serve_bounds_memory_for_replies_nobody_reads)
 }
 END_TEST
 
+
+/*
+ * A client that asks and never reads: a 4 KiB receive buffer (set before
+ * connecting, so the window it offers stays small), one READ of @len
+ * bytes of object @name (objno 0, at 0), and not a byte read.  Its fd.
+ */
+static int hoarder(const char *tcp, const char *name, uint64_t len)
+{
+	struct sockaddr_in a;
+	struct bl_list body, out;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), sz = 4096;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz)),
+			 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)atoi(strrchr(tcp, ':') + 1));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	bl_list_init(&body);
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_encode_u64(&body, 0), 0);		/* objno */
+	ck_assert_int_eq(bl_encode_u64(&body, 0), 0);		/* off */
+	ck_assert_int_eq(bl_encode_u64(&body, len), 0);	/* span */
+	ck_assert_int_eq(bl_encode_u64(&body, len), 0);	/* len */
+	ck_assert_int_eq(bl_encode_bytes(&body, name, strlen(name)), 0);
+	request(&out, T_READ_, 7, &body);
+	send_list(fd, &out);
+	bl_list_clear(&body);
+	bl_list_clear(&out);
+	return fd;
+}
+
+/* A sparse object of @len bytes in the server's directory @dir. */
+static void sparse_object(const char *dir, const char *name, off_t len)
+{
+	char p[PATH_MAX + 64];
+	int fd;
+
+	mkdir(dir, 0755);
+	fd = open(path_in(p, sizeof(p), dir, name), O_WRONLY | O_CREAT, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, len), 0);
+	close(fd);
+}
+
+/* The highest VmRSS of the server, sampled for @ms, less @base (KiB). */
+static long rss_growth(long base, int ms)
+{
+	int64_t end = mono_ms() + ms;
+	long peak = 0;
+
+	while (mono_ms() < end) {
+		long v = status_kb(server, "VmRSS:");
+
+		if (v > peak)
+			peak = v;
+		usleep(20000);
+	}
+	return peak - base;
+}
+
+/* Whether the kernel has @fd's connection closed (the server reset it). */
+static bool reset_by_peer(int fd)
+{
+	struct tcp_info ti;
+	socklen_t n = sizeof(ti);
+
+	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &n) == 0 &&
+	       ti.tcpi_state == TCP_CLOSE;
+}
+
+/*
+ * The hoarding client of issue 25: READs of sparse objects of 1 GiB (one
+ * connection) and 256 MiB (four more), each with a 4 KiB receive buffer,
+ * nothing ever read.  The server streams each reply a piece at a time as
+ * the socket drains, so it grows by a few MiB per connection, not by the
+ * 1.25 GiB asked (it grew by 1,050 MB for the first alone before).
+ */
+START_TEST(test_serve_streams_large_reads_nobody_reads_in_bounded_memory)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], tcp[64];
+	long rss0, grew;
+	int fds[5];
+
+	path_in(d, sizeof(d), scratch, "srv");
+	sparse_object(d, "big", (off_t)1 << 30);
+	sparse_object(d, "mid", (off_t)256 << 20);
+	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, sizeof(tcp));
+	rss0 = status_kb(server, "VmRSS:");
+	fds[0] = hoarder(tcp, "big", (uint64_t)1 << 30);
+	for (int i = 1; i < 5; i++)
+		fds[i] = hoarder(tcp, "mid", (uint64_t)256 << 20);
+	grew = rss_growth(rss0, 3000);
+	ck_assert_msg(grew < 64 * 1024,
+		      "the server grew by %ld MiB for 1.25 GiB nobody reads",
+		      grew / 1024);
+	for (int i = 0; i < 5; i++)
+		close(fds[i]);
+	stop_server();
+}
+END_TEST
+
+/* A READ of @len bytes of object @name (objno 0, at 0) on @fd. */
+static void read_request(int fd, uint64_t tag, const char *name, uint64_t len)
+{
+	struct bl_list body, out;
+
+	bl_list_init(&body);
+	bl_list_init(&out);
+	ck_assert_int_eq(bl_encode_u64(&body, 0), 0);
+	ck_assert_int_eq(bl_encode_u64(&body, 0), 0);
+	ck_assert_int_eq(bl_encode_u64(&body, len), 0);
+	ck_assert_int_eq(bl_encode_u64(&body, len), 0);
+	ck_assert_int_eq(bl_encode_bytes(&body, name, strlen(name)), 0);
+	request(&out, T_READ_, tag, &body);
+	send_list(fd, &out);
+	bl_list_clear(&body);
+	bl_list_clear(&out);
+}
+
+/*
+ * A streamed READ (over 4 MiB) answers as any READ until its reply
+ * begins: a missing object is -ENOENT, an object shorter than the first
+ * piece gives its bytes (a short result), and the connection goes on.
+ * One that comes short after the reply began (5 MiB asked as 16) cannot
+ * be answered honestly: that client is reset, the server stays up.
+ */
+START_TEST(test_serve_streamed_read_errors_answer_or_reset)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], tcp[64];
+	const uint64_t ask = (uint64_t)16 << 20;
+	unsigned char sink[65536];
+	uint64_t tag;
+	ssize_t n;
+	int fd;
+
+	path_in(d, sizeof(d), scratch, "srv");
+	sparse_object(d, "small", (off_t)1 << 20);
+	sparse_object(d, "five", (off_t)5 << 20);
+	start_server(spec(t, sizeof(t), "dir", scratch, "srv"), tcp, sizeof(tcp));
+	fd = connect_to(tcp);
+	read_request(fd, 1, "nosuch", ask);
+	ck_assert_int_eq(read_reply(fd, &tag), -ENOENT);
+	ck_assert_uint_eq(tag, 1);
+	read_request(fd, 2, "small", ask);
+	ck_assert_int_eq(read_reply(fd, &tag), 1 << 20);
+	ck_assert_uint_eq(tag, 2);
+	read_request(fd, 3, "five", ask);
+	do
+		n = recv(fd, sink, sizeof(sink), 0);
+	while (n > 0);
+	ck_assert_msg(n == 0 || errno == ECONNRESET, "recv: %s", strerror(errno));
+	close(fd);
+	/* the others are served */
+	fd = connect_to(tcp);
+	read_request(fd, 4, "small", 4096);
+	ck_assert_int_eq(read_reply(fd, &tag), 4096);
+	close(fd);
+	stop_server();
+}
+END_TEST
+
+/*
+ * One budget for the whole server: with --max-memory 16M, six clients
+ * each asking for a 1 GiB READ they never read hold what the budget
+ * allows and no more (the server's RSS stays within it and some slack);
+ * meanwhile a WRITE, which would need more, is refused with ENOBUFS and
+ * the client says so.  --idle-timeout 3 then ends the six (they take no
+ * byte), their memory is back, and the same write succeeds.
+ */
+START_TEST(test_serve_memory_budget_refuses_work_and_idle_timeout_frees_it)
+{
+	char t[PATH_MAX + 64], d[PATH_MAX + 64], tcp[64];
+	long rss0, grew;
+	int64_t end;
+	struct res r;
+	int fds[6], open_n;
+
+	path_in(d, sizeof(d), scratch, "srv");
+	sparse_object(d, "big", (off_t)1 << 30);
+	start_server_extra(spec(t, sizeof(t), "dir", scratch, "srv"), NULL,
+			   (const char *const[]){ "--max-memory", "16M",
+						  "--idle-timeout", "3", NULL },
+			   tcp, sizeof(tcp));
+	rss0 = status_kb(server, "VmRSS:");
+	for (int i = 0; i < 6; i++)
+		fds[i] = hoarder(tcp, "big", (uint64_t)1 << 30);
+	grew = rss_growth(rss0, 1000);
+	ck_assert_msg(grew < (16 + 24) * 1024,
+		      "the server grew by %ld MiB with --max-memory 16M",
+		      grew / 1024);
+	RUN(&r, "-b", "1M", "-t", "1", "--max-objects", "4", "1", "write",
+	    "--target", tcp);
+	expect_status(&r, 1);
+	ck_assert_msg(strstr(r.err, "No buffer space"), "%s", r.err);
+	res_free(&r);
+
+	/* they take nothing: the idle timeout resets each */
+	end = mono_ms() + 15000;
+	do {
+		open_n = 0;
+		for (int i = 0; i < 6; i++)
+			open_n += !reset_by_peer(fds[i]);
+		if (open_n)
+			usleep(100000);
+	} while (open_n && mono_ms() < end);
+	ck_assert_msg(open_n == 0, "%d of 6 still connected", open_n);
+	RUN(&r, "-b", "1M", "-t", "1", "--max-objects", "4", "1", "write",
+	    "--target", tcp);
+	expect_status(&r, 0);
+	res_free(&r);
+	for (int i = 0; i < 6; i++)
+		close(fds[i]);
+	stop_server();
+}
+END_TEST
 
 /*
  * 40 clients each send a preamble claiming the largest WRITE the server
@@ -3134,6 +3369,7 @@ START_TEST(test_serve_refuses_a_raw_run_whose_objects_start_past_the_end)
 	bl_list_clear(&out);
 	ck_assert_int_lt(read_reply(sfd, &tag), 0);
 	ck_assert_uint_eq(tag, 2);
+	bl_list_clear(&body);
 	close(sfd);
 	stop_server();
 
@@ -3422,6 +3658,9 @@ static Suite *blbench_suite(void)
 	tcase_add_test(tc, test_server_fed_malformed_frames_stays_up_for_others);
 	tcase_add_test(tc, test_serve_bounds_memory_for_replies_nobody_reads);
 	tcase_add_test(tc, test_serve_does_not_reserve_what_preambles_claim);
+	tcase_add_test(tc, test_serve_streams_large_reads_nobody_reads_in_bounded_memory);
+	tcase_add_test(tc, test_serve_memory_budget_refuses_work_and_idle_timeout_frees_it);
+	tcase_add_test(tc, test_serve_streamed_read_errors_answer_or_reset);
 	tcase_add_test(tc, test_serve_answers_a_half_closed_client);
 	tcase_add_test(tc, test_serve_out_of_descriptors_backs_off);
 	tcase_add_test(tc, test_tcp_target_that_is_not_there_gives_one_line_reason);

@@ -41,6 +41,7 @@ static const char usage_text[] =
 	"usage: blbench [options] SECONDS write|seq|rand [--no-cleanup]\n"
 	"       blbench [options] cleanup\n"
 	"       blbench serve [--listen HOST:PORT] [--target SPEC]\n"
+	"                     [--max-memory SIZE] [--idle-timeout SECONDS]\n"
 	"\n"
 	"SECONDS 0 means no time limit: write runs until --max-objects objects\n"
 	"are written or the target is full (`blbench 0 write` fills it), seq\n"
@@ -92,6 +93,11 @@ static const char usage_text[] =
 	"      --plot FILE.svg      draw bandwidth and latency per second, and the\n"
 	"                           latency distribution\n"
 	"      --listen HOST:PORT   serve: address to listen on (127.0.0.1:6800)\n"
+	"      --max-memory SIZE    serve: what replies and requests may hold in\n"
+	"                           all (1G, at least 16M); beyond it READs wait\n"
+	"                           and WRITEs are refused (ENOBUFS)\n"
+	"      --idle-timeout SECONDS serve: end a client that sent nothing and\n"
+	"                           took nothing for SECONDS (120; 0: never)\n"
 	"  -h, --help               this text\n"
 	"      --version            print the version and exit\n"
 	"SIZE takes K, M, G or T (powers of 1024).  MB in the output is 2^20 bytes.\n"
@@ -118,6 +124,8 @@ enum {
 	OPT_LISTEN,
 	OPT_OP_TIMEOUT,
 	OPT_RB_COMPAT,
+	OPT_MAX_MEMORY,
+	OPT_IDLE_TIMEOUT,
 	OPT_VERSION,
 	OPT_FSYNC,
 	OPT_FDATASYNC,
@@ -150,6 +158,8 @@ static const struct option long_opts[] = {
 	{ "fdatasync", required_argument, NULL, OPT_FDATASYNC },
 	{ "sync", required_argument, NULL, OPT_SYNC },
 	{ "rados-bench-compat", no_argument, NULL, OPT_RB_COMPAT },
+	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
@@ -231,7 +241,7 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 	char path[PATH_MAX];
 	unsigned long long v;
 	uint64_t size;
-	bool listen_given = false;
+	bool listen_given = false, serve_given = false;
 	size_t len = 0;
 	int c, i, npos, r;
 	char **pos;
@@ -245,6 +255,8 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 	o->run_name = BLB_META_DEFAULT;
 	o->listen = "127.0.0.1:6800";
 	o->op_timeout = BLB_OP_TIMEOUT;
+	o->max_memory = BLB_SERVE_MEMORY;
+	o->idle_timeout = BLB_SERVE_IDLE;
 
 	for (i = 0; i < argc && len + 2 < sizeof(o->cmdline); i++) {
 		const char *a = i ? argv[i] : "blbench";
@@ -403,6 +415,21 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 				return usage_error("--sync wants dsync or sync, not '%s'",
 						   optarg);
 			break;
+		case OPT_MAX_MEMORY:
+			if (blb_parse_size(optarg, &size) ||
+			    size < BLB_SERVE_MEMORY_MIN)
+				return usage_error("--max-memory wants a SIZE of at least 16M, not '%s'",
+						   optarg);
+			o->max_memory = size;
+			serve_given = true;
+			break;
+		case OPT_IDLE_TIMEOUT:
+			if (parse_uint(optarg, BLB_OP_TIMEOUT_MAX, &v))
+				return usage_error("--idle-timeout wants whole seconds from 0 to %u, not '%s'",
+						   BLB_OP_TIMEOUT_MAX, optarg);
+			o->idle_timeout = (unsigned)v;
+			serve_given = true;
+			break;
 		default:	/* getopt said what was wrong */
 			return usage_error(NULL);
 		}
@@ -440,6 +467,8 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 	if ((o->fsync_every || o->rw_flags) && o->target &&
 	    (!strncmp(o->target, "tcp:", 4) || !strncmp(o->target, "rados:", 6)))
 		return usage_error("--fsync, --fdatasync and --sync are for the file: and dir: targets (and serve's)");
+	if (serve_given && o->mode != BLB_SERVE)
+		return usage_error("--max-memory and --idle-timeout are for serve");
 	r = check_rados(o);
 	if (r >= 0)
 		return r;

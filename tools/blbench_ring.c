@@ -65,12 +65,17 @@ struct bl_uring *blb_make_ring(const struct blb_opts *o)
 	return bl_uring_create(&p);
 }
 
-void blb_ring_pool(struct bl_uring *u, unsigned nbufs, size_t size)
+unsigned blb_ring_pool(struct bl_uring *u, unsigned nbufs, size_t size)
 {
 	/* a user's RLIMIT_MEMLOCK (8 MiB by default) counts them */
-	while (nbufs && !bl_uring_regpool_create(u, nbufs, size) &&
-	       (errno == ENOMEM || errno == EPERM))
+	while (nbufs) {
+		if (bl_uring_regpool_create(u, nbufs, size))
+			return nbufs;
+		if (errno != ENOMEM && errno != EPERM)
+			return 0;
 		nbufs /= 2;
+	}
+	return 0;
 }
 
 int blb_ring_write(struct bl_uring *u, bool shared, int fd, off_t off,

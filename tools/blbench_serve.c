@@ -31,35 +31,57 @@
  * What one client may make the server hold.  The messenger delivers at
  * most SRV_MAX_INFLIGHT requests of a connection that are not answered
  * yet, and stops reading a client whose replies it cannot send
- * (max_out_bytes, its default).  READs are held to SRV_READ_BUDGET bytes
- * per connection from the start of the disk read until the kernel took
- * the reply: those beyond it wait (decoded, without a buffer) until
- * earlier replies went out, so a client that pipelines large READs and
- * never reads the replies holds about that much, and one READ larger
- * than the budget still runs alone.
+ * (max_out_bytes, its default).  READs hold memory from the start of the
+ * disk read until the kernel took the reply: SRV_READ_AHEAD bytes per
+ * connection, the READs beyond it waiting (decoded, without a buffer)
+ * until earlier replies went out.  A READ longer than SRV_STREAM_MIN is
+ * streamed (bl_msgr_stream_begin): read SRV_PIECE bytes at a time, at
+ * most SRV_STREAM_DEPTH pieces read or queued, the next read only when
+ * the socket took a piece, alone on its connection while it lasts.  So
+ * a client that asks for a gigabyte and never reads holds a few MiB.
  */
 #define SRV_MAX_INFLIGHT 32
-#define SRV_READ_BUDGET ((uint64_t)64 << 20)
+#define SRV_READ_AHEAD ((uint64_t)8 << 20)
+#define SRV_STREAM_MIN ((uint64_t)4 << 20)
+#define SRV_PIECE ((uint64_t)2 << 20)
+#define SRV_STREAM_DEPTH 2
 /*
  * Registered buffers on the server's ring, recycled: a READ's file data
  * and a WRITE's payload (the messenger's direct reads) go into one of
  * them instead of fresh memory, which costs a page fault per 4 KiB for
  * every op (see blbench_tcp.c).  Sized for blbench's default op (4 MiB
- * and a frame's overhead), as many as one connection's READ budget holds;
- * larger ops, or ops beyond them, take fresh memory as before (a memlock
- * limit may allow fewer: blb_ring_pool).
+ * and a frame's overhead); larger ops, or ops beyond them, take fresh
+ * memory as before (a memlock limit may allow fewer: blb_ring_pool).
+ * The pool is pinned from the start, so it counts against --max-memory
+ * from the start, as the receive ring does, and takes at most an eighth
+ * of it (none under a budget too small for one buffer).
  */
 #define SRV_POOL_BUF (((size_t)4 << 20) + ((size_t)64 << 10))
-#define SRV_POOL_BUFS ((unsigned)(SRV_READ_BUDGET >> 22))
+#define SRV_POOL_BUFS 16u
 /*
- * Nobody holds a descriptor for free: a client that sends nothing and
- * reads nothing for 2 minutes, or stops half way through a preamble for
- * 10 s, is closed.
+ * And all of them together (--max-memory): the shared receive ring
+ * (SRV_RING_BUFS x SRV_RING_BUF, counted from the start), READ data from
+ * the disk read until the kernel took it, and WRITE payloads from their
+ * arrival until they are written.  READs over the budget wait until
+ * memory frees; a WRITE over it is refused with -ENOBUFS (its payload
+ * already arrived: holding it would not free anything).  No payload may
+ * be longer than half the budget (HELLO's max_payload).
  */
-#define SRV_IDLE_MS (120u * 1000)
+#define SRV_RING_BUFS 64
+#define SRV_RING_BUF ((size_t)64 << 10)
+/* A client that stops half way through a preamble for 10 s is reset. */
 #define SRV_HEADER_MS (10u * 1000)
 
 struct srv_conn;
+struct srv_req;
+
+/* One piece of a streamed READ. */
+struct srv_piece {
+	struct blb_op op;		/* first: completes through op.done */
+	struct srv_req *q;
+	uint64_t len;
+	bool ready;			/* read, waiting for its turn */
+};
 
 struct srv_req {
 	struct blb_op op;		/* first: ops complete through op.done */
@@ -69,17 +91,29 @@ struct srv_req {
 	struct blb_target *t;		/* READ: where, once it starts */
 	uint64_t tag;
 	uint64_t len, span;		/* READ */
+	uint64_t mem;			/* bytes of s->mem it holds */
 	uint16_t type;
 	struct bl_list payload;		/* WRITE: the data until it is written */
 	struct srv_req *prev, *next;
 	struct srv_req *wnext;		/* READ: its connection's wait queue */
+	/* a streamed READ */
+	struct srv_piece pc[SRV_STREAM_DEPTH];
+	unsigned pc_head, pc_n;		/* oldest piece not added; in use */
+	uint64_t issued;		/* bytes whose reads started */
+	uint64_t taken;			/* bytes the kernel took */
+	bool in_cb;			/* a piece's completion is running */
+	bool failed;			/* it cannot finish: the client is reset */
+	bool begun;			/* its reply frame began */
+	bool early;			/* answered before that: ends quietly */
 };
 
 /* A client connection's READ budget. */
 struct srv_conn {
+	struct srv *s;
 	struct bl_msgr_conn *c;
 	uint64_t read_bytes;		/* READs started, reply not yet sent */
 	struct srv_req *wait, *wait_tail;	/* READs over the budget */
+	struct srv_req *stream;		/* the READ being streamed */
 	struct srv_conn *next;
 };
 
@@ -92,6 +126,10 @@ struct srv {
 	struct srv_req *reqs;		/* in flight */
 	unsigned inflight;
 	struct srv_conn *conns;		/* that sent a READ */
+	uint64_t mem;			/* held, of o.max_memory */
+	bool starved;			/* a READ waits for memory */
+	bool pump_due;			/* memory freed since: start them */
+	double refused_said;		/* when a refusal was last logged */
 };
 
 static int srv_reply_cb(struct bl_msgr_conn *c, uint64_t tag, int64_t res,
@@ -129,6 +167,17 @@ static void srv_reply_text(struct bl_msgr_conn *c, uint64_t tag, int64_t res,
 	bl_list_clear(&l);
 }
 
+/* @q takes @n bytes of the budget, or gives them back (@n negative). */
+static void srv_mem(struct srv_req *q, int64_t n)
+{
+	struct srv *s = q->s;
+
+	s->mem += (uint64_t)n;
+	q->mem += (uint64_t)n;
+	if (n < 0 && s->starved)
+		s->pump_due = true;	/* the main loop starts what waited */
+}
+
 static void srv_req_free(struct srv_req *q)
 {
 	struct srv *s = q->s;
@@ -140,6 +189,7 @@ static void srv_req_free(struct srv_req *q)
 	if (q->next)
 		q->next->prev = q->prev;
 	s->inflight--;
+	srv_mem(q, -(int64_t)q->mem);
 	bl_list_clear(&q->payload);
 	bl_list_clear(&q->op.data);
 	free(q);
@@ -147,11 +197,31 @@ static void srv_req_free(struct srv_req *q)
 
 static void srv_read_start(struct srv_req *q);
 
+static bool srv_streamed(const struct srv_req *q)
+{
+	return q->len > SRV_STREAM_MIN;
+}
+
+/* Whether @q, first in its connection's wait queue, may start now. */
+static bool srv_may_start(struct srv_conn *sc, const struct srv_req *q)
+{
+	struct srv *s = sc->s;
+	uint64_t need = srv_streamed(q) ? SRV_PIECE : q->len;
+
+	if (sc->stream || (srv_streamed(q) && sc->read_bytes) ||
+	    (sc->read_bytes && sc->read_bytes + need > SRV_READ_AHEAD))
+		return false;
+	if (s->mem + need > s->o.max_memory) {
+		s->starved = true;
+		return false;
+	}
+	return true;
+}
+
 /* READs of @sc waiting for the budget start while it allows. */
 static void srv_pump(struct srv_conn *sc)
 {
-	while (sc->wait && (!sc->read_bytes ||
-			    sc->read_bytes + sc->wait->len <= SRV_READ_BUDGET)) {
+	while (sc->wait && srv_may_start(sc, sc->wait)) {
 		struct srv_req *q = sc->wait;
 
 		sc->wait = q->wnext;
@@ -171,6 +241,261 @@ static void srv_read_sent(void *arg, int res)
 	sc->read_bytes -= q->len;
 	srv_req_free(q);
 	srv_pump(sc);
+}
+
+/* ---- streamed READs ---------------------------------------------------- */
+
+static void srv_stream_fill(struct srv_req *q);
+
+/* A streamed READ that cannot go on: the peer sees its reply cut short. */
+static void srv_stream_fail(struct srv_req *q, int err, const char *what)
+{
+	char why[BLB_NAME_MAX + 160];
+
+	if (!q->c || q->failed)
+		return;
+	q->failed = true;
+	snprintf(why, sizeof(why), "a READ of %s failed after its reply "
+		 "began (%s): %s", q->op.name, what, strerror(-err));
+	bl_msgr_conn_abort(q->c, err, why);
+}
+
+/* Drops @q's oldest piece (read, not queued): its memory is back. */
+static void srv_piece_drop(struct srv_req *q)
+{
+	struct srv_piece *d = &q->pc[q->pc_head];
+
+	bl_list_clear(&d->op.data);
+	srv_mem(q, -(int64_t)d->len);
+	if (q->sc)
+		q->sc->read_bytes -= d->len;
+	q->pc_head = (q->pc_head + 1) % SRV_STREAM_DEPTH;
+	q->pc_n--;
+}
+
+/*
+ * A stream whose client is gone or failed: the pieces read drop from the
+ * front (those still reading come back through srv_piece_done()); once
+ * the client is gone and no piece is left, @q goes.
+ */
+static void srv_stream_drain(struct srv_req *q)
+{
+	struct srv_conn *sc = q->sc;
+
+	while (q->pc_n && q->pc[q->pc_head].ready)
+		srv_piece_drop(q);
+	if (q->pc_n || q->in_cb)
+		return;
+	if (!q->c) {
+		srv_req_free(q);
+	} else if (q->early) {
+		/* answered plainly: the connection goes on */
+		sc->stream = NULL;
+		srv_req_free(q);
+		srv_pump(sc);
+	}
+}
+
+/*
+ * A streamed READ whose reply has not begun answers as one that is not
+ * streamed would: an error, or the bytes of an object shorter than asked
+ * (@res of them, in @data).  What is still reading drains quietly.
+ */
+static void srv_stream_answer(struct srv_req *q, int64_t res,
+			      struct bl_list *data)
+{
+	srv_reply(q->c, q->tag, res, data);
+	q->failed = true;
+	q->early = true;
+}
+
+/*
+ * The first piece is read: the reply frame begins now, its length known
+ * to be the whole READ's (a later piece that comes short resets the
+ * client); or, an error or a short object, a plain answer.
+ */
+static void srv_stream_head(struct srv_req *q)
+{
+	struct srv_piece *p = &q->pc[q->pc_head];
+	int r;
+
+	if (p->op.res != (ssize_t)p->len) {
+		srv_stream_answer(q, p->op.res,
+				  p->op.res >= 0 ? &p->op.data : NULL);
+		return;
+	}
+	r = bl_msgr_stream_begin(q->c, T_REPLY, 16 + q->len);
+	if (r < 0)
+		srv_stream_answer(q, r, NULL);
+	else
+		q->begun = true;
+}
+
+/* The kernel took a piece (or never will): its memory is back. */
+static void srv_piece_sent(void *arg, int res)
+{
+	struct srv_req *q = arg;
+	struct srv_conn *sc = q->sc;
+	uint64_t n = q->len - q->taken < SRV_PIECE ? q->len - q->taken
+						    : SRV_PIECE;
+
+	q->taken += n;
+	srv_mem(q, -(int64_t)n);
+	sc->read_bytes -= n;
+	if (q->taken == q->len || res < 0) {
+		/* all of it in the kernel, or the connection is closing */
+		if (q->taken < q->len)
+			return;	/* srv_on_close() ends the stream */
+		/* the whole reply is in the kernel */
+		sc->stream = NULL;
+		srv_req_free(q);
+		srv_pump(sc);
+		return;
+	}
+	srv_stream_fill(q);
+}
+
+/* Read pieces go to the messenger in order, as they are ready. */
+static void srv_stream_push(struct srv_req *q)
+{
+	while (q->c && !q->failed && q->pc_n && q->pc[q->pc_head].ready) {
+		struct srv_piece *p = &q->pc[q->pc_head];
+		struct bl_list l;
+		int r = 0;
+
+		if (p->op.res != (ssize_t)p->len) {
+			/* an error, or an object shorter than the READ asked */
+			srv_stream_fail(q, p->op.res < 0 ? (int)p->op.res : -EIO,
+					p->op.res < 0 ? "reading it"
+						      : "the object is shorter");
+			return;
+		}
+		bl_list_init(&l);
+		if (q->taken == 0 && p->op.off == q->op.off) {
+			/* the reply's header rides on the first piece */
+			r = bl_encode_u64(&l, q->tag);
+			if (r == 0)
+				r = bl_encode_u64(&l, q->len);
+		}
+		if (r == 0)
+			r = bl_list_claim_append(&l, &p->op.data);
+		if (r == 0)
+			r = bl_msgr_stream_add(q->c, &l, srv_piece_sent, q);
+		bl_list_clear(&l);
+		bl_list_clear(&p->op.data);
+		q->pc_head = (q->pc_head + 1) % SRV_STREAM_DEPTH;
+		q->pc_n--;
+		if (r < 0) {
+			/* its callback will not run: the memory is back now */
+			srv_mem(q, -(int64_t)p->len);
+			q->sc->read_bytes -= p->len;
+			srv_stream_fail(q, r, "queueing it");
+			return;
+		}
+	}
+}
+
+/* A piece's disk read is over. */
+static void srv_piece_done(struct blb_op *op)
+{
+	struct srv_piece *p = (struct srv_piece *)op;
+	struct srv_req *q = p->q;
+
+	p->ready = true;
+	q->in_cb = true;
+	if (q->c && !q->failed && !q->begun && q->pc[q->pc_head].ready)
+		srv_stream_head(q);
+	if (q->c && !q->failed && q->begun) {
+		srv_stream_push(q);
+		srv_stream_fill(q);
+	}
+	q->in_cb = false;
+	if (!q->c || q->failed)
+		srv_stream_drain(q);
+}
+
+/* Starts the reads of the next pieces, as far as the budgets allow. */
+static void srv_stream_fill(struct srv_req *q)
+{
+	struct srv *s = q->s;
+
+	while (q->c && !q->failed && q->issued < q->len) {
+		uint64_t n = q->len - q->issued < SRV_PIECE ? q->len - q->issued
+							     : SRV_PIECE;
+		struct srv_piece *p = &q->pc[(q->pc_head + q->pc_n) %
+					     SRV_STREAM_DEPTH];
+		int r;
+
+		/* read ahead: pieces read or queued, not yet taken */
+		if (q->issued - q->taken + n > SRV_STREAM_DEPTH * SRV_PIECE)
+			return;
+		if (s->mem + n > s->o.max_memory) {
+			s->starved = true;	/* srv_pump_all() goes on */
+			return;
+		}
+		memset(&p->op, 0, sizeof(p->op));
+		bl_list_init(&p->op.data);
+		p->op.done = srv_piece_done;
+		p->op.fd = -1;
+		p->op.objno = q->op.objno;
+		p->op.off = q->op.off + q->issued;
+		memcpy(p->op.name, q->op.name, sizeof(p->op.name));
+		p->op.t0 = blb_now();
+		p->q = q;
+		p->len = n;
+		p->ready = false;
+		q->t->obj_span = q->span;
+		r = q->t->ops->read(q->t, &p->op, (size_t)n);
+		if (r < 0) {
+			if (q->begun)
+				srv_stream_fail(q, r, "starting it");
+			else if (!q->failed)
+				srv_stream_answer(q, r, NULL);
+			return;
+		}
+		q->pc_n++;
+		q->issued += n;
+		srv_mem(q, (int64_t)n);
+		q->sc->read_bytes += n;
+	}
+}
+
+/* Starts streaming READ @q: its first pieces' reads. */
+static void srv_stream_start(struct srv_req *q)
+{
+	q->sc->stream = q;
+	srv_stream_fill(q);
+	if (q->failed)
+		srv_stream_drain(q);
+}
+
+/* Memory came back: what waited for it starts (from the main loop). */
+static void srv_pump_all(struct srv *s)
+{
+	struct srv_conn *sc, *next;
+
+	s->pump_due = false;
+	s->starved = false;
+	for (sc = s->conns; sc; sc = next) {
+		struct srv_req *q = sc->stream;
+
+		next = sc->next;
+		if (q) {
+			/* a failed read start may end the connection at once
+			 * (nothing of it in flight): @sc is gone then */
+			bool gone;
+
+			q->in_cb = true;
+			srv_stream_fill(q);
+			q->in_cb = false;
+			gone = !q->c;
+			if (gone || q->failed)
+				srv_stream_drain(q);
+			if (gone)
+				continue;
+		}
+		srv_pump(sc);
+	}
 }
 
 /* A disk op is over: answer, unless the client went away meanwhile. */
@@ -196,7 +521,12 @@ static void srv_read_start(struct srv_req *q)
 	struct srv_conn *sc = q->sc;
 	int r;
 
+	if (srv_streamed(q)) {
+		srv_stream_start(q);
+		return;
+	}
 	sc->read_bytes += q->len;
+	srv_mem(q, (int64_t)q->len);
 	q->t->obj_span = q->span;
 	q->op.t0 = blb_now();
 	r = q->t->ops->read(q->t, &q->op, q->len);
@@ -218,6 +548,7 @@ static struct srv_conn *srv_conn_of(struct srv *s, struct bl_msgr_conn *c)
 	sc = calloc(1, sizeof(*sc));
 	if (!sc)
 		return NULL;
+	sc->s = s;
 	sc->c = c;
 	sc->next = s->conns;
 	s->conns = sc;
@@ -269,6 +600,14 @@ static struct blb_target *srv_target(struct srv *s, uint32_t flags,
 	return s->tgt[i];
 }
 
+/* The longest payload a client may send: half the budget at most. */
+static uint64_t srv_max_payload(const struct srv *s)
+{
+	uint64_t half = s->o.max_memory / 2;
+
+	return half < TCP_MAX_PAYLOAD ? half : TCP_MAX_PAYLOAD;
+}
+
 static void srv_hello(struct srv *s, struct bl_msgr_conn *c, uint64_t tag,
 		      struct blb_target *t)
 {
@@ -284,14 +623,13 @@ static void srv_hello(struct srv *s, struct bl_msgr_conn *c, uint64_t tag,
 	r |= bl_encode_u32(&l, t->slots);
 	r |= bl_encode_u32(&l, (uint32_t)t->mem_align);
 	r |= bl_encode_u32(&l, (uint32_t)t->off_align);
-	r |= bl_encode_u64(&l, TCP_MAX_PAYLOAD);
+	r |= bl_encode_u64(&l, srv_max_payload(s));
 	r |= bl_encode_bytes(&l, t->desc, strlen(t->desc));
 	/* last, so that a client that predates it reads on without it */
 	r |= bl_encode_u32(&l, (uint32_t)t->blk_align);
 	if (r == 0)
 		srv_reply(c, tag, 0, &l);
 	bl_list_clear(&l);
-	(void)s;
 }
 
 static int srv_list_one(void *arg, const char *name)
@@ -324,6 +662,20 @@ static int srv_list(struct blb_target *t, const char *prefix,
 		r = bl_list_claim_append(out, &names);
 	bl_list_clear(&names);
 	return r;
+}
+
+/* A WRITE refused for the budget: said once a second at most. */
+static void srv_refuse(struct srv *s, size_t len)
+{
+	double now = blb_now();
+
+	if (now - s->refused_said < 1)
+		return;
+	s->refused_said = now;
+	fprintf(stderr, "blbench serve: --max-memory %llu MiB in use (%llu "
+		"MiB held): a WRITE of %zu bytes refused (ENOBUFS)\n",
+		(unsigned long long)(s->o.max_memory >> 20),
+		(unsigned long long)(s->mem >> 20), len);
 }
 
 static void srv_on_frame(void *arg, struct bl_msgr_conn *c,
@@ -399,6 +751,11 @@ static void srv_on_frame(void *arg, struct bl_msgr_conn *c,
 		if (data_off < bl_iter_offset(&it) ||
 		    data_off > bl_list_length(&f->payload))
 			goto bad;
+		if (s->mem + bl_list_length(&f->payload) > s->o.max_memory) {
+			srv_refuse(s, bl_list_length(&f->payload));
+			srv_reply(c, tag, -ENOBUFS, NULL);
+			break;
+		}
 		q = srv_req_new(s, c, tag, T_WRITE);
 		if (!q) {
 			srv_reply(c, tag, -ENOMEM, NULL);
@@ -410,6 +767,7 @@ static void srv_on_frame(void *arg, struct bl_msgr_conn *c,
 		/* keep only the data: it starts aligned, as the client padded it */
 		bl_list_splice(&f->payload, 0, data_off, NULL);
 		bl_list_swap(&q->payload, &f->payload);
+		srv_mem(q, (int64_t)bl_list_length(&q->payload));
 		r = 0;
 		if (t->off_align > 1)	/* copies only what is misaligned */
 			r = bl_list_rebuild_aligned_size_and_memory(
@@ -438,15 +796,13 @@ static void srv_on_frame(void *arg, struct bl_msgr_conn *c,
 		q->t = t;
 		q->len = len;
 		q->span = span;
-		if (sc->read_bytes && sc->read_bytes + len > SRV_READ_BUDGET) {
-			if (sc->wait_tail)
-				sc->wait_tail->wnext = q;
-			else
-				sc->wait = q;
-			sc->wait_tail = q;
-		} else {
-			srv_read_start(q);
-		}
+		/* in order, as the budgets allow */
+		if (sc->wait_tail)
+			sc->wait_tail->wnext = q;
+		else
+			sc->wait = q;
+		sc->wait_tail = q;
+		srv_pump(sc);
 		break;
 	}
 	case T_REMOVE:
@@ -491,7 +847,7 @@ static void srv_on_close(void *arg, struct bl_msgr_conn *c, int err,
 {
 	struct srv *s = arg;
 	struct srv_conn **pp, *sc = NULL;
-	struct srv_req *q;
+	struct srv_req *q, *stream = NULL;
 
 	/* every reply's callback has run: READs still waiting never start */
 	for (pp = &s->conns; *pp; pp = &(*pp)->next)
@@ -505,6 +861,8 @@ static void srv_on_close(void *arg, struct bl_msgr_conn *c, int err,
 		sc->wait = q->wnext;
 		srv_req_free(q);
 	}
+	if (sc)
+		stream = sc->stream;
 	free(sc);
 	/* disk ops of this client finish, but their answers go nowhere */
 	for (q = s->reqs; q; q = q->next)
@@ -512,6 +870,9 @@ static void srv_on_close(void *arg, struct bl_msgr_conn *c, int err,
 			q->c = NULL;
 			q->sc = NULL;
 		}
+	/* its pieces still reading end it (srv_piece_done) */
+	if (stream)
+		srv_stream_drain(stream);
 	if (err)
 		fprintf(stderr, "blbench serve: a client went away: %s\n", reason);
 }
@@ -586,11 +947,13 @@ int blb_serve(const struct blb_opts *o)
 	struct bl_uring_params p;
 	char shown[BLB_NAME_MAX] = "";
 	const char *why;
+	uint64_t pool;
 	struct srv s;
 	int lfd, gai = 0, r;
 
 	memset(&s, 0, sizeof(s));
 	s.o = *o;
+	s.mem = (uint64_t)SRV_RING_BUFS * SRV_RING_BUF;	/* the receive ring */
 	lfd = srv_listen(o->listen, shown, sizeof(shown), &gai);
 	if (lfd < 0) {
 		fprintf(stderr, "blbench serve: cannot listen on %s: %s\n",
@@ -605,7 +968,11 @@ int blb_serve(const struct blb_opts *o)
 		close(lfd);
 		return BLB_EXIT_FAIL;
 	}
-	blb_ring_pool(s.u, SRV_POOL_BUFS, SRV_POOL_BUF);
+	pool = o->max_memory / 8 / SRV_POOL_BUF;
+	pool = blb_ring_pool(s.u, pool < SRV_POOL_BUFS ? (unsigned)pool
+						      : SRV_POOL_BUFS,
+			     SRV_POOL_BUF);
+	s.mem += (uint64_t)pool * SRV_POOL_BUF;
 	/* the buffered target now, so that a bad --target fails at once */
 	if (!srv_target(&s, 0, &why)) {
 		fprintf(stderr, "blbench serve: %s\n", why);
@@ -617,10 +984,12 @@ int blb_serve(const struct blb_opts *o)
 	co.on_frame = srv_on_frame;
 	co.on_close = srv_on_close;
 	co.arg = &s;
-	co.max_payload = TCP_MAX_PAYLOAD;
+	co.max_payload = srv_max_payload(&s);
+	co.nbufs = SRV_RING_BUFS;
+	co.buf_size = SRV_RING_BUF;
 	co.align_data = true;	/* WRITE data lands 4096-aligned for O_DIRECT */
 	co.max_inflight = SRV_MAX_INFLIGHT;	/* every request is answered */
-	co.idle_timeout_ms = SRV_IDLE_MS;
+	co.idle_timeout_ms = o->idle_timeout * 1000u;
 	co.header_timeout_ms = SRV_HEADER_MS;
 	s.ms = bl_msgr_server_new(s.u, lfd, &co);
 	if (!s.ms) {
@@ -636,6 +1005,8 @@ int blb_serve(const struct blb_opts *o)
 
 	r = 0;
 	while (!blb_stop) {
+		if (s.pump_due)
+			srv_pump_all(&s);
 		r = bl_msgr_server_poll(s.ms, 250);
 		if (r < 0 && r != -EINTR && r != -ETIME && r != -EAGAIN) {
 			fprintf(stderr, "blbench serve: %s\n", strerror(-r));

@@ -37,11 +37,16 @@ enum blb_mode {
 /* --op-timeout: its default and largest value, in seconds */
 #define BLB_OP_TIMEOUT 30
 #define BLB_OP_TIMEOUT_MAX 86400u
+/* serve --max-memory: its default and smallest value, in bytes */
+#define BLB_SERVE_MEMORY ((uint64_t)1 << 30)
+#define BLB_SERVE_MEMORY_MIN ((uint64_t)16 << 20)
+/* serve --idle-timeout: its default, in seconds */
+#define BLB_SERVE_IDLE 120
 
 /*
  * The command line, parsed.  Targets read mode, direct, concurrent,
  * op_size, object_size, hints, conf and op_timeout; `blbench serve` also
- * target and listen.
+ * target, listen, max_memory and idle_timeout.
  */
 struct blb_opts {
 	enum blb_mode mode;
@@ -66,6 +71,8 @@ struct blb_opts {
 	const char *pool;		/* -p: without --target, rados:POOL */
 	bool rb_compat;			/* --rados-bench-compat */
 	const char *listen;		/* serve: HOST:PORT */
+	uint64_t max_memory;		/* serve: --max-memory bytes */
+	unsigned idle_timeout;		/* serve: --idle-timeout s; 0: none */
 	const char *conf;		/* -c: ceph.conf for rados: (NULL: $CEPH_CONF) */
 	/* file: this process holds the file's lock already (serve's O_DIRECT
 	 * target, opened beside its buffered one) */
@@ -255,8 +262,9 @@ struct bl_uring *blb_make_ring(const struct blb_opts *o);
  * Registered buffers for @u's large reads: @nbufs of @size bytes, or as
  * many as the memlock limit allows (halving down to one); none when not
  * even one can be registered (reads then take fresh memory).
+ * Returns how many buffers it registered.
  */
-void blb_ring_pool(struct bl_uring *u, unsigned nbufs, size_t size);
+unsigned blb_ring_pool(struct bl_uring *u, unsigned nbufs, size_t size);
 /*
  * Submit through @u, making room once if the queue is full (completions
  * it runs only hand ops to their owners, so that is safe here) unless
