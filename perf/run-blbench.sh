@@ -209,38 +209,8 @@ done
 
 # medians, min-max, and the geometric mean of the per-round ratios
 echo
-echo "| target | blbench MB/s (median, min-max) | fio MB/s (median, min-max) | blbench / fio (geomean of rounds) |"
-echo "|---|---|---|---|"
-for t in dir fresh direct; do
-	awk -v t="$t" '
-		$2 != t { next }
-		$1 == "blbench" { b[++nb] = $3 }
-		$1 == "fio" { f[++nf] = $3 }
-		function sort(a, n,    i, j, x) {
-			for (i = 2; i <= n; i++) {
-				x = a[i]
-				for (j = i - 1; j >= 1 && a[j] > x; j--)
-					a[j + 1] = a[j]
-				a[j + 1] = x
-			}
-		}
-		function median(a, n) {
-			return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-		}
-		END {
-			n = (nb < nf) ? nb : nf
-			lr = 0; k = 0
-			for (i = 1; i <= n; i++)
-				if (b[i] > 0 && f[i] > 0) { lr += log(b[i] / f[i]); k++ }
-			g = k ? 100 * exp(lr / k) : 0
-			sort(b, nb); sort(f, nf)
-			if (t == "dir")
-				name = "dir (buffered, new files)"
-			else if (t == "fresh")
-				name = "new preallocated file, O_DIRECT"
-			else
-				name = "raw file written before, O_DIRECT"
-			printf "| %s | %.0f (%.0f-%.0f) | %.0f (%.0f-%.0f) | %.1f%% |\n",
-				name, median(b, nb), b[1], b[nb], median(f, nf), f[1], f[nf], g
-		}' "$results"
-done
+echo "| target | blbench MB/s (median, min-max) | fio MB/s (median, min-max) | blbench / fio (medians) | blbench / fio (geomean of rounds) |"
+echo "|---|---|---|---|---|"
+table_row "$results" dir "dir (buffered, new files)"
+table_row "$results" fresh "new preallocated file, O_DIRECT"
+table_row "$results" direct "raw file written before, O_DIRECT"
