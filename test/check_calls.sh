@@ -19,7 +19,7 @@
 # header's inline fast path calling its own layer's slow path, is such an
 # edge: a loop that only it closes goes into ALLOW with its reason (none
 # does today).  Objects: the convenience
-# library's (every src/*.c) and the tools' (tools/*.c; blbench and
+# library's (every src/LAYER/*.c) and the tools' (tools/*.c; blbench and
 # msgbench are separate programs, and each resolves first among its own
 # files, then in the library).
 #
@@ -59,22 +59,22 @@ obj()
 : >"$tmp"
 nobj=0
 missing=
-for c in "$top_srcdir"/src/*.c "$top_srcdir"/tools/*.c; do
+for c in "$top_srcdir"/src/*/*.c "$top_srcdir"/tools/*.c; do
 	[ -f "$c" ] || continue
-	dir=${c%/*}
-	dir=${dir##*/}			# src or tools
+	dir=${c#"$top_srcdir"/}
+	dir=${dir%/*}			# src/LAYER or tools
 	name=${c##*/}
 	name=${name%.c}
 	o=$(obj "$top_builddir/$dir" "$name")
 	if [ -z "$o" ]; then
 		# a tool's optional part (blbench's rados target) may be off;
 		# every file of src/ is in the library
-		[ "$dir" = src ] && missing="$missing $dir/$name.c"
+		case $dir in src/*) missing="$missing $dir/$name.c" ;; esac
 		continue
 	fi
 	# the program an object belongs to: the library, or the tool named
 	# by the object's prefix (blbench-blbench_dir.o: blbench)
-	if [ "$dir" = src ]; then
+	if [ "${dir%%/*}" = src ]; then
 		unit=lib
 	else
 		unit=${o##*/}

@@ -125,7 +125,7 @@ fi
 list_re="(->|\\.)[[:space:]]*($list_fields)([^A-Za-z0-9_]|\$)|bl__chunk"
 iter_re="(->|\\.)[[:space:]]*($iter_fields)([^A-Za-z0-9_]|\$)"
 
-files=$(cd "$top_srcdir" && ls src/*.c src/*.h src/*.cc tools/*.c tools/*.h \
+files=$(cd "$top_srcdir" && ls src/*/*.c src/*/*.h src/*/*.cc tools/*.c tools/*.h \
 	examples/*.c 2>/dev/null)
 
 for f in $files; do
@@ -164,7 +164,7 @@ for f in $files; do
 	# 3: includes
 	for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' \
 			"$top_srcdir/$f"); do
-		[ -f "$src/$h" ] || continue	# config.h, tools' own headers
+		ls "$src"/*/"$h" >/dev/null 2>&1 || continue	# config.h, tools' own headers
 		hr=$(rank "$h")
 		if [ "$r" = tools ]; then
 			complain "$f" include "$f: includes the library's private $h"

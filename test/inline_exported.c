@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * inline_exported.c - reaches the exported symbols of the headers' inline
- * functions (src/api_inline.c), as a caller that cannot inline C would.
+ * functions (src/core/api_inline.c), as a caller that cannot inline C would.
  * The headers define static inline functions of the same names; this
  * file never calls those, so none is emitted here, and the assembler
  * names below bind to the library's global symbols.

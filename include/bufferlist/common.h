@@ -21,7 +21,7 @@
  * that the common case costs the caller no call, and that the library
  * exports as well, under the same name, for callers that cannot compile
  * C (FFI): the library builds the same bodies once more, non-static, in a
- * file that defines BL__EXPORT_INLINES (src/api_inline.c).  The inline
+ * file that defines BL__EXPORT_INLINES (src/core/api_inline.c).  The inline
  * body calls the library for anything but the common case.
  */
 #ifdef BL__EXPORT_INLINES

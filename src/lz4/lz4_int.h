@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lz4_int.h - what src/lz4.c shares with its tests.  Never installed.
+ * lz4_int.h - what src/lz4/lz4.c shares with its tests.  Never installed.
  */
 #ifndef BUFFERLIST_LZ4_INT_H
 #define BUFFERLIST_LZ4_INT_H
