@@ -15,7 +15,12 @@
 #      two cannot drift) with `pkg-config --cflags --libs bufferlist`
 #      against the installed -dev package, runs it and compares its output
 #      with the README's; links a program against the Ceph bridge's -dev
-#      package the same way; runs `blbench --version` from the tools.
+#      package the same way; runs `blbench --version` from the tools;
+#   5. builds the RPM packages from the same tarball with `rpmbuild -ta`
+#      (bufferlist.spec comes with it) and checks what each holds, so the
+#      spec is proven on every run, not only on an RPM distribution.
+#      Debian's rpm database knows none of the build dependencies dpkg
+#      installed, so rpmbuild runs with --nodeps; BL_PKG_RPM=0 skips it.
 #
 # Usage: check-package.sh TOP_SRCDIR TARBALL WORKDIR
 # Environment: BL_PKG_NOCHECK=1 builds with DEB_BUILD_OPTIONS=nocheck
@@ -218,4 +223,39 @@ case $out in
 *) die "blbench --version says '$out', not $version" ;;
 esac
 say "blbench --version: $out"
+
+# --- 5. RPM ---------------------------------------------------------------
+if [ "${BL_PKG_RPM:-1}" = 1 ]; then
+	need rpm
+	top=$work/rpm
+	mkdir -p "$top"
+	say "rpmbuild -ta --nodeps --nocheck (log: $work/rpmbuild.log)"
+	t1=$(date +%s)
+	rpmbuild -ta --nodeps --nocheck --define "_topdir $top" \
+		--define "_smp_mflags -j$jobs" "$tarball" \
+		>"$work/rpmbuild.log" 2>&1 ||
+		{ tail -n 60 "$work/rpmbuild.log"; die "rpmbuild failed"; }
+	rpmholds() {	# rpmholds PACKAGE PATH-REGEX...
+		r=$(ls "$top"/RPMS/*/"$1-$version"-*.rpm 2>/dev/null) ||
+			die "rpmbuild made no $1-$version package"
+		rpm -qlp "$r" >"$work/contents" 2>/dev/null ||
+			die "rpm -qlp ${r##*/}"
+		shift
+		for re in "$@"; do
+			grep -Eq "$re" "$work/contents" || die "${r##*/} lacks $re"
+		done
+	}
+	rpmholds libbufferlist '/libbufferlist\.so\.0$'
+	rpmholds libbufferlist-devel '/usr/include/bufferlist\.h$' \
+		'/libbufferlist\.so$' '/pkgconfig/bufferlist\.pc$' \
+		'/man3/bl_list_init\.3' '/man7/bufferlist\.7'
+	rpmholds libbufferlist-static '/libbufferlist\.a$'
+	rpmholds bufferlist-tools '/usr/bin/blbench$' '/usr/bin/msgbench$' \
+		'/man1/blbench\.1'
+	rpmholds libbufferlist-ceph '/libbufferlist_ceph\.so\.0$'
+	rpmholds libbufferlist-ceph-devel '/usr/include/bufferlist/ceph\.h$' \
+		'/pkgconfig/bufferlist-ceph\.pc$'
+	say "rpm: 6 packages of $version built in $(($(date +%s) - t1)) s," \
+		"contents where expected"
+fi
 say "ok ($(($(date +%s) - t0)) s)"
