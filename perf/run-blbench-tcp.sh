@@ -39,14 +39,8 @@
 #   BL_BENCH_RAW       file to keep the raw lines in
 set -u
 
-bb=${1:-}
-if [ -z "$bb" ]; then
-	if [ -x ./blbench ]; then bb=./blbench; else bb=$(command -v blbench); fi
-fi
-if [ -z "$bb" ] || [ ! -x "$bb" ]; then
-	echo "usage: $0 [BLBENCH [MSGBENCH]]   (build blbench first)" >&2
-	exit 1
-fi
+. "$(dirname "$0")/rounds-lib.sh"
+bb=$(bench_blbench "$0" "${1:-}" "build blbench first") || exit 1
 mb=${2:-$(dirname "$bb")/msgbench}
 if [ ! -x "$mb" ]; then
 	echo "$0: cannot find msgbench at $mb (build it, or pass its path)" >&2
@@ -64,14 +58,7 @@ cases=${BL_BENCH_CASES:-"seq:1 seq:4 seq:16 rand:1 rand:4 rand:16 write:16"}
 addr=127.0.0.1:$port
 tck=$(getconf CLK_TCK)
 
-base=${BL_BENCH_DIR:-}
-if [ -z "$base" ]; then
-	base=$(mktemp -d /var/tmp/blbench-tcp.XXXXXX) || exit 1
-	made_base=1
-else
-	mkdir -p "$base" || exit 1
-	made_base=0
-fi
+bench_workdir blbench-tcp
 raw=$(mktemp "${TMPDIR:-/tmp}/blbench-tcp.XXXXXX") || exit 1
 out=$(mktemp "${TMPDIR:-/tmp}/blbench-tcp.XXXXXX") || exit 1
 spid=

@@ -61,13 +61,8 @@
 set -u
 
 bin=${1:-}
-if [ -z "$bin" ]; then
-	if [ -x ./blbench ]; then bin=./blbench; else bin=$(command -v blbench); fi
-fi
-if [ -z "$bin" ] || [ ! -x "$bin" ]; then
-	echo "usage: $0 [BLBENCH]   (build blbench first)" >&2
-	exit 1
-fi
+. "$(dirname "$0")/rounds-lib.sh"
+bin=$(bench_blbench "$0" "$bin" "build blbench first") || exit 1
 if ! command -v fio >/dev/null 2>&1; then
 	echo "$0: fio is not installed (scripts/install-deps.sh --bench installs it)" >&2
 	exit 1
@@ -79,14 +74,7 @@ secs=${BL_BENCH_SECONDS:-5}
 bs=4M
 depth=16
 
-base=${BL_BENCH_DIR:-}
-if [ -z "$base" ]; then
-	base=$(mktemp -d /var/tmp/blbench-perf.XXXXXX) || exit 1
-	made_base=1
-else
-	mkdir -p "$base" || exit 1
-	made_base=0
-fi
+bench_workdir blbench-perf
 raw="$base/raw.img"
 fresh="$base/fresh.img"
 results="$base/results"

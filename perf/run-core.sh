@@ -40,17 +40,8 @@ fi
 rounds=${BL_BENCH_ROUNDS:-5}
 filter=${BL_BENCH_FILTER:-}
 
-case ${BL_BENCH_MALLOC:-} in
-notrim)
-	GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432
-	export GLIBC_TUNABLES
-	;;
-"") ;;
-*)
-	echo "$0: BL_BENCH_MALLOC must be empty or notrim" >&2
-	exit 1
-	;;
-esac
+. "$(dirname "$0")/rounds-lib.sh"
+bench_malloc "$0" "" 1073741824
 
 progs="core"
 [ -x "$dir/bench_ceph" ] && progs="$progs ceph"
@@ -73,73 +64,23 @@ for p in $progs; do
 	fi
 done
 # The rows: bench_core's workloads first, then any only a peer has.
-cat "$tmp/list.core" >"$tmp/order"
-for p in $progs; do
-	grep -vxF -f "$tmp/order" "$tmp/list.$p" >"$tmp/extra"
-	cat "$tmp/extra" >>"$tmp/order"
-done
+bench_order "$tmp" "$progs"
 
 nw=$(wc -l <"$tmp/order")
 echo "# libbufferlist core benchmarks: $rounds round(s) of $nw workload(s), programs: $progs" >&2
 start=$(date +%s)
 
-: >"$tmp/results"
-r=1
-while [ "$r" -le "$rounds" ]; do
-	echo "#   round $r/$rounds" >&2
-	# rotate the program order: round 1 core first, round 2 the next ...
-	# shellcheck disable=SC2086 # split on purpose
-	set -- $progs
-	shift_by=$(( (r - 1) % $# ))
-	while [ "$shift_by" -gt 0 ]; do
-		first=$1
-		shift
-		set -- "$@" "$first"
-		shift_by=$((shift_by - 1))
-	done
-	order="$*"
-	while read -r w; do
-		for p in $order; do
-			grep -qxF "$w" "$tmp/list.$p" || continue
-			if ! "$dir/bench_$p" -q "=$w" </dev/null >"$tmp/out" 2>"$tmp/err"; then
-				echo "warning: bench_$p $w failed: $(head -c 300 "$tmp/err")" >&2
-				continue
-			fi
-			awk -v p="$p" '$1 == "RESULT" { print p, $2, $3, $4 }' \
-				"$tmp/out" >>"$tmp/results"
-		done
-	done <"$tmp/order"
-	r=$((r + 1))
-done
+bench_workloads "$dir" "$rounds" "$progs" "$tmp/order" "$tmp"
 end=$(date +%s)
 
 [ -n "${BL_BENCH_RAW:-}" ] && cp "$tmp/results" "$BL_BENCH_RAW"
 
 # Per (program, workload): median, min, max, unit, count.
-sort -k1,1 -k2,2 -k3,3g "$tmp/results" | awk '
-function flush() {
-	if (n == 0)
-		return
-	med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-	print key, med, v[1], v[n], unit, n
-	n = 0
-}
-{
-	k = $1 " " $2
-	if (k != key) {
-		flush()
-		key = k
-	}
-	v[++n] = $3
-	unit = $4
-}
-END { flush() }' >"$tmp/stats"
+bench_medians <"$tmp/results" >"$tmp/stats"
 
-cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
-ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo "?")
 echo
 echo "libbufferlist core benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "machine: ${cpu:-unknown CPU}, $ncpu CPU(s), $(uname -sr); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+bench_machine
 echo "rounds: $rounds, one process per workload and program, $((end - start)) s; allocator: ${BL_BENCH_MALLOC:-glibc default}"
 echo "ratio = how many times faster ours is (peer time / our time, or our GB/s / peer GB/s); > 1 means ours is faster"
 echo

@@ -30,17 +30,8 @@ fi
 rounds=${BL_BENCH_ROUNDS:-5}
 mib=${BL_BENCH_MIB:-256}
 
-case ${BL_BENCH_MALLOC:-notrim} in
-notrim)
-	GLIBC_TUNABLES=glibc.malloc.trim_threshold=4294967296:glibc.malloc.mmap_threshold=33554432
-	export GLIBC_TUNABLES
-	;;
-glibc) ;;
-*)
-	echo "$0: BL_BENCH_MALLOC must be notrim or glibc" >&2
-	exit 1
-	;;
-esac
+. "$(dirname "$0")/rounds-lib.sh"
+bench_malloc "$0" notrim 4294967296
 
 need=$((mib * 9 / 1024 + 1))
 avail=$(awk '/MemAvailable/ { print int($2 / 1048576) }' /proc/meminfo 2>/dev/null)

@@ -53,17 +53,8 @@ if [ -z "$mb" ]; then
 		mb=msgbench
 	fi
 fi
-case ${BL_BENCH_MALLOC:-} in
-notrim)
-	GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432
-	export GLIBC_TUNABLES
-	;;
-"") ;;
-*)
-	echo "$0: BL_BENCH_MALLOC must be empty or notrim" >&2
-	exit 1
-	;;
-esac
+. "$(dirname "$0")/rounds-lib.sh"
+bench_malloc "$0" "" 1073741824
 dir=$(dirname "$(command -v "$mb" 2>/dev/null || echo "$mb")")
 ceph=${BENCH_CEPH:-$dir/perf/bench_ceph}
 core=${BENCH_CORE:-$dir/perf/bench_core}

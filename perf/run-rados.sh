@@ -40,13 +40,9 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:-}
-if [ -z "$bin" ]; then
-	if [ -x ./blbench ]; then bin=./blbench; else bin=$(command -v blbench); fi
-fi
-if [ -z "$bin" ] || [ ! -x "$bin" ]; then
-	echo "usage: $0 [BLBENCH]   (build blbench with the Ceph bridge first)" >&2
-	exit 1
-fi
+. "$(dirname "$0")/rounds-lib.sh"
+bin=$(bench_blbench "$0" "$bin" \
+	"build blbench with the Ceph bridge first") || exit 1
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 rounds=${BL_BENCH_ROUNDS:-5}
 secs=${BL_BENCH_SECONDS:-10}

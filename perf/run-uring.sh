@@ -64,6 +64,8 @@ if [ -z "$fdir" ]; then
 	if [ -d /var/tmp ] && [ -w /var/tmp ]; then fdir=/var/tmp; else fdir=.; fi
 fi
 
+. "$(dirname "$0")/rounds-lib.sh"
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/blbench-uring.XXXXXX") || exit 1
 file="$fdir/bl-bench-uring.$$"
 trap 'rm -rf "$tmp"; rm -f "$file"' EXIT INT TERM
@@ -168,15 +170,7 @@ r=1
 while [ "$r" -le "$rounds" ]; do
 	echo "#   round $r/$rounds" >&2
 	# shellcheck disable=SC2086 # split on purpose
-	set -- $jobs
-	shift_by=$(( (r - 1) % $# ))
-	while [ "$shift_by" -gt 0 ]; do
-		first=$1
-		shift
-		set -- "$@" "$first"
-		shift_by=$((shift_by - 1))
-	done
-	for j in "$@"; do
+	for j in $(bench_rotate "$r" $jobs); do
 		run_job "$j"
 	done
 	r=$((r + 1))
@@ -184,16 +178,8 @@ done
 end=$(date +%s)
 [ -n "${BL_BENCH_RAW:-}" ] && cp "$tmp/results" "$BL_BENCH_RAW"
 
-# name median min max unit
-sort -k1,1 -k2,2g "$tmp/results" | awk '
-function flush() {
-	if (!n) return
-	med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-	print key, med, v[1], v[n], unit
-	n = 0
-}
-{ if ($1 != key) { flush(); key = $1 } v[++n] = $2; unit = $3 }
-END { flush() }' >"$tmp/stats"
+# name median min max unit count
+bench_medians <"$tmp/results" >"$tmp/stats"
 
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
 echo

@@ -20,7 +20,13 @@
 #      that exists and is not itself an alias;
 #   e. every page is listed in a man/*.am fragment (so that `make install`
 #      installs it, or, for pages installed only in some configurations,
-#      distributes it) and every page listed there exists.
+#      distributes it) and every page listed there exists;
+#   f. the errnos of each function's header comment are those its page
+#      lists under ERRORS (the convention: docs/ARCHITECTURE.md, "Errors,
+#      written twice"): each errno the comment names is in an entry that
+#      applies to the function, each entry naming the function is in its
+#      comment, and each entry for the whole page, and each errno of
+#      RETURN VALUE, is in the comment of one of the page's functions.
 # Prints every problem and exits 1 if there is any.
 #
 # Usage: check_man.sh [HEADER...]
@@ -115,6 +121,74 @@ done >"$tmp/decls.raw"
 while IFS='	' read -r h name decl; do
 	printf '%s\t%s\t%s\n' "$h" "$name" "$(printf '%s\n' "$decl" | normalize)"
 done <"$tmp/decls.raw" >"$tmp/decls"
+
+# The errnos of each function's header comment: "name<TAB>ERRNO" for
+# each -ERRNO from the "Return:" of the comment above its declaration (a
+# comment above a group of declarations is each one's) to its end, and
+# each bare ERRNO of the sentence after "errno set" or "with errno";
+# "name<TAB>=other" where it reads "Return: as other()", "-errno: as
+# other()", "the errors of other()" or "those of other()", whose errnos
+# it has too;
+# "name<TAB>" for every function.
+for f in "$hdrdir"/*.h; do
+	[ -f "$f" ] || continue
+	awk '
+	/^\/\*/ { c = ""; inc = 1 }
+	inc { c = c " " $0; if (index($0, "*/")) inc = 0; next }
+	/^BL_API(_INLINE)?[ \t]/ {
+		s = $0
+		while (!index(s, "(") && !index(s, ";") && (getline l) > 0)
+			s = s " " l
+		if (!index(s, "("))
+			next
+		s = substr(s, 1, index(s, "(") - 1)
+		sub(/[ \t]+$/, "", s)
+		if (!match(s, /[A-Za-z_][A-Za-z0-9_]*$/))
+			next
+		fn = substr(s, RSTART, RLENGTH)
+		print fn "\t"
+		t = c
+		gsub(/[ \t*\/]+/, " ", t)
+		t = index(t, "Return:") ? substr(t, index(t, "Return:")) : ""
+		u = t
+		while (match(u, /-E[A-Z][A-Z0-9]+/)) {
+			print fn "\t" substr(u, RSTART + 1, RLENGTH - 1)
+			u = substr(u, RSTART + RLENGTH)
+		}
+		if (match(t, /(errno set|with errno)/)) {
+			u = substr(t, RSTART + RLENGTH)
+			# to the end of the sentence
+			if (match(u, /\. [A-Z]/))
+				u = substr(u, 1, RSTART)
+			while (match(u, /(^|[^A-Za-z0-9_-])E[A-Z][A-Z0-9]+/)) {
+				e = substr(u, RSTART, RLENGTH)
+				sub(/^[^E]/, "", e)
+				if (e != "EOF")
+					print fn "\t" e
+				u = substr(u, RSTART + RLENGTH)
+			}
+		}
+		u = t
+		re = "(Return: as|-errno: as|errors of|those of) bl_[a-z0-9_]+[(][)]"
+		while (match(u, re)) {
+			e = substr(u, RSTART, RLENGTH - 2)
+			sub(/.* /, "", e)
+			print fn "\t=" e
+			u = substr(u, RSTART + RLENGTH)
+		}
+	}' "$f"
+done >"$tmp/herr.raw"
+# resolve "=other" (a chain of two at most)
+for pass in 1 2; do
+	awk -F'\t' '
+	NR == FNR { if ($2 != "" && $2 !~ /^=/) e[$1] = e[$1] " " $2; next }
+	{ print }
+	$2 ~ /^=/ { n = split(e[substr($2, 2)], w, " ")
+		for (i = 1; i <= n; i++) print $1 "\t" w[i] }' \
+		"$tmp/herr.raw" "$tmp/herr.raw" >"$tmp/herr.new"
+	mv "$tmp/herr.new" "$tmp/herr.raw"
+done
+grep -v '	=' "$tmp/herr.raw" | LC_ALL=C sort -u >"$tmp/herr"
 
 # 2. Functions the version scripts export (C names only: the C++ API of
 # ceph.hpp is exported by a wildcard and has no section 3 pages).
@@ -270,6 +344,132 @@ for page in "$mandir"/man[1-9]/*.[1-9]; do
 				"$(awk -F'\t' -v s="$fn" '$2 == s { print $3; exit }' \
 				   "$tmp/decls.raw")"
 	done
+
+	# f. ERRORS and RETURN VALUE against the header comments
+	awk -v page="man/$rel" -v names="$names" '
+	NR == FNR { if ($2 != "") h[$1, $2] = 1; next }
+	function qual(t,   n) {	# names of the functions a body opens with
+		q = ""
+		gsub(/\\%/, "", t)
+		for (;;) {
+			sub(/^([ \t(,:]|and[ \t]|only[ \t)]|\.BR[ \t])+/, "", t)
+			if (match(t, /^\\fB[a-z0-9_]+\\fR\(\)\)?/) ||
+			    match(t, /^[a-z0-9_]+ \(\)\)?/)) {
+				n = substr(t, 1, RLENGTH)
+				sub(/^\\fB/, "", n)
+				sub(/[\\ ].*$/, "", n)
+				q = q " " n
+				t = substr(t, RLENGTH + 1)
+			} else
+				return q
+		}
+	}
+	function flush(   n, w, i, k, qq, j, q2, parts) {
+		if (tag == "") { body = ""; return }
+		# an entry may give each function its own cause (after a .br,
+		# or on a line that opens with the function and a colon)
+		q2 = sq
+		if (q2 == "") {
+			k = split(body, parts, "\001")
+			for (j = 1; j <= k; j++) {
+				if (qual(parts[j]) == "") {
+					q2 = ""
+					break
+				}
+				q2 = q2 q
+			}
+		}
+		n = split(tag, w, /[^A-Z0-9]+/)
+		for (i = 1; i <= n; i++) {
+			if (w[i] !~ /^E[A-Z][A-Z0-9]+$/)
+				continue
+			if (skip && q2 == "")
+				cb_page[w[i]] = 1
+			else if (q2 == "")
+				page_e[w[i]] = 1
+			k = split(q2, qq, " ")
+			for (j = 1; j <= k; j++)
+				if (skip)
+					cb_fn[qq[j], w[i]] = 1
+				else
+					fn_e[qq[j], w[i]] = 1
+		}
+		tag = ""; body = ""
+	}
+	FNR == 1 {
+		nf = split(names, fns, " ")
+		names = ""
+		for (i = 1; i <= nf; i++) {
+			on[fns[i]] = 1
+			names = names (i > 1 ? ", " : "") fns[i]
+		}
+	}
+	/^\.SH/ { flush(); sec = $0; sub(/^\.SH[ \t]*/, "", sec); gsub(/"/, "", sec)
+		skip = 0; sq = ""; next }
+	sec == "ERRORS" && /^\.SS/ {
+		flush(); skip = ($0 ~ /Passed to/); sq = ""
+		t = $0; gsub(/\\%/, "", t)
+		if (match(t, /by bl_[a-z0-9_]+\(\)/))
+			sq = substr(t, RSTART + 3, RLENGTH - 5)
+		next
+	}
+	sec == "ERRORS" {
+		has_errors = 1
+		if ($0 == ".TP") { flush(); want = 1; next }
+		if (want) { tag = $0; want = 0; next }
+		if (tag == "")
+			next
+		if ($0 == ".br")
+			body = body "\001"
+		else if ($0 ~ /^\.BR \\%bl_[a-z0-9_]+ \(\):$/ && body != "")
+			body = body "\001 " $0
+		else
+			body = body " " $0
+		next
+	}
+	sec == "RETURN VALUE" {
+		t = $0
+		while (match(t, /\\-E[A-Z][A-Z0-9]+/)) {
+			rv[substr(t, RSTART + 2, RLENGTH - 2)] = 1
+			t = substr(t, RSTART + RLENGTH)
+		}
+	}
+	END {
+		flush()
+		if (!has_errors)
+			for (e in rv) page_e[e] = 1
+		for (k in fn_e) {
+			split(k, w, SUBSEP)
+			if (!(w[1] in on))
+				print page ": ERRORS names " w[1] \
+					", which its NAME section does not"
+			else if (!((w[1], w[2]) in h))
+				print page ": " w[1] ": " w[2] \
+					" is in ERRORS, not in its header comment"
+		}
+		for (e in page_e) {
+			for (i = 1; i <= nf; i++)
+				if ((fns[i], e) in h) break
+			if (i > nf)
+				print page ": " e " is in ERRORS, not in the header" \
+					" comment of " (nf > 1 ? "any of " : "") names
+		}
+		for (e in rv) {
+			for (i = 1; i <= nf; i++)
+				if ((fns[i], e) in h) break
+			if (i > nf && has_errors)
+				print page ": " e " is in RETURN VALUE, not in the" \
+					" header comment of " (nf > 1 ? "any of " : "") names
+		}
+		for (k in h) {
+			split(k, w, SUBSEP)
+			if ((w[1] in on) && !(w[2] in page_e) &&
+			    !((w[1], w[2]) in fn_e) && !(w[2] in cb_page) &&
+			    !((w[1], w[2]) in cb_fn))
+				print page ": " w[1] ": " w[2] \
+					" is in its header comment, not in ERRORS"
+		}
+	}' "$tmp/herr" "$page" | LC_ALL=C sort >>"$tmp/problems"
 done
 
 # e. the pages and the fragments that install them

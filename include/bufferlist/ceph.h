@@ -52,8 +52,8 @@ struct bl_rados;
  *        when no monitor answers within client_mount_timeout ...).
  * Return: new (close with bl_rados_close()), or NULL with *@err set (when
  * @err is not NULL; errno is not set): -EINVAL (@pool is NULL), -ENOMEM,
- * -EIO, or librados' error (-ENOENT, -ETIMEDOUT ...).  *@err is 0 on
- * success.
+ * -EIO, or librados' error (-ENOENT, -ETIMEDOUT, -EACCES, -EPERM ...).
+ * *@err is 0 on success.
  */
 BL_API struct bl_rados *bl_rados_open(const char *conf, const char *pool,
 				      int *err);

@@ -134,7 +134,7 @@ BL_API int bl_decode_struct_msg(const struct bl_struct_dec *s, char *buf,
 
 /*
  * Two's complement, little-endian, as the unsigned ones of codec.h.
- * Encoders: 0 or -ENOMEM.  Decoders: 0 or -ERANGE (truncated).
+ * Return: encoders 0 or -ENOMEM; decoders 0 or -ERANGE (truncated).
  */
 BL_API int bl_encode_s8(struct bl_list *l, int8_t v);
 BL_API int bl_encode_s16(struct bl_list *l, int16_t v);
@@ -148,7 +148,8 @@ BL_API int bl_decode_s64(struct bl_iter *it, int64_t *v);
 /*
  * bool: one byte, 1 or 0; decoding takes any non-zero byte as true, as
  * Ceph does.  float, double: the IEEE 754 bits little-endian (4 and 8
- * bytes).  Encoders: 0 or -ENOMEM.  Decoders: 0 or -ERANGE.
+ * bytes).
+ * Return: encoders 0 or -ENOMEM; decoders 0 or -ERANGE.
  */
 BL_API int bl_encode_bool(struct bl_list *l, bool v);
 BL_API int bl_decode_bool(struct bl_iter *it, bool *v);
@@ -167,11 +168,11 @@ BL_API int bl_decode_double(struct bl_iter *it, double *v);
  * (denc_signed_varint_lowz).  lba: a u32 LE word with a 1- to 3-bit
  * prefix for 12, 16 or 20 low zero bits (or none), then 7-bit groups
  * (denc_lba).
- * Encoders: 0, -ENOMEM, or -EINVAL for a value the layout cannot hold
- * (INT64_MIN for the signed ones; a value whose top two or three bits are
- * still set after the zero nibbles are shifted out, for the lowz ones),
- * which Ceph would write wrong.
- * Decoders: 0, -ERANGE (truncated), -EBADMSG (longer than 64 bits).
+ * Return: encoders 0, -ENOMEM, or -EINVAL for a value the layout cannot
+ * hold (INT64_MIN for the signed ones; a value whose top two or three bits
+ * are still set after the zero nibbles are shifted out, for the lowz
+ * ones), which Ceph would write wrong; decoders 0, -ERANGE (truncated),
+ * -EBADMSG (longer than 64 bits).
  */
 BL_API int bl_encode_signed_varint(struct bl_list *l, int64_t v);
 BL_API int bl_decode_signed_varint(struct bl_iter *it, int64_t *v);

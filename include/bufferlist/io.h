@@ -31,8 +31,9 @@ BL_BEGIN_DECLS
  * Return: 0 or -errno: -EAGAIN (a non-blocking fd that would block),
  * -EIO (the descriptor takes no more bytes), -EPIPE (the reader of a pipe
  * or socket went away), and the other errors of writev(2) and sendmsg(2)
- * (-EBADF, -EFBIG, -ENOSPC, -EDQUOT, -EINVAL for O_DIRECT misalignment,
- * ...), -EINVAL for a NULL @l.  @done says how far it got.
+ * (-EBADF, -EFBIG, -ENOSPC, -EDQUOT, -EFAULT, -EPERM, -EINVAL for
+ * O_DIRECT misalignment, ...), -EINVAL for a NULL @l.  @done says how far
+ * it got.
  */
 BL_API int bl_list_write_fd(const struct bl_list *l, int fd, size_t *done);
 
@@ -54,9 +55,9 @@ BL_API int bl_list_pwrite(const struct bl_list *l, int fd, off_t off,
  * was read.  @len is clamped to SSIZE_MAX, so SIZE_MAX reads to the end.
  * Return: bytes read (0 at end of file or for @len 0), or -errno: -EAGAIN
  * (nothing read yet), -ENOMEM, and the other errors of read(2) (-EBADF,
- * -EIO, -EISDIR, -EINVAL, ...); on failure @l is unchanged (bytes already
- * consumed from a pipe or socket are then lost, as with read(2) errors);
- * -EINVAL for a NULL @l.
+ * -EIO, -EISDIR, -ECONNRESET, -EINVAL, ...); on failure @l is unchanged
+ * (bytes already consumed from a pipe or socket are then lost, as with
+ * read(2) errors); -EINVAL for a NULL @l.
  */
 BL_API ssize_t bl_list_read_fd(struct bl_list *l, int fd, size_t len);
 
@@ -71,18 +72,20 @@ BL_API ssize_t bl_list_pread(struct bl_list *l, int fd, size_t len,
 /**
  * bl_list_read_file() - appends the whole file at @path.
  * Return: bytes read, or -errno with @l unchanged: -ENOMEM, or an error
- * of open(2) (-ENOENT, -EACCES, ...), fstat(2) or read(2) (-EISDIR, -EIO,
- * ...); -EINVAL for a NULL @l or @path.
+ * of open(2) (-ENOENT, -EACCES, -ENOTDIR, -ELOOP, -ENAMETOOLONG, -EMFILE,
+ * -EROFS, ...), fstat(2) or read(2) (-EISDIR, -EIO, ...); -EINVAL for a
+ * NULL @l or @path.
  */
 BL_API ssize_t bl_list_read_file(struct bl_list *l, const char *path);
 
 /**
  * bl_list_write_file() - writes @l to @path (created with @mode, truncated),
  * fsync'd.
- * Return: 0, or -errno: those of bl_list_write_fd() (-EPIPE for a FIFO
- * whose reader went away, without SIGPIPE; -ENOSPC, -EIO, ...), or an
- * error of open(2) (-ENOENT, -EACCES, ...), fsync(2) or close(2);
- * -EINVAL for a NULL @l or @path.
+ * Return: 0, or -errno: a write error as bl_list_write_fd() gives it
+ * (-EPIPE for a FIFO whose reader went away, without SIGPIPE; -ENOSPC,
+ * -EDQUOT, -EFBIG, -EIO, ...), or an error of open(2) (-ENOENT, -EACCES,
+ * -EISDIR, -ENOTDIR, -ELOOP, -ENAMETOOLONG, -EMFILE, -EROFS, ...),
+ * fsync(2) or close(2); -EINVAL for a NULL @l or @path.
  */
 BL_API int bl_list_write_file(const struct bl_list *l, const char *path,
 			      mode_t mode);

@@ -599,8 +599,8 @@ bl_msgr_server_new(struct bl_uring *u, int listen_fd,
  * Return: completions handled plus connections accepted (0 on timeout),
  * or -errno: an error of bl_uring_run() (-EDEADLK when called from a
  * callback of the ring, or an error of io_uring_enter(2)), or of poll(2)
- * (-ENOMEM; -EINTR is not an error).  Accept failures are not returned:
- * they are logged.
+ * (-ENOMEM, -EFAULT, -EINVAL; EINTR is not an error).  Accept failures
+ * are not returned: they are logged.
  */
 BL_API int bl_msgr_server_poll(struct bl_msgr_server *s, int timeout_ms);
 

@@ -561,7 +561,8 @@ BL_API int bl_raw_buf_index(const struct bl_raw *r);
 /**
  * bl_uring_submit() - submits what is queued.
  * Return: SQEs submitted (0 on the blocking back end), or -errno from
- * io_uring_enter(2) (-EBUSY, -EAGAIN, -EINTR, ...).
+ * io_uring_enter(2) (-EBUSY, -EAGAIN, -EINTR, -EBADR, -EBADF, -EFAULT,
+ * -EINVAL, ...).
  */
 BL_API int bl_uring_submit(struct bl_uring *u);
 
@@ -579,8 +580,9 @@ BL_API int bl_uring_submit(struct bl_uring *u);
  * queue, in order.
  * Return: operations completed, or -errno: -EDEADLK when called from one
  * of @u's callbacks (or while it is destroyed), else an error of
- * io_uring_enter(2) or, on the blocking back end, of poll(2) (-EINTR and
- * -ETIME are not errors: it returns the count).
+ * io_uring_enter(2) (-EBUSY, -EAGAIN, -EBADR, -EBADF, -EFAULT, -EINVAL,
+ * ...) or, on the blocking back end, of poll(2) (-ENOMEM, -EFAULT);
+ * EINTR and ETIME are not errors: it returns the count.
  */
 BL_API int bl_uring_run(struct bl_uring *u, unsigned min_complete,
 			int timeout_ms);
@@ -635,8 +637,8 @@ BL_API void bl_uring_expect_answer(struct bl_uring *u);
  * Return: bytes written (the length of @l), or -errno: -EINVAL (@u or @l
  * is NULL), -EDEADLK (called from a callback of @u), those of
  * bl_uring_write() (-ENOMEM, -EBUSY, -ECANCELED), the write's own error
- * (-EBADF, -EIO, -ENOSPC, -EINVAL for O_DIRECT misalignment, ...), or an
- * error of bl_uring_run().
+ * (-EBADF, -EIO, -ENOSPC, -EPIPE, -EINVAL for O_DIRECT misalignment,
+ * ...), or an error of bl_uring_run().
  */
 BL_API ssize_t bl_uring_write_wait(struct bl_uring *u, int fd, off_t off,
 				   const struct bl_list *l);
