@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <rados/librados.h>
 #include <bufferlist/ceph.h>
+#include <bufferlist/raw.h>
 #include "testutil.h"
 #include "ceph_int.h"
 
@@ -82,7 +83,7 @@ static void assert_data(const char *o, const char *want, size_t len)
 	struct bl_list got;
 
 	bl_list_init(&got);
-	ck_assert_int_eq(bl_rados_read(R, o, 0, 1 << 20, &got), (ssize_t)len);
+	ck_assert_int_eq(bl_rados_read(R, o, 0, 4 << 20, &got), (ssize_t)len);
 	tu_assert_list_eq(&got, want, len);
 	bl_list_clear(&got);
 }
@@ -728,6 +729,49 @@ START_TEST(test_aio_read2_gives_a_64_bit_result_to_a_completion)
 }
 END_TEST
 
+START_TEST(test_op_steps_send_thread_local_raws_as_a_copy)
+{
+	const char *o = oid("op_local");
+	struct bl_rados_completion *c = bl_rados_completion_create();
+	struct bl_rados_write_op *op = bl_rados_create_write_op();
+	struct bl_list_seg_iter it;
+	const struct bl_seg *seg;
+	struct bl_list l;
+	const char *key = "k";
+	const struct bl_list *vals[1];
+	unsigned char *want;
+	size_t len = (1 << 20) + 3;
+	uint64_t c0 = bl_rados_copied_bytes();
+	int64_t res = 1;
+
+	bl_list_init(&l);
+	bl_raw_set_thread_local(true);
+	want = make_list(&l, len, 50000);
+	vals[0] = &l;
+	BL_LIST_FOREACH_SEG(&l, it, seg)
+		ck_assert(bl_raw_is_thread_local(seg->raw));
+	/* the op keeps no reference to a thread-local raw: the aio
+	 * completion drops the op's references on a librados thread */
+	ck_assert_int_eq(bl_rados_write_op_write_full(op, &l), 0);
+	ck_assert_int_eq(bl_rados_write_op_omap_set(op, &key, vals, 1), 0);
+	BL_LIST_FOREACH_SEG(&l, it, seg)
+		ck_assert_uint_eq(bl_raw_nref(seg->raw), 1);
+	ck_assert_uint_eq(bl_rados_copied_bytes() - c0, 2 * len);
+	ck_assert_int_eq(bl_rados_aio_write_op_operate(op, R, o,
+						       bl_rados_completion_cb,
+						       c), 0);
+	bl_rados_release_write_op(op);
+	bl_list_clear(&l);
+	ck_assert_int_eq(bl_rados_completion_wait(c, 60000, &res), 0);
+	ck_assert_int_eq(res, 0);
+	bl_rados_completion_release(c);
+	bl_raw_set_thread_local(false);
+	assert_data(o, (const char *)want, len);
+	ck_assert_int_eq(bl_rados_remove(R, o), 0);
+	free(want);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -763,6 +807,13 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_aio_ops_complete_on_a_completion_after_the_op_is_released);
 	tcase_add_test(tc, test_aio_read2_gives_a_64_bit_result_to_a_completion);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("thread_local");
+	tcase_set_timeout(tc, 300);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_op_steps_send_thread_local_raws_as_a_copy);
+	tcase_add_checked_fixture(tc, NULL, tu_thread_local_off);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

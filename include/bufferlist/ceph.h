@@ -411,10 +411,10 @@ BL_API void *bl_rados_ioctx(struct bl_rados *r);
 /**
  * bl_rados_copied_bytes() - payload bytes the bridge itself copied on the
  * client side, summed over all handles since the process started.  Only
- * an aio write of a list holding thread-local raws (bl_raw_set_thread_local())
- * copies: the bridge's references go on a librados thread, so those lists
- * go as one copy in a shared raw.  What librados does inside is not
- * counted here.
+ * an aio write or a compound op step of a list holding thread-local raws
+ * (bl_raw_set_thread_local()) copies: the bridge's references may go on a
+ * librados thread, so those lists go as one copy in a shared raw.  What
+ * librados does inside is not counted here.
  * Return: that count; it cannot fail.
  */
 BL_API uint64_t bl_rados_copied_bytes(void);
@@ -508,7 +508,10 @@ BL_API int bl_rados_omap_clear(struct bl_rados *r, const char *oid);
  * result, it is spent (steps and submissions fail with -EINVAL) and only
  * waits to be released, which may be right after an aio submission
  * returns: the bridge keeps what librados points at until the completion.
- * An op is used by one thread at a time.
+ * An op is used by one thread at a time.  A list step holding a
+ * thread-local raw (bl_raw_set_thread_local()) keeps a copy instead
+ * (bl_rados_copied_bytes()): an aio completion drops the op's references
+ * on a librados thread.
  */
 
 /*

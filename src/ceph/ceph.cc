@@ -830,6 +830,28 @@ bool has_thread_local(const struct bl_list *l) noexcept
 	return false;
 }
 
+/*
+ * An op's references may be dropped on a librados thread (an aio
+ * submission moves them there), where a thread-local raw may not be
+ * touched: such a list goes to Ceph as a copy in one shared raw, as the
+ * aio writes do.  @to_ceph gets @l, or that copy.
+ */
+int to_ceph_shared(const struct bl_list *l, ::ceph::bufferlist *out,
+		   bl::ceph::list_ref *hold) noexcept
+{
+	if (!l || !has_thread_local(l))
+		return bl::ceph::to_ceph(l, out, hold);
+	tmp_list shared;
+	int e = bl_list_copy_shared(&shared.l, l);
+
+	if (e < 0)
+		return e;
+	e = bl::ceph::to_ceph(&shared.l, out, hold);
+	if (e >= 0)
+		g_copied.fetch_add(bl_list_length(l), std::memory_order_relaxed);
+	return e;
+}
+
 int aio_write_common(struct bl_rados *r, const char *oid,
 		     const struct bl_list *l, uint64_t off, wkind k,
 		     bl_rados_cb cb, void *arg)
@@ -1340,7 +1362,7 @@ bool keys_ok(const char *const *keys, size_t n) noexcept
 // by @hold); a key given twice keeps its last value.
 int omap_map(const char *const *keys, const struct bl_list *const *vals,
 	     size_t n, std::map<std::string, ::ceph::bufferlist> &m,
-	     bl::ceph::list_ref &hold)
+	     bl::ceph::list_ref &hold, bool for_op)
 {
 	if (!keys_ok(keys, n) || (n && !vals))
 		return -EINVAL;
@@ -1349,7 +1371,8 @@ int omap_map(const char *const *keys, const struct bl_list *const *vals,
 			return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
 		::ceph::bufferlist bl;
-		int e = bl::ceph::to_ceph(vals[i], &bl, &hold);
+		int e = for_op ? to_ceph_shared(vals[i], &bl, &hold)
+			       : bl::ceph::to_ceph(vals[i], &bl, &hold);
 
 		if (e < 0)
 			return e;
@@ -1384,7 +1407,7 @@ int bl_rados_omap_set(struct bl_rados *r, const char *oid,
 	return guarded([&] {
 		std::map<std::string, ::ceph::bufferlist> m;
 		bl::ceph::list_ref hold;
-		int e = omap_map(keys, vals, n, m, hold);
+		int e = omap_map(keys, vals, n, m, hold, false);
 
 		if (e < 0 || n == 0)
 			return e;
@@ -1494,7 +1517,7 @@ int wstep_list(struct bl_rados_write_op *op, const struct bl_list *l, F f) noexc
 		return -EINVAL;
 	return guarded([&] {
 		::ceph::bufferlist bl;
-		int e = bl::ceph::to_ceph(l, &bl, &op->hold);
+		int e = to_ceph_shared(l, &bl, &op->hold);
 
 		if (e < 0)
 			return e;
@@ -1575,7 +1598,7 @@ int bl_rados_write_op_omap_set(struct bl_rados_write_op *op,
 		return -EINVAL;
 	return guarded([&] {
 		std::map<std::string, ::ceph::bufferlist> m;
-		int e = omap_map(keys, vals, n, m, op->hold);
+		int e = omap_map(keys, vals, n, m, op->hold, true);
 
 		if (e < 0)
 			return e;
@@ -1762,8 +1785,8 @@ int bl_rados_read_op_cmpext(struct bl_rados_read_op *op,
 	return rstep(op, R_CMPEXT,
 		     [&](read_step &st) {
 			     st.prval = prval;
-			     return bl::ceph::to_ceph(cmp, &bl,
-						      &op->body->hold);
+			     return to_ceph_shared(cmp, &bl,
+						   &op->body->hold);
 		     },
 		     [&](librados::ObjectReadOperation &o, read_step &st) {
 			     o.cmpext(off, bl, &st.rval);
