@@ -4,14 +4,20 @@
  * from_ceph() between struct bl_list and in-memory ceph::bufferlists
  * (pointer identity proves that no byte moved, reference counts on both
  * sides prove who holds what, a failing allocator proves failed calls
- * change nothing), list_ref's moves, and the C API's argument checks.
- * Runs in `make check`; test/test_ceph.c does the I/O against a cluster.
+ * change nothing), list_ref's and unique_list's moves, completions,
+ * compound ops holding their lists' bytes, the 64-bit read result, and
+ * the argument checks of the C API and the C++ aio calls.  Runs in `make
+ * check`; inside `make check-ceph`'s cluster (CEPH_CONF, BL_CEPH_POOL) it
+ * also runs the C++ aio calls against it; test/test_ceph.c and
+ * test/test_ceph_ops.c do the C API's I/O.
  */
 #include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <type_traits>
 #include <vector>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -545,6 +551,300 @@ START_TEST(test_open_with_a_missing_conf_file_fails_with_enoent)
 }
 END_TEST
 
+/* ---- unique_list --------------------------------------------------------- */
+
+static_assert(!std::is_copy_constructible<bl::ceph::unique_list>::value &&
+		      !std::is_copy_assignable<bl::ceph::unique_list>::value,
+	      "unique_list is move-only");
+static_assert(std::is_nothrow_move_constructible<bl::ceph::unique_list>::value &&
+		      std::is_nothrow_move_assignable<bl::ceph::unique_list>::value,
+	      "unique_list moves without throwing");
+
+START_TEST(test_unique_list_clears_when_destroyed_and_moves_its_segments)
+{
+	struct bl_list src;
+	struct bl_ptr p;
+
+	bl_list_init(&src);
+	std::vector<char> want = make_list(&src, 5000, 300);
+	ck_assert_int_eq(bl_list_get_ptr(&src, 0, &p), 0);
+	unsigned n0 = bl_raw_nref(p.raw);
+	{
+		bl::ceph::unique_list a;
+
+		ck_assert_uint_eq(a.length(), 0);
+		// converts for the C calls
+		ck_assert_int_eq(bl_list_append_list(a, &src), 0);
+		ck_assert_uint_eq(a.length(), 5000);
+		ck_assert_uint_eq(bl_raw_nref(p.raw), n0 + 1);
+
+		bl::ceph::unique_list b(std::move(a));
+		ck_assert_uint_eq(a.length(), 0);
+		ck_assert_uint_eq(b.length(), 5000);
+		ck_assert_uint_eq(bl_raw_nref(p.raw), n0 + 1);
+		// the moved-from list is usable
+		ck_assert_int_eq(bl_list_append(a.get(), "xy", 2), 0);
+		ck_assert_uint_eq(bl_list_length(a.get()), 2);
+
+		// assignment drops what the target held
+		a = std::move(b);
+		ck_assert_uint_eq(a.length(), 5000);
+		ck_assert_uint_eq(b.length(), 0);
+		a = std::move(a);
+		ck_assert_uint_eq(a.length(), 5000);
+		const bl::ceph::unique_list &ca = a;
+		ck_assert(bl_list_contents_equal(ca.get(), &src));
+
+		bl::ceph::unique_list c;
+		ck_assert_int_eq(bl_list_append_list(c, &src), 0);
+		ck_assert_uint_eq(bl_raw_nref(p.raw), n0 + 2);
+		c.clear();
+		ck_assert_uint_eq(c.length(), 0);
+		ck_assert_uint_eq(bl_raw_nref(p.raw), n0 + 1);
+	}
+	// the destructors dropped every reference
+	ck_assert_uint_eq(bl_raw_nref(p.raw), n0);
+	bl_ptr_release(&p);
+	bl_list_clear(&src);
+}
+END_TEST
+
+/* ---- results, completions and ops without a cluster --------------------- */
+
+START_TEST(test_read_result_takes_the_answer_length_over_librados_int)
+{
+	const uint64_t gib = uint64_t(1) << 30;
+
+	ck_assert_int_eq(bl__ceph_read_result(5, 5), 5);
+	ck_assert_int_eq(bl__ceph_read_result(0, 0), 0);
+	ck_assert_int_eq(bl__ceph_read_result(-ENOENT, 0), -ENOENT);
+	ck_assert_int_eq(bl__ceph_read_result(-ETIMEDOUT, 0), -ETIMEDOUT);
+	// 2 GiB and more come from librados as a negative int
+	ck_assert_int_eq(bl__ceph_read_result(int(uint32_t(2 * gib)), 2 * gib),
+			 int64_t(2 * gib));
+	ck_assert_int_eq(bl__ceph_read_result(int(uint32_t(3 * gib + 7)),
+					      3 * gib + 7),
+			 int64_t(3 * gib + 7));
+	ck_assert_int_eq(bl__ceph_read_result(-1, 4 * gib - 1),
+			 int64_t(4 * gib - 1));
+}
+END_TEST
+
+START_TEST(test_completion_wakes_its_waiters_with_the_result)
+{
+	struct bl_rados_completion *c = bl_rados_completion_create();
+	int64_t res = 42;
+
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(bl_rados_completion_wait(c, 0, &res), -ETIMEDOUT);
+	ck_assert_int_eq(bl_rados_completion_wait(c, 30, &res), -ETIMEDOUT);
+	ck_assert_int_eq(res, 42);
+	std::thread t([c] {
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		bl_rados_completion_cb(-ENOENT, c);
+	});
+	int64_t r2 = 0;
+	std::thread waiter([c, &r2] {
+		ck_assert_int_eq(bl_rados_completion_wait(c, -1, &r2), 0);
+	});
+	ck_assert_int_eq(bl_rados_completion_wait(c, -1, &res), 0);
+	waiter.join();
+	t.join();
+	ck_assert_int_eq(res, -ENOENT);
+	ck_assert_int_eq(r2, -ENOENT);
+	ck_assert_int_eq(bl_rados_completion_wait(c, 0, nullptr), 0);
+	bl_rados_completion_release(c);
+
+	// the 64-bit callback keeps results past 2 GiB
+	c = bl_rados_completion_create();
+	bl_rados_completion_cb64(int64_t(5) << 30, c);
+	ck_assert_int_eq(bl_rados_completion_wait(c, 0, &res), 0);
+	ck_assert_int_eq(res, int64_t(5) << 30);
+	bl_rados_completion_release(c);
+	bl_rados_completion_release(nullptr);
+	ck_assert_int_eq(bl_rados_completion_wait(nullptr, 0, &res), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_op_steps_hold_the_bytes_until_release_and_fail_cleanly)
+{
+	struct bl_list l;
+	struct bl_ptr p;
+	int e = -ENOMEM;
+
+	bl_list_init(&l);
+	make_list(&l, 100000, 1000);
+	ck_assert_int_eq(bl_list_get_ptr(&l, 0, &p), 0);
+	unsigned n0 = bl_raw_nref(p.raw);
+
+	// an allocation failure in a step: -ENOMEM, no reference taken
+	for (uint64_t fail = 1; e == -ENOMEM && fail < 1000; fail++) {
+		struct bl_rados_write_op *op = bl_rados_create_write_op();
+
+		ck_assert_ptr_nonnull(op);
+		tu_alloc_install(fail, 1);
+		e = bl_rados_write_op_write(op, &l, 0);
+		tu_alloc_uninstall();
+		if (e == -ENOMEM) {
+			ck_assert_uint_eq(bl_raw_nref(p.raw), n0);
+		} else {
+			ck_assert_int_eq(e, 0);
+			ck_assert_uint_eq(bl_raw_nref(p.raw), n0 + 1);
+		}
+		bl_rados_release_write_op(op);
+		ck_assert_uint_eq(bl_raw_nref(p.raw), n0);
+	}
+	ck_assert_int_eq(e, 0);
+
+	// the op holds the bytes of every list step, the caller's list not
+	struct bl_rados_write_op *op = bl_rados_create_write_op();
+	const char *key = "k";
+	const struct bl_list *vals[] = { &l };
+	ck_assert_int_eq(bl_rados_write_op_append(op, &l), 0);
+	ck_assert_int_eq(bl_rados_write_op_setxattr(op, "a", &l), 0);
+	ck_assert_int_eq(bl_rados_write_op_omap_set(op, &key, vals, 1), 0);
+	ck_assert_int_eq(bl_rados_write_op_cmpext(op, &l, 0, nullptr), 0);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), n0 + 4);
+	bl_rados_release_write_op(op);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), n0);
+
+	struct bl_rados_read_op *rop = bl_rados_create_read_op();
+	ck_assert_int_eq(bl_rados_read_op_cmpext(rop, &l, 0, nullptr), 0);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), n0 + 1);
+	ck_assert_int_eq(bl_rados_read_op_operate(rop, nullptr, "o"), -EINVAL);
+	bl_rados_release_read_op(rop);
+	ck_assert_uint_eq(bl_raw_nref(p.raw), n0);
+	bl_ptr_release(&p);
+	bl_list_clear(&l);
+	ck_assert_uint_eq(copied_now(), 0);
+}
+END_TEST
+
+START_TEST(test_cpp_aio_calls_refuse_bad_arguments_and_keep_hold_as_it_was)
+{
+	librados::IoCtx io;	// never used: every call fails first
+	librados::AioCompletion *c = librados::Rados::aio_create_completion();
+	bl::ceph::list_ref hold;
+	::ceph::bufferlist bl;
+	struct bl_list l;
+	uint64_t size;
+	std::time_t mtime;
+
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
+	ck_assert_int_eq(bl::ceph::aio_write(io, "o", nullptr, &l, 0, &hold),
+			 -EINVAL);
+	ck_assert_int_eq(bl::ceph::aio_write(io, "o", c, &l, 0, nullptr),
+			 -EINVAL);
+	ck_assert_int_eq(bl::ceph::aio_write_full(io, "o", c, nullptr, &hold),
+			 -EINVAL);
+	ck_assert_int_eq(bl::ceph::aio_append(io, "o", nullptr, &l, &hold),
+			 -EINVAL);
+	ck_assert_int_eq(bl::ceph::aio_read(io, "o", c, 0, 1, nullptr),
+			 -EINVAL);
+	ck_assert_int_eq(bl::ceph::aio_read(io, "o", nullptr, 0, 1, &bl),
+			 -EINVAL);
+	ck_assert_int_eq(bl::ceph::aio_stat(io, "o", c, nullptr, &mtime),
+			 -EINVAL);
+	ck_assert_int_eq(bl::ceph::aio_stat(io, "o", c, &size, nullptr),
+			 -EINVAL);
+	ck_assert_int_eq(bl::ceph::aio_remove(io, "o", nullptr), -EINVAL);
+	ck_assert_uint_eq(hold.length(), 0);
+	// a hold that already holds something is refused, and keeps it
+	ck_assert_int_eq(bl::ceph::to_ceph(&l, &bl, &hold), 0);
+	ck_assert_int_eq(bl::ceph::aio_write(io, "o", c, &l, 0, &hold),
+			 -EINVAL);
+	ck_assert_uint_eq(hold.length(), 3);
+	c->release();
+	bl_list_clear(&l);
+}
+END_TEST
+
+/* ---- the C++ aio calls against a cluster (make check-ceph only) ---------- */
+
+static void aio_wait_ok(librados::AioCompletion *c)
+{
+	ck_assert_int_eq(c->wait_for_complete(), 0);
+}
+
+START_TEST(test_cpp_aio_round_trip_on_a_cluster_without_copies)
+{
+	int err = 0;
+	struct bl_rados *r = bl_rados_open(nullptr, getenv("BL_CEPH_POOL"), &err);
+	ck_assert_msg(r != nullptr, "bl_rados_open: %d", err);
+	librados::IoCtx io;
+	librados::IoCtx::from_rados_ioctx_t(bl_rados_ioctx(r), io);
+	std::string oid = "bl_test_ceph_cpp." + std::to_string(getpid());
+	bl::ceph::unique_list data;
+	std::vector<char> want = make_list(data, 1 << 20, 70000);
+	bl::ceph::list_ref hold;
+	uint64_t c0 = copied_now();
+
+	librados::AioCompletion *c = librados::Rados::aio_create_completion();
+	ck_assert_int_eq(bl::ceph::aio_write_full(io, oid, c, data, &hold), 0);
+	ck_assert_uint_eq(hold.length(), 1 << 20);
+	data.clear();	// the hold keeps the bytes
+	aio_wait_ok(c);
+	ck_assert_int_eq(c->get_return_value(), 0);
+	c->release();
+	hold.reset();
+
+	bl::ceph::unique_list tail;
+	ck_assert_int_eq(bl_list_append(tail, "tail", 4), 0);
+	c0 = copied_now();	// those 4 bytes went in by copy
+	c = librados::Rados::aio_create_completion();
+	ck_assert_int_eq(bl::ceph::aio_append(io, oid, c, tail, &hold), 0);
+	aio_wait_ok(c);
+	ck_assert_int_eq(c->get_return_value(), 0);
+	c->release();
+	hold.reset();
+	c = librados::Rados::aio_create_completion();
+	ck_assert_int_eq(bl::ceph::aio_write(io, oid, c, tail, 0, &hold), 0);
+	aio_wait_ok(c);
+	ck_assert_int_eq(c->get_return_value(), 0);
+	c->release();
+	hold.reset();
+	std::memcpy(want.data(), "tail", 4);
+	want.insert(want.end(), { 't', 'a', 'i', 'l' });
+
+	uint64_t size = 0;
+	std::time_t mtime = 0;
+	c = librados::Rados::aio_create_completion();
+	ck_assert_int_eq(bl::ceph::aio_stat(io, oid, c, &size, &mtime), 0);
+	aio_wait_ok(c);
+	ck_assert_int_eq(c->get_return_value(), 0);
+	c->release();
+	ck_assert_uint_eq(size, want.size());
+
+	::ceph::bufferlist bl;
+	bl::ceph::unique_list got;
+	c = librados::Rados::aio_create_completion();
+	ck_assert_int_eq(bl::ceph::aio_read(io, oid, c, 0, 2 << 20, &bl), 0);
+	aio_wait_ok(c);
+	ck_assert_int_eq(c->get_return_value(), int(want.size()));
+	c->release();
+	ck_assert_int_eq(bl::ceph::from_ceph(std::move(bl), got), 0);
+	ck_assert_uint_eq(copied_now(), c0);
+	ck_assert_uint_eq(got.length(), want.size());
+	std::vector<char> flat(want.size());
+	ck_assert_int_eq(bl_list_copy_out(got, 0, flat.size(), flat.data()), 0);
+	ck_assert(flat == want);
+
+	c = librados::Rados::aio_create_completion();
+	ck_assert_int_eq(bl::ceph::aio_remove(io, oid, c), 0);
+	aio_wait_ok(c);
+	ck_assert_int_eq(c->get_return_value(), 0);
+	c->release();
+	c = librados::Rados::aio_create_completion();
+	ck_assert_int_eq(bl::ceph::aio_stat(io, oid, c, &size, &mtime), 0);
+	aio_wait_ok(c);
+	ck_assert_int_eq(c->get_return_value(), -ENOENT);
+	c->release();
+	io.close();
+	bl_rados_close(r);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ceph_cpp");
@@ -573,6 +873,23 @@ int main(void)
 	tcase_add_test(tc, test_open_with_a_missing_conf_file_fails_with_enoent);
 	tcase_add_test(tc, test_c_api_handle_calls_refuse_null);
 	tcase_add_test(tc, test_bl_list_init_compiles_and_works_in_cpp);
+	tcase_add_test(tc, test_read_result_takes_the_answer_length_over_librados_int);
+	tcase_add_test(tc, test_completion_wakes_its_waiters_with_the_result);
+	tcase_add_test(tc, test_op_steps_hold_the_bytes_until_release_and_fail_cleanly);
+	tcase_add_test(tc, test_cpp_aio_calls_refuse_bad_arguments_and_keep_hold_as_it_was);
 	suite_add_tcase(s, tc);
+
+	tc = tcase_create("unique_list");
+	tcase_add_test(tc, test_unique_list_clears_when_destroyed_and_moves_its_segments);
+	suite_add_tcase(s, tc);
+
+	// make check-ceph runs this program inside its cluster too
+	const char *conf = getenv("CEPH_CONF"), *pool = getenv("BL_CEPH_POOL");
+	if (conf && *conf && pool && *pool) {
+		tc = tcase_create("cluster");
+		tcase_set_timeout(tc, 300);
+		tcase_add_test(tc, test_cpp_aio_round_trip_on_a_cluster_without_copies);
+		suite_add_tcase(s, tc);
+	}
 	return tu_run(s);
 }

@@ -258,7 +258,9 @@ BL_API int bl_rados_aio_append(struct bl_rados *r, const char *oid,
  * not be touched by the caller until then.  @len 0 completes at once
  * with 0 (@cb runs before the call returns).
  * Return: 0 (queued), or -errno: -EINVAL (@r, @oid or @out is NULL),
- * -ENOMEM, -EIO, or librados' refusal.
+ * -ENOMEM, -EIO, or librados' refusal; @cb gets the bytes read,
+ * bl_rados_read()'s errors, or -EDOM when 2 GiB or more were read (@out
+ * is then unchanged: bl_rados_aio_read2() gives such results).
  */
 BL_API int bl_rados_aio_read(struct bl_rados *r, const char *oid,
 			     uint64_t off, size_t len, struct bl_list *out,
@@ -409,13 +411,426 @@ BL_API void *bl_rados_ioctx(struct bl_rados *r);
 /**
  * bl_rados_copied_bytes() - payload bytes the bridge itself copied on the
  * client side, summed over all handles since the process started.  Only
- * an aio write of a list holding thread-local raws (bl_raw_set_thread_local())
- * copies: the bridge's references go on a librados thread, so those lists
- * go as one copy in a shared raw.  What librados does inside is not
- * counted here.
+ * an aio write or a compound op step of a list holding thread-local raws
+ * (bl_raw_set_thread_local()) copies: the bridge's references may go on a
+ * librados thread, so those lists go as one copy in a shared raw.  What
+ * librados does inside is not counted here.
  * Return: that count; it cannot fail.
  */
 BL_API uint64_t bl_rados_copied_bytes(void);
+
+/*
+ * Object maps (omap): an object's sorted key/value store, beside its
+ * data and attributes.  Keys are C strings; values are lists, shared on
+ * the way in (no copy: librados gets one Ceph segment per list segment)
+ * and Ceph's own buffers on the way out (claimed raws).  Replicated pools
+ * only: an erasure-coded pool refuses omap with -EOPNOTSUPP.
+ */
+
+/**
+ * typedef bl_rados_omap_cb - one omap pair: @key and @val borrowed for the
+ * call (bl_list_append_list() keeps the value without a copy).  0 goes on;
+ * anything else stops, and is returned.
+ */
+typedef int (*bl_rados_omap_cb)(const char *key, const struct bl_list *val,
+				void *arg);
+
+/**
+ * bl_rados_omap_set() - sets @n keys of object @oid's omap (the object is
+ * created if missing): @keys[i] to the bytes of @vals[i] (may be empty).
+ * A key given twice gets its last value.  @n 0 asks no server.
+ * Shares: the values' bytes are referenced, not copied, until the call
+ * returns.
+ * Return: 0, or -errno: -EINVAL (@r or @oid is NULL, @keys or @vals is
+ * NULL with @n > 0, or one of them holds a NULL), -E2BIG (a value is
+ * longer than 4 GiB - 1), -ENOMEM, -EIO, or librados' error
+ * (-EOPNOTSUPP: an erasure-coded pool; -ETIMEDOUT ...).
+ */
+BL_API int bl_rados_omap_set(struct bl_rados *r, const char *oid,
+			     const char *const *keys,
+			     const struct bl_list *const *vals, size_t n);
+
+/**
+ * bl_rados_omap_get() - calls @cb, on the caller's thread after one round
+ * trip, for each of the @n @keys that object @oid's omap holds, in key
+ * order (keys it does not hold are skipped).
+ * Return: 0, @cb's nonzero value, or -errno: -EINVAL (@r, @oid or @cb is
+ * NULL, @keys is NULL with @n > 0, or holds a NULL), -ENOENT (no such
+ * object), -ENOMEM, -EIO, or librados' error (-EOPNOTSUPP ...).
+ */
+BL_API int bl_rados_omap_get(struct bl_rados *r, const char *oid,
+			     const char *const *keys, size_t n,
+			     bl_rados_omap_cb cb, void *arg);
+
+/**
+ * bl_rados_omap_get_range() - calls @cb, on the caller's thread after one
+ * round trip, for at most @max pairs of object @oid's omap, in key order,
+ * whose keys sort after @start_after (NULL or "": from the first) and
+ * start with @prefix (NULL or "": any key).  *@more (when @more is not
+ * NULL) becomes 1 when the omap holds further keys after the last one
+ * given (ask again with that key as @start_after), else 0; the OSD may
+ * give fewer than @max pairs per call (osd_max_omap_entries_per_request).
+ * Return: 0, @cb's nonzero value, or -errno: -EINVAL (@r, @oid or @cb is
+ * NULL, or @max is 0), -ENOENT (no such object), -ENOMEM, -EIO, or
+ * librados' error (-EOPNOTSUPP ...).  *@more is written only on success.
+ */
+BL_API int bl_rados_omap_get_range(struct bl_rados *r, const char *oid,
+				   const char *start_after,
+				   const char *prefix, uint64_t max,
+				   int *more, bl_rados_omap_cb cb, void *arg);
+
+/**
+ * bl_rados_omap_rm_keys() - removes @n @keys from object @oid's omap
+ * (keys it does not hold are no error).  @n 0 asks no server.
+ * Return: 0, or -errno: -EINVAL (@r or @oid is NULL, @keys is NULL with
+ * @n > 0, or holds a NULL), -ENOENT (no such object), -ENOMEM, -EIO, or
+ * librados' error (-EOPNOTSUPP ...).
+ */
+BL_API int bl_rados_omap_rm_keys(struct bl_rados *r, const char *oid,
+				 const char *const *keys, size_t n);
+
+/**
+ * bl_rados_omap_clear() - removes every key of object @oid's omap.
+ * Return: 0, or -errno: -EINVAL (@r or @oid is NULL), -ENOENT (no such
+ * object), -ENOMEM, -EIO, or librados' error (-EOPNOTSUPP ...).
+ */
+BL_API int bl_rados_omap_clear(struct bl_rados *r, const char *oid);
+
+/*
+ * Compound operations, after librados' rados_write_op_* and
+ * rados_read_op_*: steps added to an op run on one object atomically, in
+ * the order added, in one round trip, when the op is submitted (sync or
+ * aio).  A step that fails fails the whole op: a write op then changes
+ * nothing, a read op fills none of its outputs.  Adding a step borrows or
+ * shares its arguments as each function says and returns 0, or -EINVAL
+ * (a NULL op or argument, or an op already submitted), -E2BIG or -ENOMEM,
+ * and then the op is as it was.  An op is submitted once: whatever the
+ * result, it is spent (steps and submissions fail with -EINVAL) and only
+ * waits to be released, which may be right after an aio submission
+ * returns: the bridge keeps what librados points at until the completion.
+ * An op is used by one thread at a time.  A list step holding a
+ * thread-local raw (bl_raw_set_thread_local()) keeps a copy instead
+ * (bl_rados_copied_bytes()): an aio completion drops the op's references
+ * on a librados thread.
+ */
+
+/*
+ * A cmpext step whose bytes differ fails its op (and sets its *prval) with
+ * -BL_RADOS_MAX_ERRNO - the offset of the first differing byte, relative
+ * to the step's offset: librados' convention, kept as it is.
+ * BL_RADOS_CMPEXT_MISMATCH(res) tells such a result from an errno,
+ * BL_RADOS_CMPEXT_OFFSET(res) gives the offset.
+ */
+#define BL_RADOS_MAX_ERRNO 4095
+#define BL_RADOS_CMPEXT_MISMATCH(res) ((res) <= -BL_RADOS_MAX_ERRNO)
+#define BL_RADOS_CMPEXT_OFFSET(res) \
+	((uint64_t)(-(int64_t)(res) - BL_RADOS_MAX_ERRNO))
+
+struct bl_rados_write_op;
+struct bl_rados_read_op;
+
+/**
+ * bl_rados_create_write_op() - a new, empty write operation.
+ * Return: new (free with bl_rados_release_write_op()), or NULL (-ENOMEM,
+ * errno set to ENOMEM).
+ */
+BL_API struct bl_rados_write_op *bl_rados_create_write_op(void);
+
+/**
+ * bl_rados_release_write_op() - frees @op and drops what it holds (the
+ * bridge keeps what an aio submission still needs).  NULL is a no-op.
+ * Return: nothing; it cannot fail.
+ */
+BL_API void bl_rados_release_write_op(struct bl_rados_write_op *op);
+
+/**
+ * bl_rados_write_op_create() - step: create the object; with @exclusive
+ * nonzero the op fails with -EEXIST when it exists already.
+ * Return: 0, or -EINVAL (@op NULL or spent), -ENOMEM.
+ */
+BL_API int bl_rados_write_op_create(struct bl_rados_write_op *op,
+				    int exclusive);
+
+/**
+ * bl_rados_write_op_write() - step: write all of @l at byte @off.
+ * Shares: @l's bytes are referenced by @op (no copy) until it completes;
+ * @l itself may change or go right after the call, its bytes may not be
+ * written to.
+ * Return: 0, or -EINVAL (@op or @l NULL, @op spent), -E2BIG (@l is longer
+ * than 4 GiB - 1), -ENOMEM.
+ */
+BL_API int bl_rados_write_op_write(struct bl_rados_write_op *op,
+				   const struct bl_list *l, uint64_t off);
+
+/**
+ * bl_rados_write_op_write_full() - step: replace the object's data with
+ * @l.  Shares, as bl_rados_write_op_write().
+ * Return: as bl_rados_write_op_write().
+ */
+BL_API int bl_rados_write_op_write_full(struct bl_rados_write_op *op,
+					const struct bl_list *l);
+
+/**
+ * bl_rados_write_op_append() - step: append @l to the object's data.
+ * Shares, as bl_rados_write_op_write().
+ * Return: as bl_rados_write_op_write().
+ */
+BL_API int bl_rados_write_op_append(struct bl_rados_write_op *op,
+				    const struct bl_list *l);
+
+/**
+ * bl_rados_write_op_truncate() - step: cut or extend (with zeros) the
+ * object's data to @off bytes.
+ * Return: 0, or -EINVAL (@op NULL or spent), -ENOMEM.
+ */
+BL_API int bl_rados_write_op_truncate(struct bl_rados_write_op *op,
+				      uint64_t off);
+
+/**
+ * bl_rados_write_op_zero() - step: zero bytes [@off, @off + @len) of the
+ * object's data (not past its end).
+ * Return: 0, or -EINVAL (@op NULL or spent), -ENOMEM.
+ */
+BL_API int bl_rados_write_op_zero(struct bl_rados_write_op *op, uint64_t off,
+				  uint64_t len);
+
+/**
+ * bl_rados_write_op_setxattr() - step: set attribute @name to @val.
+ * Copies: @name.  Shares: @val, as bl_rados_write_op_write().
+ * Return: 0, or -EINVAL (a NULL argument, @op spent), -E2BIG, -ENOMEM.
+ */
+BL_API int bl_rados_write_op_setxattr(struct bl_rados_write_op *op,
+				      const char *name,
+				      const struct bl_list *val);
+
+/**
+ * bl_rados_write_op_omap_set() - step: bl_rados_omap_set() of @n pairs.
+ * Copies: the keys.  Shares: the values, as bl_rados_write_op_write().
+ * Return: 0, or -EINVAL (@op NULL or spent, @keys or @vals NULL with @n >
+ * 0, or holding a NULL), -E2BIG, -ENOMEM.
+ */
+BL_API int bl_rados_write_op_omap_set(struct bl_rados_write_op *op,
+				      const char *const *keys,
+				      const struct bl_list *const *vals,
+				      size_t n);
+
+/**
+ * bl_rados_write_op_cmpext() - step: compare the object's bytes at @off
+ * with @cmp (bytes past the object's end compare as zeros); when they
+ * differ the op fails, with -BL_RADOS_MAX_ERRNO - the offset of the first
+ * difference (BL_RADOS_CMPEXT_MISMATCH()), and writes nothing.  On a
+ * missing object an op of compares alone fails with -ENOENT; beside a
+ * step that writes, the object compares as all zeros.
+ * Shares: @cmp, as bl_rados_write_op_write().  @prval: NULL, or where the
+ * step's result (0, the mismatch or a negative errno) is written when the
+ * op completes; it must stay valid until then.
+ * Return: 0, or -EINVAL (@op or @cmp NULL, @op spent), -E2BIG, -ENOMEM.
+ */
+BL_API int bl_rados_write_op_cmpext(struct bl_rados_write_op *op,
+				    const struct bl_list *cmp, uint64_t off,
+				    int *prval);
+
+/**
+ * bl_rados_write_op_assert_version() - step: the op fails unless the
+ * object's version is @ver: with -ERANGE when the object is newer (its
+ * version is above @ver), -EOVERFLOW when it is older.  An object's
+ * version is librados' rados_get_last_version() of bl_rados_ioctx() after
+ * a call on it.
+ * Return: 0, or -EINVAL (@op NULL or spent), -ENOMEM.
+ */
+BL_API int bl_rados_write_op_assert_version(struct bl_rados_write_op *op,
+					    uint64_t ver);
+
+/**
+ * bl_rados_write_op_operate() - runs @op's steps on object @oid of @r and
+ * waits for the result.  @op is spent afterwards.
+ * Return: 0, or -errno: -EINVAL (@op, @r or @oid NULL, @op spent),
+ * -ENOMEM, -EIO, a cmpext mismatch (BL_RADOS_CMPEXT_MISMATCH()), or the
+ * error of the step that failed, as librados and the OSD give it (-EEXIST:
+ * exclusive create of an existing object; -ERANGE, -EOVERFLOW: version
+ * assertion; -ENOENT; -EMSGSIZE, -EFBIG: bl_rados_write()'s limits;
+ * -EOPNOTSUPP; -ETIMEDOUT ...).
+ */
+BL_API int bl_rados_write_op_operate(struct bl_rados_write_op *op,
+				     struct bl_rados *r, const char *oid);
+
+/**
+ * bl_rados_aio_write_op_operate() - bl_rados_write_op_operate() in the
+ * background: 0 when queued (then @cb runs once with the result, as the
+ * other aio calls), or a negative errno when not (then @cb never runs;
+ * @op is spent unless the error is -EINVAL).  @op may be released as soon
+ * as the call returns.
+ * Return: 0 (queued), or -errno: -EINVAL (@op, @r or @oid NULL, @op spent),
+ * -ENOMEM, -EIO, or librados' refusal.
+ */
+BL_API int bl_rados_aio_write_op_operate(struct bl_rados_write_op *op,
+					 struct bl_rados *r, const char *oid,
+					 bl_rados_cb cb, void *arg);
+
+/**
+ * bl_rados_create_read_op() - a new, empty read operation.
+ * Return: new (free with bl_rados_release_read_op()), or NULL (-ENOMEM,
+ * errno set to ENOMEM).
+ */
+BL_API struct bl_rados_read_op *bl_rados_create_read_op(void);
+
+/**
+ * bl_rados_release_read_op() - frees @op; outputs of an aio submission
+ * still in flight are filled all the same.  NULL is a no-op.
+ * Return: nothing; it cannot fail.
+ */
+BL_API void bl_rados_release_read_op(struct bl_rados_read_op *op);
+
+/*
+ * The read op's steps write their outputs and *@prval (when not NULL)
+ * when the op completes: before bl_rados_read_op_operate() returns, or
+ * before the aio callback runs, on its thread.  Until then the caller must
+ * not touch them.  *@prval gets the step's result (0, or the errno that
+ * failed the op), also when the op fails; the other outputs are written
+ * only when it succeeds.
+ */
+
+/**
+ * bl_rados_read_op_read() - step: append bytes [@off, @off + @len) of the
+ * object (fewer at its end) to @out, as Ceph's buffers (claimed raws, no
+ * copy).  @out unchanged when the op fails.
+ * Return: 0, or -EINVAL (@op or @out NULL, @op spent, @len 0), -ENOMEM.
+ */
+BL_API int bl_rados_read_op_read(struct bl_rados_read_op *op, uint64_t off,
+				 size_t len, struct bl_list *out, int *prval);
+
+/**
+ * bl_rados_read_op_stat() - step: the object's size and modification
+ * time (seconds since the epoch) into *@size and *@mtime (either may be
+ * NULL).
+ * Return: 0, or -EINVAL (@op NULL or spent), -ENOMEM.
+ */
+BL_API int bl_rados_read_op_stat(struct bl_rados_read_op *op, uint64_t *size,
+				 int64_t *mtime, int *prval);
+
+/**
+ * bl_rados_read_op_getxattr() - step: append attribute @name's value to
+ * @out (Ceph's buffers); a missing attribute fails the op with -ENODATA.
+ * Copies: @name.
+ * Return: 0, or -EINVAL (@op, @name or @out NULL, @op spent), -ENOMEM.
+ */
+BL_API int bl_rados_read_op_getxattr(struct bl_rados_read_op *op,
+				     const char *name, struct bl_list *out,
+				     int *prval);
+
+/**
+ * bl_rados_read_op_omap_get() - step: bl_rados_omap_get_range()'s pairs:
+ * @cb runs for each when the op completes (on the thread that completes
+ * it), and *@more (when not NULL) is set as there.  A nonzero value of @cb
+ * stops the pairs and becomes *@prval; the op's own result stays 0.
+ * Copies: @start_after and @prefix.
+ * Return: 0, or -EINVAL (@op or @cb NULL, @op spent, @max 0), -ENOMEM.
+ */
+BL_API int bl_rados_read_op_omap_get(struct bl_rados_read_op *op,
+				     const char *start_after,
+				     const char *prefix, uint64_t max,
+				     int *more, bl_rados_omap_cb cb,
+				     void *arg, int *prval);
+
+/**
+ * bl_rados_read_op_cmpext() - step: bl_rados_write_op_cmpext()'s
+ * comparison; a mismatch fails the op.
+ * Shares: @cmp, until the op completes.
+ * Return: 0, or -EINVAL (@op or @cmp NULL, @op spent), -E2BIG, -ENOMEM.
+ */
+BL_API int bl_rados_read_op_cmpext(struct bl_rados_read_op *op,
+				   const struct bl_list *cmp, uint64_t off,
+				   int *prval);
+
+/**
+ * bl_rados_read_op_operate() - runs @op's steps on object @oid of @r and
+ * waits for the result; the outputs are written before it returns.  @op
+ * is spent afterwards.
+ * Return: 0, or -errno: -EINVAL (@op, @r or @oid NULL, @op spent),
+ * -ENOMEM (also when an output could not be filled: the outputs may then
+ * be filled in part), -EIO, a cmpext mismatch, or the error of the step
+ * that failed (-ENOENT: no such object; -ENODATA: no such attribute;
+ * -EOPNOTSUPP; -ETIMEDOUT ...).
+ */
+BL_API int bl_rados_read_op_operate(struct bl_rados_read_op *op,
+				    struct bl_rados *r, const char *oid);
+
+/**
+ * bl_rados_aio_read_op_operate() - bl_rados_read_op_operate() in the
+ * background; the outputs are written before @cb runs.  @op may be
+ * released as soon as the call returns.
+ * Return: 0 (queued), or -errno: -EINVAL (@op, @r or @oid NULL, @op spent),
+ * -ENOMEM, -EIO, or librados' refusal (@op is then spent).
+ */
+BL_API int bl_rados_aio_read_op_operate(struct bl_rados_read_op *op,
+					struct bl_rados *r, const char *oid,
+					bl_rados_cb cb, void *arg);
+
+/*
+ * Completions to wait on, one op each: pass bl_rados_completion_cb (or,
+ * for bl_rados_aio_read2(), bl_rados_completion_cb64) as an aio call's
+ * callback and the completion as its argument, then wait.
+ */
+struct bl_rados_completion;
+
+/**
+ * typedef bl_rados_cb64 - bl_rados_cb with a 64-bit result, for reads that
+ * may return 2 GiB or more (bl_rados_aio_read2()).
+ */
+typedef void (*bl_rados_cb64)(int64_t res, void *arg);
+
+/**
+ * bl_rados_completion_create() - a new completion, not yet complete.
+ * Return: new (free with bl_rados_completion_release()), or NULL
+ * (-ENOMEM, errno set to ENOMEM).
+ */
+BL_API struct bl_rados_completion *bl_rados_completion_create(void);
+
+/**
+ * bl_rados_completion_cb() - a bl_rados_cb that marks the completion @c
+ * complete with @res and wakes its waiters.  Call it only as an aio
+ * callback, once per completion.
+ * Return: nothing; it cannot fail.
+ */
+BL_API void bl_rados_completion_cb(int res, void *c);
+
+/**
+ * bl_rados_completion_cb64() - bl_rados_completion_cb() for a
+ * bl_rados_cb64.
+ * Return: nothing; it cannot fail.
+ */
+BL_API void bl_rados_completion_cb64(int64_t res, void *c);
+
+/**
+ * bl_rados_completion_wait() - waits until @c is complete, for at most
+ * @timeout_ms milliseconds (negative: no limit; 0: only looks), then
+ * writes the op's result to *@res (when not NULL).  Any number of threads
+ * may wait; it may be called again once complete.
+ * Return: 0 (complete), or -errno: -EINVAL (@c NULL), -ETIMEDOUT (not
+ * complete after @timeout_ms; *@res not written), -EIO (the lock failed).
+ */
+BL_API int bl_rados_completion_wait(struct bl_rados_completion *c,
+				    int timeout_ms, int64_t *res);
+
+/**
+ * bl_rados_completion_release() - frees @c.  Only once complete, or never
+ * given to an aio call: its callback would use it.  NULL is a no-op.
+ * Return: nothing; it cannot fail.
+ */
+BL_API void bl_rados_completion_release(struct bl_rados_completion *c);
+
+/**
+ * bl_rados_aio_read2() - bl_rados_aio_read() with a 64-bit result: @cb
+ * gets the bytes read even when they are 2 GiB or more, where
+ * bl_rados_aio_read()'s int result gives -EDOM.
+ * Takes Ceph's buffers into @out (no copy), as bl_rados_aio_read().
+ * Return: 0 (queued), or -errno: -EINVAL (@r, @oid or @out is NULL),
+ * -ENOMEM, -EIO, or librados' refusal; @cb gets the bytes read or
+ * bl_rados_read()'s errors.
+ */
+BL_API int bl_rados_aio_read2(struct bl_rados *r, const char *oid,
+			      uint64_t off, size_t len, struct bl_list *out,
+			      bl_rados_cb64 cb, void *arg);
 
 BL_END_DECLS
 

@@ -98,6 +98,83 @@ BL_API int stat(librados::IoCtx &io, const std::string &oid, uint64_t *size,
 		std::time_t *mtime) noexcept;
 BL_API int remove(librados::IoCtx &io, const std::string &oid) noexcept;
 
+/*
+ * The same in the background, with the caller's librados::AioCompletion
+ * @c (its callback or wait_for_complete() tells the end; the caller
+ * releases it).  Return: 0 when librados queued the op, or a negative
+ * errno (-EINVAL for a NULL argument, and the errors of the synchronous
+ * call) when it did not; then @c never completes and nothing changed.
+ *
+ * Writes share @l's bytes: @hold must be empty (-EINVAL otherwise) and
+ * takes references to them when the op is queued; keep it until @c is
+ * complete, then destroy or reset() it.  @l itself may change or go right
+ * after the call.
+ */
+BL_API int aio_write(librados::IoCtx &io, const std::string &oid,
+		     librados::AioCompletion *c, const struct bl_list *l,
+		     uint64_t off, list_ref *hold) noexcept;
+BL_API int aio_write_full(librados::IoCtx &io, const std::string &oid,
+			  librados::AioCompletion *c, const struct bl_list *l,
+			  list_ref *hold) noexcept;
+BL_API int aio_append(librados::IoCtx &io, const std::string &oid,
+		      librados::AioCompletion *c, const struct bl_list *l,
+		      list_ref *hold) noexcept;
+/*
+ * aio_read() fills *@pbl (kept alive by the caller until @c is complete);
+ * from_ceph(std::move(*pbl), out) then moves the bytes into a list without
+ * a copy.  aio_stat() writes *@size and *@mtime (both required) before @c
+ * completes successfully.
+ */
+BL_API int aio_read(librados::IoCtx &io, const std::string &oid,
+		    librados::AioCompletion *c, uint64_t off, size_t len,
+		    ::ceph::bufferlist *pbl) noexcept;
+BL_API int aio_stat(librados::IoCtx &io, const std::string &oid,
+		    librados::AioCompletion *c, uint64_t *size,
+		    std::time_t *mtime) noexcept;
+BL_API int aio_remove(librados::IoCtx &io, const std::string &oid,
+		      librados::AioCompletion *c) noexcept;
+
+/**
+ * unique_list - owns one struct bl_list: the list is initialised empty
+ * and cleared by the destructor, so no path (an early return, an
+ * exception) leaks its references.  Move-only: a move leaves the source
+ * empty and usable.  Converts to struct bl_list * for the C calls
+ * (bl_rados_read(r, oid, 0, n, l)); the pointer is borrowed.  Not
+ * thread-safe (one owner at a time, like a list).  Header-only: it calls
+ * libbufferlist's own functions.
+ */
+class unique_list {
+public:
+	unique_list() noexcept { bl_list_init(&l_); }
+	~unique_list() { bl_list_clear(&l_); }
+	unique_list(unique_list &&o) noexcept
+	{
+		bl_list_init(&l_);
+		bl_list_swap(&l_, &o.l_);
+	}
+	unique_list &operator=(unique_list &&o) noexcept
+	{
+		if (this != &o) {
+			bl_list_clear(&l_);
+			bl_list_swap(&l_, &o.l_);
+		}
+		return *this;
+	}
+	unique_list(const unique_list &) = delete;
+	unique_list &operator=(const unique_list &) = delete;
+
+	struct bl_list *get() noexcept { return &l_; }
+	const struct bl_list *get() const noexcept { return &l_; }
+	operator struct bl_list *() noexcept { return &l_; }
+	operator const struct bl_list *() const noexcept { return &l_; }
+	size_t length() const noexcept { return bl_list_length(&l_); }
+	/** drops every segment (bl_list_clear()). */
+	void clear() noexcept { bl_list_clear(&l_); }
+
+private:
+	struct bl_list l_;
+};
+
 } // namespace ceph
 } // namespace bl
 

@@ -38,11 +38,14 @@
 #include <cstring>
 #include <condition_variable>
 #include <map>
+#include <memory>
+#include <set>
 #include <mutex>
 #include <new>
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 #include <sys/uio.h>
 
 #if defined(__SANITIZE_THREAD__)
@@ -107,6 +110,18 @@ extern "C" long bl__ceph_live_ptrs(void)
 	return g_live_ptrs.load(std::memory_order_relaxed);
 }
 
+/*
+ * librados gives a read's byte count as an int, so 2 GiB or more comes
+ * back negative; the answer's own (32-bit) length is the truth: a
+ * negative result that is that length cut to an int is a success.
+ */
+extern "C" int64_t bl__ceph_read_result(int rv, uint64_t got)
+{
+	if (rv < 0 && rv != int(uint32_t(got)))
+		return rv;
+	return int64_t(got);
+}
+
 namespace bl {
 namespace ceph {
 
@@ -144,6 +159,7 @@ size_t list_ref::length() const noexcept
 {
 	return bl_list_length(&l_);
 }
+
 
 int to_ceph(const struct bl_list *l, ::ceph::bufferlist *out,
 	    list_ref *hold) noexcept
@@ -274,11 +290,10 @@ ssize_t read(librados::IoCtx &io, const std::string &oid, uint64_t off,
 	try {
 		::ceph::bufferlist bl;
 		int e = io.read(oid, bl, len, off);
-		size_t n;
+		int64_t n = bl__ceph_read_result(e, bl.length());
 
-		if (e < 0)
-			return e;
-		n = bl.length();
+		if (n < 0)
+			return ssize_t(n);
 		e = from_ceph(std::move(bl), out);
 		return e < 0 ? e : ssize_t(n);
 	} catch (const std::bad_alloc &) {
@@ -319,6 +334,103 @@ int remove(librados::IoCtx &io, const std::string &oid) noexcept
 	} catch (...) {
 		return -EIO;
 	}
+}
+
+namespace {
+
+// The C++ aio writes: @l as a Ceph list sharing its bytes; the references
+// go to the caller's @hold (empty, so that the move cannot fail) only once
+// librados has queued the op.
+template <typename F>
+int aio_with_ceph_list(const struct bl_list *l, librados::AioCompletion *c,
+		       list_ref *hold, F f) noexcept
+{
+	if (!c || !hold || bl_list_num_buffers(hold->list()) != 0)
+		return -EINVAL;
+	try {
+		::ceph::bufferlist bl;
+		list_ref mine;
+		int e = to_ceph(l, &bl, &mine);
+
+		if (e < 0)
+			return e;
+		e = f(bl);
+		if (e < 0)
+			return e;
+		*hold = std::move(mine);
+		return 0;
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+}
+
+template <typename F>
+int noexcept_call(F f) noexcept
+{
+	try {
+		return f();
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+}
+
+} // namespace
+
+int aio_write(librados::IoCtx &io, const std::string &oid,
+	      librados::AioCompletion *c, const struct bl_list *l,
+	      uint64_t off, list_ref *hold) noexcept
+{
+	return aio_with_ceph_list(l, c, hold, [&](::ceph::bufferlist &bl) {
+		return io.aio_write(oid, c, bl, bl.length(), off);
+	});
+}
+
+int aio_write_full(librados::IoCtx &io, const std::string &oid,
+		   librados::AioCompletion *c, const struct bl_list *l,
+		   list_ref *hold) noexcept
+{
+	return aio_with_ceph_list(l, c, hold, [&](::ceph::bufferlist &bl) {
+		return io.aio_write_full(oid, c, bl);
+	});
+}
+
+int aio_append(librados::IoCtx &io, const std::string &oid,
+	       librados::AioCompletion *c, const struct bl_list *l,
+	       list_ref *hold) noexcept
+{
+	return aio_with_ceph_list(l, c, hold, [&](::ceph::bufferlist &bl) {
+		return io.aio_append(oid, c, bl, bl.length());
+	});
+}
+
+int aio_read(librados::IoCtx &io, const std::string &oid,
+	     librados::AioCompletion *c, uint64_t off, size_t len,
+	     ::ceph::bufferlist *pbl) noexcept
+{
+	if (!c || !pbl)
+		return -EINVAL;
+	return noexcept_call([&] { return io.aio_read(oid, c, pbl, len, off); });
+}
+
+int aio_stat(librados::IoCtx &io, const std::string &oid,
+	     librados::AioCompletion *c, uint64_t *size,
+	     std::time_t *mtime) noexcept
+{
+	if (!c || !size || !mtime)
+		return -EINVAL;
+	return noexcept_call([&] { return io.aio_stat(oid, c, size, mtime); });
+}
+
+int aio_remove(librados::IoCtx &io, const std::string &oid,
+	       librados::AioCompletion *c) noexcept
+{
+	if (!c)
+		return -EINVAL;
+	return noexcept_call([&] { return io.aio_remove(oid, c); });
 }
 
 } // namespace ceph
@@ -394,6 +506,129 @@ struct bl_rados {
 	std::condition_variable idle;
 	unsigned long inflight = 0;
 	alloc_hint hint;	// under mu: a write takes it whole
+};
+
+namespace {
+
+// A read op's step: what librados fills in, and where the caller wants it.
+enum rkind { R_READ, R_STAT, R_XATTR, R_OMAP, R_CMPEXT };
+
+struct read_step {
+	rkind k;
+	int rval = 0;			// librados writes the step's result here
+	int *prval = nullptr;
+	::ceph::bufferlist bl;		// read, getxattr: the answer
+	struct bl_list *out = nullptr;
+	uint64_t st_size = 0;		// stat
+	std::time_t st_mtime = 0;
+	uint64_t *size = nullptr;
+	int64_t *mtime = nullptr;
+	std::map<std::string, ::ceph::bufferlist> vals;	// omap
+	bool more = false;
+	int *pmore = nullptr;
+	bl_rados_omap_cb cb = nullptr;
+	void *arg = nullptr;
+
+	explicit read_step(rkind kk) : k(kk) {}
+};
+
+// Gives each pair of @vals to @cb as a list over Ceph's buffers.
+int deliver_omap(std::map<std::string, ::ceph::bufferlist> &vals,
+		 bl_rados_omap_cb cb, void *arg)
+{
+	for (auto &kv : vals) {
+		tmp_list v;
+		int e = bl::ceph::from_ceph(std::move(kv.second), &v.l);
+
+		if (e < 0)
+			return e;
+		e = cb(kv.first.c_str(), &v.l, arg);
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+/*
+ * What a read op's librados steps point at: the steps live on the heap
+ * (librados keeps their addresses) and go with the body, which an aio
+ * submission moves into its aio_op so that the op itself may be released.
+ */
+struct read_body {
+	std::vector<std::unique_ptr<read_step>> steps;
+	bl::ceph::list_ref hold;	// cmpext bytes
+	::ceph::bufferlist outbl;	// librados' own out list, unused
+
+	// The op's result from librados' @res, outputs written on success.
+	int finish(int res) noexcept
+	{
+		if (res > 0)
+			res = 0;
+		for (auto &sp : steps) {
+			read_step &st = *sp;
+			int rv = st.rval > 0 ? 0 : st.rval;
+
+			if (res == 0 && rv == 0) {
+				try {
+					rv = finish_step(st);
+				} catch (const std::bad_alloc &) {
+					rv = -ENOMEM;
+				} catch (...) {
+					rv = -EIO;
+				}
+				// a callback's own nonzero value is the step's
+				if (rv < 0 && st.k != R_OMAP)
+					res = rv;
+				else if (rv == -ENOMEM || rv == -EIO)
+					res = rv;
+			}
+			if (st.prval)
+				*st.prval = rv;
+		}
+		return res;
+	}
+
+	static int finish_step(read_step &st)
+	{
+		switch (st.k) {
+		case R_READ:
+		case R_XATTR:
+			return bl::ceph::from_ceph(std::move(st.bl), st.out);
+		case R_STAT:
+			if (st.size)
+				*st.size = st.st_size;
+			if (st.mtime)
+				*st.mtime = int64_t(st.st_mtime);
+			return 0;
+		case R_OMAP:
+			if (st.pmore)
+				*st.pmore = st.more;
+			return deliver_omap(st.vals, st.cb, st.arg);
+		case R_CMPEXT:
+			break;
+		}
+		return 0;
+	}
+};
+
+} // namespace
+
+struct bl_rados_write_op {
+	librados::ObjectWriteOperation op;
+	bl::ceph::list_ref hold;	// the bytes of every list step
+	bool spent = false;
+};
+
+struct bl_rados_read_op {
+	librados::ObjectReadOperation op;
+	std::unique_ptr<read_body> body{new read_body};	// null once spent
+};
+
+struct bl_rados_completion {
+	std::mutex mu;
+	std::condition_variable cv;
+	bool done = false;
+	int64_t res = 0;
 };
 
 namespace {
@@ -485,7 +720,9 @@ struct aio_op {
 	std::time_t st_mtime = 0;
 	uint64_t *size = nullptr;	// ... and where the caller wants it
 	int64_t *mtime = nullptr;
+	std::unique_ptr<read_body> body;	// read ops
 	bl_rados_cb cb;
+	bl_rados_cb64 cb64 = nullptr;	// reads with a 64-bit result
 	void *arg;
 
 	aio_op(struct bl_rados *rr, bl_rados_cb f, void *a) : r(rr), cb(f), arg(a) {}
@@ -508,14 +745,23 @@ void aio_done(librados::completion_t, void *arg) noexcept
 	in_callback_of mark(r);
 	librados::AioCompletion *c = op->c;
 	bl_rados_cb cb = op->cb;
+	bl_rados_cb64 cb64 = op->cb64;
 	void *cb_arg = op->arg;
-	int res = c->get_return_value();
+	int64_t res = c->get_return_value();
 
-	if (op->out && res >= 0) {
-		size_t n = op->bl.length();
-		int e = bl::ceph::from_ceph(std::move(op->bl), op->out);
+	if (op->body) {
+		res = op->body->finish(int(res));
+	} else if (op->out) {
+		res = bl__ceph_read_result(int(res), op->bl.length());
+		// an int result cannot tell 2 GiB or more
+		if (res > INT_MAX && !cb64)
+			res = -EDOM;
+		if (res >= 0) {
+			int e = bl::ceph::from_ceph(std::move(op->bl), op->out);
 
-		res = e < 0 ? e : int(n);
+			if (e < 0)
+				res = e;
+		}
 	}
 	if (res >= 0 && op->size)
 		*op->size = op->st_size;
@@ -523,8 +769,10 @@ void aio_done(librados::completion_t, void *arg) noexcept
 		*op->mtime = int64_t(op->st_mtime);
 	// the holder (and the write's Ceph segments) go before the user hears
 	delete op;
-	if (cb)
-		cb(res, cb_arg);
+	if (cb64)
+		cb64(res, cb_arg);
+	else if (cb)
+		cb(int(res), cb_arg);
 	c->release();
 	op_done(r);
 }
@@ -582,6 +830,28 @@ bool has_thread_local(const struct bl_list *l) noexcept
 	return false;
 }
 
+/*
+ * An op's references may be dropped on a librados thread (an aio
+ * submission moves them there), where a thread-local raw may not be
+ * touched: such a list goes to Ceph as a copy in one shared raw, as the
+ * aio writes do.  @to_ceph gets @l, or that copy.
+ */
+int to_ceph_shared(const struct bl_list *l, ::ceph::bufferlist *out,
+		   bl::ceph::list_ref *hold) noexcept
+{
+	if (!l || !has_thread_local(l))
+		return bl::ceph::to_ceph(l, out, hold);
+	tmp_list shared;
+	int e = bl_list_copy_shared(&shared.l, l);
+
+	if (e < 0)
+		return e;
+	e = bl::ceph::to_ceph(&shared.l, out, hold);
+	if (e >= 0)
+		g_copied.fetch_add(bl_list_length(l), std::memory_order_relaxed);
+	return e;
+}
+
 int aio_write_common(struct bl_rados *r, const char *oid,
 		     const struct bl_list *l, uint64_t off, wkind k,
 		     bl_rados_cb cb, void *arg)
@@ -632,6 +902,37 @@ int aio_write_common(struct bl_rados *r, const char *oid,
 		if (k == W_APPEND)
 			return r->io.aio_append(name, c, bl, len);
 		return r->io.aio_write(name, c, bl, len, off);
+	});
+}
+
+int aio_read_common(struct bl_rados *r, const char *oid, uint64_t off,
+		    size_t len, struct bl_list *out, bl_rados_cb cb,
+		    bl_rados_cb64 cb64, void *arg)
+{
+	if (!r || !oid || !out)
+		return -EINVAL;
+	if (len == 0) {
+		if (cb64)
+			cb64(0, arg);
+		else if (cb)
+			cb(0, arg);
+		return 0;
+	}
+	aio_op *op;
+	std::string name;
+	try {
+		name = oid;
+		op = new aio_op(r, cb, arg);
+	} catch (...) {
+		return -ENOMEM;
+	}
+	op->out = out;
+	op->cb64 = cb64;
+	return aio_submit(op, [&](aio_op *o) {
+		librados::AioCompletion *c = o->c;
+
+		handoff(o);
+		return r->io.aio_read(name, c, &o->bl, len, off);
 	});
 }
 
@@ -824,28 +1125,14 @@ int bl_rados_aio_read(struct bl_rados *r, const char *oid, uint64_t off,
 		      size_t len, struct bl_list *out, bl_rados_cb cb,
 		      void *arg)
 {
-	if (!r || !oid || !out)
-		return -EINVAL;
-	if (len == 0) {
-		if (cb)
-			cb(0, arg);
-		return 0;
-	}
-	aio_op *op;
-	std::string name;
-	try {
-		name = oid;
-		op = new aio_op(r, cb, arg);
-	} catch (...) {
-		return -ENOMEM;
-	}
-	op->out = out;
-	return aio_submit(op, [&](aio_op *o) {
-		librados::AioCompletion *c = o->c;
+	return aio_read_common(r, oid, off, len, out, cb, nullptr, arg);
+}
 
-		handoff(o);
-		return r->io.aio_read(name, c, &o->bl, len, off);
-	});
+int bl_rados_aio_read2(struct bl_rados *r, const char *oid, uint64_t off,
+		       size_t len, struct bl_list *out, bl_rados_cb64 cb,
+		       void *arg)
+{
+	return aio_read_common(r, oid, off, len, out, nullptr, cb, arg);
 }
 
 int bl_rados_aio_stat(struct bl_rados *r, const char *oid, uint64_t *size,
@@ -1053,6 +1340,556 @@ int bl_rados_list(struct bl_rados *r, const char *prefix, bl_rados_list_cb cb,
 		return -EIO;
 	}
 }
+
+} // extern "C"
+
+/* ---- omap ------------------------------------------------------------------ */
+
+namespace {
+
+// @n keys, none NULL (a NULL array only with @n 0).
+bool keys_ok(const char *const *keys, size_t n) noexcept
+{
+	if (n && !keys)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!keys[i])
+			return false;
+	return true;
+}
+
+// The pairs as librados' map, the values sharing the lists' bytes (held
+// by @hold); a key given twice keeps its last value.
+int omap_map(const char *const *keys, const struct bl_list *const *vals,
+	     size_t n, std::map<std::string, ::ceph::bufferlist> &m,
+	     bl::ceph::list_ref &hold, bool for_op)
+{
+	if (!keys_ok(keys, n) || (n && !vals))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!vals[i])
+			return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		::ceph::bufferlist bl;
+		int e = for_op ? to_ceph_shared(vals[i], &bl, &hold)
+			       : bl::ceph::to_ceph(vals[i], &bl, &hold);
+
+		if (e < 0)
+			return e;
+		m[keys[i]] = std::move(bl);
+	}
+	return 0;
+}
+
+// Exceptions of a call into librados as -errno.
+template <typename F>
+int guarded(F f) noexcept
+{
+	try {
+		return f();
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+}
+
+} // namespace
+
+extern "C" {
+
+int bl_rados_omap_set(struct bl_rados *r, const char *oid,
+		      const char *const *keys,
+		      const struct bl_list *const *vals, size_t n)
+{
+	if (!r || !oid)
+		return -EINVAL;
+	return guarded([&] {
+		std::map<std::string, ::ceph::bufferlist> m;
+		bl::ceph::list_ref hold;
+		int e = omap_map(keys, vals, n, m, hold, false);
+
+		if (e < 0 || n == 0)
+			return e;
+		return r->io.omap_set(oid, m);
+	});
+}
+
+int bl_rados_omap_get(struct bl_rados *r, const char *oid,
+		      const char *const *keys, size_t n, bl_rados_omap_cb cb,
+		      void *arg)
+{
+	if (!r || !oid || !cb || !keys_ok(keys, n))
+		return -EINVAL;
+	return guarded([&] {
+		std::set<std::string> ks;
+		std::map<std::string, ::ceph::bufferlist> vals;
+
+		for (size_t i = 0; i < n; i++)
+			ks.insert(keys[i]);
+		int e = r->io.omap_get_vals_by_keys(oid, ks, &vals);
+		return e < 0 ? e : deliver_omap(vals, cb, arg);
+	});
+}
+
+int bl_rados_omap_get_range(struct bl_rados *r, const char *oid,
+			    const char *start_after, const char *prefix,
+			    uint64_t max, int *more, bl_rados_omap_cb cb,
+			    void *arg)
+{
+	if (!r || !oid || !cb || max == 0)
+		return -EINVAL;
+	return guarded([&] {
+		std::map<std::string, ::ceph::bufferlist> vals;
+		bool m = false;
+		int e = r->io.omap_get_vals2(oid, start_after ? start_after : "",
+					     prefix ? prefix : "", max, &vals,
+					     &m);
+		if (e < 0)
+			return e;
+		if (more)
+			*more = m;
+		return deliver_omap(vals, cb, arg);
+	});
+}
+
+int bl_rados_omap_rm_keys(struct bl_rados *r, const char *oid,
+			  const char *const *keys, size_t n)
+{
+	if (!r || !oid || !keys_ok(keys, n))
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	return guarded([&] {
+		std::set<std::string> ks;
+
+		for (size_t i = 0; i < n; i++)
+			ks.insert(keys[i]);
+		return r->io.omap_rm_keys(oid, ks);
+	});
+}
+
+int bl_rados_omap_clear(struct bl_rados *r, const char *oid)
+{
+	if (!r || !oid)
+		return -EINVAL;
+	return guarded([&] { return r->io.omap_clear(oid); });
+}
+
+/* ---- compound write operations ------------------------------------------- */
+
+struct bl_rados_write_op *bl_rados_create_write_op(void)
+{
+	try {
+		return new bl_rados_write_op;
+	} catch (...) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+}
+
+void bl_rados_release_write_op(struct bl_rados_write_op *op)
+{
+	delete op;
+}
+
+} // extern "C"
+
+namespace {
+
+// A step of a write op: @f adds it to librados' op; the list steps give
+// their Ceph list, sharing the list's bytes, held by the op.
+template <typename F>
+int wstep(struct bl_rados_write_op *op, F f) noexcept
+{
+	if (!op || op->spent)
+		return -EINVAL;
+	return guarded([&] {
+		f(op->op);
+		return 0;
+	});
+}
+
+template <typename F>
+int wstep_list(struct bl_rados_write_op *op, const struct bl_list *l, F f) noexcept
+{
+	if (!op || !l || op->spent)
+		return -EINVAL;
+	return guarded([&] {
+		::ceph::bufferlist bl;
+		int e = to_ceph_shared(l, &bl, &op->hold);
+
+		if (e < 0)
+			return e;
+		f(op->op, bl);
+		return 0;
+	});
+}
+
+} // namespace
+
+extern "C" {
+
+int bl_rados_write_op_create(struct bl_rados_write_op *op, int exclusive)
+{
+	return wstep(op, [&](librados::ObjectWriteOperation &o) {
+		o.create(exclusive != 0);
+	});
+}
+
+int bl_rados_write_op_write(struct bl_rados_write_op *op,
+			    const struct bl_list *l, uint64_t off)
+{
+	return wstep_list(op, l, [&](librados::ObjectWriteOperation &o,
+				     ::ceph::bufferlist &bl) {
+		o.write(off, bl);
+	});
+}
+
+int bl_rados_write_op_write_full(struct bl_rados_write_op *op,
+				 const struct bl_list *l)
+{
+	return wstep_list(op, l, [&](librados::ObjectWriteOperation &o,
+				     ::ceph::bufferlist &bl) {
+		o.write_full(bl);
+	});
+}
+
+int bl_rados_write_op_append(struct bl_rados_write_op *op,
+			     const struct bl_list *l)
+{
+	return wstep_list(op, l, [&](librados::ObjectWriteOperation &o,
+				     ::ceph::bufferlist &bl) {
+		o.append(bl);
+	});
+}
+
+int bl_rados_write_op_truncate(struct bl_rados_write_op *op, uint64_t off)
+{
+	return wstep(op, [&](librados::ObjectWriteOperation &o) {
+		o.truncate(off);
+	});
+}
+
+int bl_rados_write_op_zero(struct bl_rados_write_op *op, uint64_t off,
+			   uint64_t len)
+{
+	return wstep(op, [&](librados::ObjectWriteOperation &o) {
+		o.zero(off, len);
+	});
+}
+
+int bl_rados_write_op_setxattr(struct bl_rados_write_op *op, const char *name,
+			       const struct bl_list *val)
+{
+	if (!name)
+		return -EINVAL;
+	return wstep_list(op, val, [&](librados::ObjectWriteOperation &o,
+				       ::ceph::bufferlist &bl) {
+		o.setxattr(name, bl);
+	});
+}
+
+int bl_rados_write_op_omap_set(struct bl_rados_write_op *op,
+			       const char *const *keys,
+			       const struct bl_list *const *vals, size_t n)
+{
+	if (!op || op->spent)
+		return -EINVAL;
+	return guarded([&] {
+		std::map<std::string, ::ceph::bufferlist> m;
+		int e = omap_map(keys, vals, n, m, op->hold, true);
+
+		if (e < 0)
+			return e;
+		op->op.omap_set(m);
+		return 0;
+	});
+}
+
+int bl_rados_write_op_cmpext(struct bl_rados_write_op *op,
+			     const struct bl_list *cmp, uint64_t off,
+			     int *prval)
+{
+	return wstep_list(op, cmp, [&](librados::ObjectWriteOperation &o,
+				       ::ceph::bufferlist &bl) {
+		o.cmpext(off, bl, prval);
+	});
+}
+
+int bl_rados_write_op_assert_version(struct bl_rados_write_op *op,
+				     uint64_t ver)
+{
+	return wstep(op, [&](librados::ObjectWriteOperation &o) {
+		o.assert_version(ver);
+	});
+}
+
+int bl_rados_write_op_operate(struct bl_rados_write_op *op,
+			      struct bl_rados *r, const char *oid)
+{
+	if (!op || !r || !oid || op->spent)
+		return -EINVAL;
+	op->spent = true;
+	int e = guarded([&] { return r->io.operate(oid, &op->op); });
+	op->hold.reset();
+	return e;
+}
+
+int bl_rados_aio_write_op_operate(struct bl_rados_write_op *op,
+				  struct bl_rados *r, const char *oid,
+				  bl_rados_cb cb, void *arg)
+{
+	if (!op || !r || !oid || op->spent)
+		return -EINVAL;
+	aio_op *a;
+	std::string name;
+	try {
+		name = oid;
+		a = new aio_op(r, cb, arg);
+	} catch (...) {
+		return -ENOMEM;
+	}
+	op->spent = true;
+	// the bytes go with the aio op: @op may be released at once
+	a->hold = std::move(op->hold);
+	return aio_submit(a, [&](aio_op *o) {
+		librados::AioCompletion *c = o->c;
+
+		handoff(o);
+		return r->io.aio_operate(name, c, &op->op);
+	});
+}
+
+/* ---- compound read operations -------------------------------------------- */
+
+struct bl_rados_read_op *bl_rados_create_read_op(void)
+{
+	try {
+		return new bl_rados_read_op;
+	} catch (...) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+}
+
+void bl_rados_release_read_op(struct bl_rados_read_op *op)
+{
+	delete op;
+}
+
+} // extern "C"
+
+namespace {
+
+// A step of a read op: a new read_step @set fills, then @add hands to
+// librados' op; nothing is kept when either throws.
+template <typename S, typename A>
+int rstep(struct bl_rados_read_op *op, rkind k, S set, A add) noexcept
+{
+	if (!op || !op->body)
+		return -EINVAL;
+	return guarded([&] {
+		std::unique_ptr<read_step> st(new read_step(k));
+		int e = set(*st);
+
+		if (e < 0)
+			return e;
+		op->body->steps.reserve(op->body->steps.size() + 1);
+		add(op->op, *st);
+		op->body->steps.push_back(std::move(st));	// reserved: no throw
+		return 0;
+	});
+}
+
+} // namespace
+
+extern "C" {
+
+int bl_rados_read_op_read(struct bl_rados_read_op *op, uint64_t off,
+			  size_t len, struct bl_list *out, int *prval)
+{
+	if (!out || len == 0)
+		return -EINVAL;
+	return rstep(op, R_READ,
+		     [&](read_step &st) {
+			     st.out = out;
+			     st.prval = prval;
+			     return 0;
+		     },
+		     [&](librados::ObjectReadOperation &o, read_step &st) {
+			     o.read(off, len, &st.bl, &st.rval);
+		     });
+}
+
+int bl_rados_read_op_stat(struct bl_rados_read_op *op, uint64_t *size,
+			  int64_t *mtime, int *prval)
+{
+	return rstep(op, R_STAT,
+		     [&](read_step &st) {
+			     st.size = size;
+			     st.mtime = mtime;
+			     st.prval = prval;
+			     return 0;
+		     },
+		     [&](librados::ObjectReadOperation &o, read_step &st) {
+			     o.stat(&st.st_size, &st.st_mtime, &st.rval);
+		     });
+}
+
+int bl_rados_read_op_getxattr(struct bl_rados_read_op *op, const char *name,
+			      struct bl_list *out, int *prval)
+{
+	if (!name || !out)
+		return -EINVAL;
+	return rstep(op, R_XATTR,
+		     [&](read_step &st) {
+			     st.out = out;
+			     st.prval = prval;
+			     return 0;
+		     },
+		     [&](librados::ObjectReadOperation &o, read_step &st) {
+			     o.getxattr(name, &st.bl, &st.rval);
+		     });
+}
+
+int bl_rados_read_op_omap_get(struct bl_rados_read_op *op,
+			      const char *start_after, const char *prefix,
+			      uint64_t max, int *more, bl_rados_omap_cb cb,
+			      void *arg, int *prval)
+{
+	if (!cb || max == 0)
+		return -EINVAL;
+	return rstep(op, R_OMAP,
+		     [&](read_step &st) {
+			     st.pmore = more;
+			     st.cb = cb;
+			     st.arg = arg;
+			     st.prval = prval;
+			     return 0;
+		     },
+		     [&](librados::ObjectReadOperation &o, read_step &st) {
+			     o.omap_get_vals2(start_after ? start_after : "",
+					      prefix ? prefix : "", max, &st.vals,
+					      &st.more, &st.rval);
+		     });
+}
+
+int bl_rados_read_op_cmpext(struct bl_rados_read_op *op,
+			    const struct bl_list *cmp, uint64_t off,
+			    int *prval)
+{
+	if (!cmp)
+		return -EINVAL;
+	::ceph::bufferlist bl;
+	return rstep(op, R_CMPEXT,
+		     [&](read_step &st) {
+			     st.prval = prval;
+			     return to_ceph_shared(cmp, &bl,
+						   &op->body->hold);
+		     },
+		     [&](librados::ObjectReadOperation &o, read_step &st) {
+			     o.cmpext(off, bl, &st.rval);
+		     });
+}
+
+int bl_rados_read_op_operate(struct bl_rados_read_op *op, struct bl_rados *r,
+			     const char *oid)
+{
+	if (!op || !r || !oid || !op->body)
+		return -EINVAL;
+	std::unique_ptr<read_body> body(std::move(op->body));
+	int e = guarded([&] {
+		return r->io.operate(oid, &op->op, &body->outbl);
+	});
+	return body->finish(e);
+}
+
+int bl_rados_aio_read_op_operate(struct bl_rados_read_op *op,
+				 struct bl_rados *r, const char *oid,
+				 bl_rados_cb cb, void *arg)
+{
+	if (!op || !r || !oid || !op->body)
+		return -EINVAL;
+	aio_op *a;
+	std::string name;
+	try {
+		name = oid;
+		a = new aio_op(r, cb, arg);
+	} catch (...) {
+		return -ENOMEM;
+	}
+	// the steps go with the aio op: @op may be released at once
+	a->body = std::move(op->body);
+	return aio_submit(a, [&](aio_op *o) {
+		librados::AioCompletion *c = o->c;
+		::ceph::bufferlist *outbl = &o->body->outbl;
+
+		handoff(o);
+		return r->io.aio_operate(name, c, &op->op, outbl);
+	});
+}
+
+/* ---- completions ----------------------------------------------------------- */
+
+struct bl_rados_completion *bl_rados_completion_create(void)
+{
+	try {
+		return new bl_rados_completion;
+	} catch (...) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+}
+
+void bl_rados_completion_cb64(int64_t res, void *arg)
+{
+	auto *c = static_cast<struct bl_rados_completion *>(arg);
+
+	try {
+		std::lock_guard<std::mutex> g(c->mu);
+
+		c->res = res;
+		c->done = true;
+		// under the lock: a waiter may release @c once it sees done
+		c->cv.notify_all();
+	} catch (...) {
+		// the lock failed: nothing to do on a librados thread
+	}
+}
+
+void bl_rados_completion_cb(int res, void *arg)
+{
+	bl_rados_completion_cb64(res, arg);
+}
+
+int bl_rados_completion_wait(struct bl_rados_completion *c, int timeout_ms,
+			     int64_t *res)
+{
+	if (!c)
+		return -EINVAL;
+	try {
+		std::unique_lock<std::mutex> g(c->mu);
+		auto done = [c] { return c->done; };
+
+		if (timeout_ms < 0)
+			c->cv.wait(g, done);
+		else if (!c->cv.wait_for(g, std::chrono::milliseconds(timeout_ms),
+					 done))
+			return -ETIMEDOUT;
+		if (res)
+			*res = c->res;
+		return 0;
+	} catch (...) {	// std::system_error from the lock
+		return -EIO;
+	}
+}
+
+void bl_rados_completion_release(struct bl_rados_completion *c)
+{
+	delete c;
+}
+
 
 uint64_t bl_rados_copied_bytes(void)
 {

@@ -6,6 +6,7 @@
 #ifndef BUFFERLIST_CEPH_INT_H
 #define BUFFERLIST_CEPH_INT_H
 
+#include <stdint.h>
 #include <bufferlist/common.h>
 
 BL_BEGIN_DECLS
@@ -15,6 +16,13 @@ BL_BEGIN_DECLS
  * per raw made, -1 when its free callback drops the Ceph buffer.
  */
 long bl__ceph_live_ptrs(void);
+
+/*
+ * A read's result from librados' int @rv and the length @got of its
+ * answer: the bytes read (also 2 GiB and more, which @rv gives negative),
+ * or @rv's negative errno.
+ */
+int64_t bl__ceph_read_result(int rv, uint64_t got);
 
 BL_END_DECLS
 
