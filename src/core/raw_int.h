@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * raw_int.h - the raw layer's private side (raw.c): the header of a
- * reference-counted block and the inline halves of taking and dropping a
- * reference.  Includes only pool_int.h.  Never installed.
+ * reference-counted block, the inline halves of taking and dropping a
+ * reference, and the inline accessors through which the layers above
+ * read and move its fields (only raw.c and this header touch them:
+ * test/check_layers.sh).  Includes only pool_int.h.  Never installed.
  */
 #ifndef BUFFERLIST_RAW_INT_H
 #define BUFFERLIST_RAW_INT_H

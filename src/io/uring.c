@@ -5,8 +5,8 @@
  * it, and its counters.  The rest of the layer: uring_op.c (the operation
  * engine shared by both back ends), uring_kernel.c (issuing and completing
  * on io_uring), uring_blocking.c (the blocking back end), bufring.c
- * (provided-buffer rings), regbuf.c (registered buffers); uring_priv.h is
- * what they share.
+ * (provided-buffer rings), regbuf.c (registered buffers), uring_wait.c
+ * (the waited calls, above this file); uring_priv.h is what they share.
  */
 #include "uring_priv.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
