@@ -1,12 +1,19 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# check_calls.sh - no two .c files call each other in a loop.  Within a
-# layer as between layers, calls between files go one way: a file that
-# calls down into another is never called back, directly or through a
-# third.  Where a lower file must start work in a higher one, it goes
-# through a table of functions the higher one hands down (the uring back
-# ends' struct bl__uring_backend), which is no call of a symbol.
+# check_calls.sh - calls go down the layers, and never in a loop.
+#
+#   1. No file calls into a file of a higher layer, nor of another layer
+#      of its rank: the layers and their ranks are test/layers.txt's, the
+#      tools above all of them.  A call through a public header counts
+#      like any other (raw.c may call bl_crc32c because crc32c ranks
+#      below raw, not because crc32c.h is public).
+#   2. No two files call each other in a loop.  Within a layer as between
+#      layers, calls between files go one way: a file that calls down into
+#      another is never called back, directly or through a third.
+# Where a lower file must start work in a higher one, it goes through a
+# table of functions the higher one hands down (the uring back ends'
+# struct bl__uring_backend), which is no call of a symbol.
 #
 # The graph is read from the built objects, not the sources, so it is the
 # one the linker sees: per object, `nm` lists the global symbols it
@@ -18,21 +25,26 @@
 # an edge is marked "(via a header)" below.  The rule's one exception, a
 # header's inline fast path calling its own layer's slow path, is such an
 # edge: a loop that only it closes goes into ALLOW with its reason (none
-# does today).  Objects: the convenience
-# library's (every src/LAYER/*.c) and the tools' (tools/*.c; blbench and
-# msgbench are separate programs, and each resolves first among its own
-# files, then in the library).
+# does today).  Objects: the convenience library's (every src/LAYER/*.c),
+# the Ceph bridge's when it is built (src/ceph/*.cc) and the tools'
+# (tools/*.c; blbench and msgbench are separate programs, and each
+# resolves first among its own files, then in the library).
 #
-# Fails (exit 1) naming each loop: one way around it with the symbol of
-# each step, then every call between its files.  Exit 77 (SKIP) when the
+# Fails (exit 1) naming each upward call (the two files, their layers and
+# the symbols), and each loop: one way around it with the symbol of each
+# step, then every call between its files.  Exit 77 (SKIP) when the
 # library's objects are not there (run from a tree that was not built).
+# test/check_calls_self.sh proves on fixture objects that both fail.
 #
 # Environment: top_srcdir and top_builddir (set by `make check`); both
-# default to what fits a run from the build directory.  NM (default nm).
+# default to what fits a run from the build directory.  NM (default nm);
+# LAYER_TABLE (default test/layers.txt).
 
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
 NM=${NM:-nm}
+case $0 in */*) here=${0%/*} ;; *) here=. ;; esac
+. "$here/layers.sh"
 
 # Loops known and tolerated, one per line: the files of the loop, sorted,
 # separated by one space.  A listed loop that grows, shrinks or goes away
@@ -59,17 +71,26 @@ obj()
 : >"$tmp"
 nobj=0
 missing=
-for c in "$top_srcdir"/src/*/*.c "$top_srcdir"/tools/*.c; do
+unranked=
+for c in "$top_srcdir"/src/*/*.c "$top_srcdir"/src/*/*.cc \
+	 "$top_srcdir"/tools/*.c; do
 	[ -f "$c" ] || continue
 	dir=${c#"$top_srcdir"/}
 	dir=${dir%/*}			# src/LAYER or tools
-	name=${c##*/}
-	name=${name%.c}
+	file=${c##*/}
+	name=${file%.*}
+	set -- $(layer_of "$dir/$file")
+	if [ $# -lt 2 ]; then
+		unranked="$unranked $dir/$file"
+		continue
+	fi
+	rank=$1
+	layer=$2
 	o=$(obj "$top_builddir/$dir" "$name")
 	if [ -z "$o" ]; then
-		# a tool's optional part (blbench's rados target) may be off;
-		# every file of src/ is in the library
-		case $dir in src/*) missing="$missing $dir/$name.c" ;; esac
+		# a tool's optional part (blbench's rados target) and the Ceph
+		# bridge may be off; every C file of src/ is in the library
+		case $dir/$file in src/*.c) missing="$missing $dir/$file" ;; esac
 		continue
 	fi
 	# the program an object belongs to: the library, or the tool named
@@ -84,9 +105,15 @@ for c in "$top_srcdir"/src/*/*.c "$top_srcdir"/tools/*.c; do
 		esac
 	fi
 	nobj=$((nobj + 1))
-	"$NM" -P "$o" | awk -v f="$dir/$name.c" -v unit="$unit" \
-		'NF >= 2 { print unit, f, $2, $1 }' >>"$tmp" || exit 1
+	"$NM" -P "$o" | awk -v f="$dir/$file" -v unit="$unit" \
+		-v rank="$rank" -v layer="$layer" \
+		'NF >= 2 { print unit, f, rank, layer, $2, $1 }' >>"$tmp" ||
+		exit 1
 done
+if [ -n "$unranked" ]; then
+	echo "check_calls.sh: not in the table of layers (test/layers.txt):$unranked" >&2
+	exit 1
+fi
 if [ "$nobj" -eq 0 ]; then
 	echo "check_calls.sh: no objects under $top_builddir/src: skipped" >&2
 	exit 77
@@ -192,7 +219,8 @@ function addnode(f) {
 }
 
 {
-	unit = $1; f = $2; type = $3; sym = $4
+	unit = $1; f = $2; type = $5; sym = $6
+	rank[f] = $3; layer[f] = $4
 	addnode(f)
 	if (type == "U") {
 		nund++
@@ -221,12 +249,25 @@ END {
 			edge[f, g] = edge[f, g] " " us[i]
 		}
 	}
+	status = 0
+	for (i = 1; i <= nnodes; i++) {
+		f = node[i]
+		for (j = 1; j <= nadj[f]; j++) {
+			g = adj[f, j]
+			if (layer[f] == layer[g] || rank[f] + 0 > rank[g] + 0)
+				continue
+			status = 1
+			print "upward call: " f " (" layer[f] ", rank " \
+			      rank[f] ") -> " g " (" layer[g] ", rank " \
+			      rank[g] "): " edge[f, g] > "/dev/stderr"
+		}
+	}
+
 	for (i = 1; i <= nnodes; i++)
 		if (!(node[i] in idx))
 			strong(node[i])
 
 	nallow = split(allow, al, "\n")
-	status = 0
 	for (k = 1; k <= ncomp; k++) {
 		if (csize[k] < 2)
 			continue

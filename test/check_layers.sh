@@ -10,58 +10,38 @@
 #      list_int.h may (list_int.h is the list's private API for the rest);
 #   2. a file other than iter.c and iter_int.h touches a private field of
 #      struct bl_iter;
-#   3. a file includes the private header of a higher layer, or another
-#      layer's *_priv.h (what a layer's own files share), or tools/ or
-#      examples/ includes any private header of the library.
-# The private fields are read from the public headers (the members whose
-# names start with '_'), so the check follows the structs as they change.
+#   3. a file outside the raw layer (raw.c, raw_int.h) touches a field of
+#      struct bl_raw: the rest of the library goes through raw_int.h's
+#      inline functions;
+#   4. a file includes the private header of a higher layer (or of another
+#      layer of its rank), another layer's *_priv.h (what a layer's own
+#      files share) or one of the headers that the table's "own" row keeps
+#      to their layer, or tools/ or examples/ includes any private header
+#      of the library;
+#   5. docs/ARCHITECTURE.md's copy of the table of layers differs from it.
+# The private fields of struct bl_list and struct bl_iter are read from
+# the public headers (the members whose names start with '_'), those of
+# struct bl_raw from raw_int.h (all of them), so the check follows the
+# structs as they change.  A field of struct bl_raw is recognised through
+# the names that the file, or a header's struct member, declares as a
+# struct bl_raw pointer (r->len, p->raw->data, raws[i]->pool).
 #
-# Layers, lowest first, with their files (a file not named here fails the
-# check, so that the table stays true):
-#   base        base_int.h endian_int.h
-#   pool        pool_int.h pool.c
-#   raw         raw_int.h raw.c
-#   ptr         ptr.c
-#   list        list_int.h list_priv.h list.c list_*.c
-#   iter/codec  iter_int.h iter.c api_inline.c codec.c codec_*.c
-#   crc         crc32c_int.h crc32c.c crc32c_*.c
-#   io          io_int.h io.c
-#   uring       uring_int.h uring_priv.h uring.c uring_*.c bufring.c regbuf.c
-#   lz4         lz4_int.h lz4.c
-#   msgr        msgr_int.h msgr.c msgr_*.c
-#   ceph        ceph_int.h ceph.cc
+# The layers and their files are test/layers.txt's (a file it does not
+# name fails the check, so that the table stays true).
 #
 # Environment: top_srcdir (set by `make check`; default: .).
 
 top_srcdir=${top_srcdir:-.}
 src=$top_srcdir/src
 inc=$top_srcdir/include/bufferlist
+case $0 in */*) here=${0%/*} ;; *) here=. ;; esac
+. "$here/layers.sh"
 
-# Exceptions, one "path rule" per line (rule: list, iter or include); the
-# check passes with none, and should stay that way.
+# Exceptions, one "path rule" per line (rule: list, iter, raw or include);
+# the check passes with none, and should stay that way.
 ALLOW=''
 
 status=0
-
-# rank FILE: the layer of a file of src/ (by its name), or nothing.
-rank()
-{
-	case $1 in
-	base_int.h | endian_int.h) echo 0 ;;
-	pool_int.h | pool.c) echo 1 ;;
-	raw_int.h | raw.c) echo 2 ;;
-	ptr.c) echo 3 ;;
-	list_int.h | list_priv.h | list.c | list_*.c) echo 4 ;;
-	iter_int.h | iter.c | api_inline.c | codec.c | codec_*.c) echo 5 ;;
-	crc32c_int.h | crc32c.c | crc32c_*.c) echo 6 ;;
-	io_int.h | io.c) echo 7 ;;
-	uring_int.h | uring_priv.h | uring.c | uring_*.c | bufring.c | regbuf.c)
-		echo 8 ;;
-	lz4_int.h | lz4.c) echo 9 ;;
-	msgr_int.h | msgr.c | msgr_*.c) echo 10 ;;
-	ceph_int.h | ceph.cc) echo 11 ;;
-	esac
-}
 
 allowed()	# PATH RULE
 {
@@ -114,6 +94,59 @@ alt()	# the words on stdin as one ERE alternation
 	tr '\n' '|' | sed 's/|$//'
 }
 
+# The names of the members of `struct bl_raw {` in FILE (one level down:
+# a union member counts by its own name).
+raw_fields()	# FILE
+{
+	awk '
+	index($0, "struct bl_raw {") == 1 { on = 1; depth = 1; next }
+	!on { next }
+	{
+		line = $0
+		gsub(/\/\*.*\*\//, "", line)
+		sub(/\/\*.*/, "", line)
+		if (line ~ /^[ \t]*\*/)
+			next
+		if (line ~ /{/) { depth++; next }
+		if (line ~ /}/) {
+			depth--
+			if (depth == 0)
+				exit
+			if (depth == 1 && match(line, /[A-Za-z_][A-Za-z0-9_]*[ \t]*;/)) {
+				d = substr(line, RSTART, RLENGTH)
+				sub(/[ \t;].*/, "", d)
+				print d
+			}
+			next
+		}
+		if (depth == 1 && line !~ /^#/ &&
+		    match(line, /[A-Za-z_][A-Za-z0-9_]*[ \t]*(\[[^]]*\])?[ \t]*;/)) {
+			d = substr(line, RSTART, RLENGTH)
+			sub(/[ \t\[;].*/, "", d)
+			print d
+		}
+	}' "$1"
+}
+
+# The names that FILE declares as pointers to struct bl_raw; with
+# "members", only declarations that end a statement (a struct's members).
+raw_names()	# FILE [members]
+{
+	awk -v members="$2" '
+	{
+		line = $0
+		while (match(line, /struct bl_raw[ \t]*\*+[ \t]*(const[ \t]+)?[A-Za-z_][A-Za-z0-9_]*[ \t]*(\[[^]]*\])?[ \t]*[;,=)]/)) {
+			d = substr(line, RSTART, RLENGTH)
+			line = substr(line, RSTART + RLENGTH)
+			end = substr(d, length(d))
+			sub(/^struct bl_raw[ \t]*\*+[ \t]*(const[ \t]+)?/, "", d)
+			sub(/[^A-Za-z0-9_].*$/, "", d)
+			if (members == "" || end == ";")
+				print d
+		}
+	}' "$1"
+}
+
 list_fields=$( { private_fields "$inc/list.h" bl_list;
 		 private_fields "$inc/list.h" bl__chunk_hdr;
 		 private_fields "$inc/list.h" bl_list_seg_iter; } | alt)
@@ -122,28 +155,33 @@ if [ -z "$list_fields" ] || [ -z "$iter_fields" ]; then
 	echo "check_layers: no private field found in list.h or iter.h" >&2
 	exit 1
 fi
+raw_field_alt=$(raw_fields "$src/core/raw_int.h" | alt)
+raw_members=$(cat "$inc"/*.h "$src"/*/*.h | raw_names /dev/stdin members | sort -u)
+if [ -z "$raw_field_alt" ] || [ -z "$raw_members" ]; then
+	echo "check_layers: no field of struct bl_raw found in raw_int.h" >&2
+	exit 1
+fi
 list_re="(->|\\.)[[:space:]]*($list_fields)([^A-Za-z0-9_]|\$)|bl__chunk"
 iter_re="(->|\\.)[[:space:]]*($iter_fields)([^A-Za-z0-9_]|\$)"
+
+own=$(layer_own)
 
 files=$(cd "$top_srcdir" && ls src/*/*.c src/*/*.h src/*/*.cc tools/*.c tools/*.h \
 	examples/*.c 2>/dev/null)
 
 for f in $files; do
 	b=${f##*/}
-	case $f in
-	tools/* | examples/*) r=tools ;;
-	*)
-		r=$(rank "$b")
-		if [ -z "$r" ]; then
-			complain "$f" include \
-				"$f: not in the layer table of test/check_layers.sh"
-			continue
-		fi ;;
-	esac
+	set -- $(layer_of "$f")
+	r=${1-}
+	ly=${2-}
+	if [ -z "$r" ]; then
+		complain "$f" include "$f: not in the table of layers (test/layers.txt)"
+		continue
+	fi
 
-	# 1, 2: private fields
-	case $b in
-	list.c | list_*.c | list_int.h | list_priv.h) ;;
+	# 1, 2, 3: private fields
+	case $ly:$b in
+	list:*) ;;
 	*)
 		hits=$(grep -nE "$list_re" "$top_srcdir/$f")
 		if [ -n "$hits" ] && ! allowed "$f" list; then
@@ -160,29 +198,66 @@ for f in $files; do
 			status=1
 		fi ;;
 	esac
+	if [ "$ly" != raw ]; then
+		names=$( { printf '%s\n' "$raw_members"
+			   raw_names "$top_srcdir/$f"; } | sort -u | alt)
+		raw_re="(^|[^A-Za-z0-9_])($names)(\\[[^]]*\\])?[[:space:]]*->[[:space:]]*($raw_field_alt)([^A-Za-z0-9_]|\$)"
+		hits=$(grep -nE "$raw_re" "$top_srcdir/$f")
+		if [ -n "$hits" ] && ! allowed "$f" raw; then
+			printf '%s\n' "$hits" | sed "s|^|$f: raw fields: |" >&2
+			status=1
+		fi
+	fi
 
-	# 3: includes
+	# 4: includes
 	for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' \
 			"$top_srcdir/$f"); do
-		ls "$src"/*/"$h" >/dev/null 2>&1 || continue	# config.h, tools' own headers
-		hr=$(rank "$h")
-		if [ "$r" = tools ]; then
+		hp=$(cd "$top_srcdir" && ls src/*/"$h" 2>/dev/null | head -n 1)
+		[ -n "$hp" ] || continue	# config.h, tools' own headers
+		if [ "$ly" = tools ]; then
 			complain "$f" include "$f: includes the library's private $h"
 			continue
 		fi
+		set -- $(layer_of "$hp")
+		hr=${1-}
+		hly=${2-}
 		if [ -z "$hr" ]; then
 			complain "$f" include \
-				"$f: includes $h, which is not in the layer table"
-		elif [ "$hr" -gt "$r" ]; then
+				"$f: includes $h, which is not in the table of layers"
+		elif [ "$hly" = "$ly" ]; then
+			:
+		elif [ "$hr" -ge "$r" ]; then
 			complain "$f" include \
-				"$f: includes $h, the private header of a higher layer"
+				"$f: includes $h, the private header of layer $hly, not below $ly"
 		else
+			case " $(echo $own) " in *" $h "*) own_h=1 ;; *) own_h= ;; esac
 			case $h in
 			*_priv.h)
-				[ "$hr" -eq "$r" ] || complain "$f" include \
-					"$f: includes $h, another layer's own header" ;;
+				complain "$f" include \
+					"$f: includes $h, layer $hly's own header" ;;
+			*)
+				[ -z "$own_h" ] || complain "$f" include \
+					"$f: includes $h, which layer $hly keeps to itself (test/layers.txt)" ;;
 			esac
 		fi
 	done
 done
+
+# 5: the copy of the table in docs/ARCHITECTURE.md, between the lines
+# "<!-- test/layers.txt -->" and the end of the code block after it, is
+# the table's rows (its lines that are not comments)
+arch=$top_srcdir/docs/ARCHITECTURE.md
+if [ -f "$arch" ]; then
+	quote=$(awk '/^<!-- test\/layers.txt -->/ { on = 1; next }
+		on && /^```/ { if (seen) exit; seen = 1; next }
+		on && seen { print }' "$arch")
+	rows=$(grep -v '^#' "$layer_table")
+	if [ "$quote" != "$rows" ]; then
+		echo "docs/ARCHITECTURE.md: its copy of test/layers.txt differs from the table:" >&2
+		printf '%s\n' "$quote" >"${TMPDIR:-/tmp}/check_layers.$$.q"
+		printf '%s\n' "$rows" | diff "${TMPDIR:-/tmp}/check_layers.$$.q" - >&2
+		rm -f "${TMPDIR:-/tmp}/check_layers.$$.q"
+		status=1
+	fi
+fi
 exit $status

@@ -59,9 +59,7 @@ int bl_encode_finish(struct bl_list *l, struct bl_struct_enc *s)
 	}
 	bl__le32_store((unsigned char *)s->_hole._at + 2, (uint32_t)len);
 	/* a crc cached over the zeros would be stale now */
-	if (bl__unlikely(atomic_load_explicit(&r->crc_valid,
-					      memory_order_relaxed)))
-		bl_raw_invalidate_crc(r);
+	bl__raw_crc_stale(r);
 	return 0;
 }
 

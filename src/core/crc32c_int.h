@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * crc32c_int.h - what the crc32c implementations share with the dispatcher
- * (crc32c.c) and with test/test_crc32c.c.  Never installed.
+ * (crc32c.c), with test/test_crc32c.c and with the messenger, whose frame
+ * parser inlines the short-message routine (msgr_frame.c).  Never
+ * installed.
  *
  * Values are in the reflected (LSB-first) representation of the Castagnoli
  * polynomial P = 0x1EDC6F41: bit i of a 32-bit value is the coefficient of

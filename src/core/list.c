@@ -855,7 +855,7 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 						 bounce, len, 16);
 				return -ENOMEM;
 			}
-			memcpy(priv[k]->data, s->data, s->len);
+			memcpy(bl__raw_data(priv[k]), s->data, s->len);
 			bl__count_copy(s->len);
 			k++;
 		}
@@ -869,7 +869,7 @@ static int write_range(struct bl_list *l, size_t off, size_t len,
 		if (bl__raw_readonly(s->raw)) {
 			bl__raw_put(s->raw);
 			s->raw = priv[k++];
-			s->data = s->raw->data;
+			s->data = bl__raw_data(s->raw);
 		}
 		if (in) {
 			if (overlap)	/* one run: @src may be its bytes */

@@ -71,8 +71,8 @@ abuf_claim(struct bl_list *l, struct bl_raw *ab, bool copy, size_t len,
 	if (!ls) {
 		ls = last_seg(l);
 		if (!ls || ls->raw != ab ||
-		    ls->data + ls->len != ab->data + used) {
-			if (push_seg(l, ab, ab->data + used, 0, spare))
+		    ls->data + ls->len != bl__raw_data(ab) + used) {
+			if (push_seg(l, ab, bl__raw_data(ab) + used, 0, spare))
 				return NULL;
 			bl__raw_get(ab);
 			ls = last_seg(l);
@@ -85,12 +85,12 @@ abuf_claim(struct bl_list *l, struct bl_raw *ab, bool copy, size_t len,
 	l->_ext = ls;
 	/* all the accounting of an append, through one thread-local lookup */
 	t = bl__tstats();
-	bl__stat_adds(&t->pool[ab->pool].unused, -(int64_t)len);
+	bl__stat_adds(&t->pool[bl__raw_pool(ab)].unused, -(int64_t)len);
 	if (copy) {
 		bl__stat_add(&t->copied_bytes, len);
 		bl__stat_add(&t->copy_ops, 1);
 	}
-	return ab->data + used;
+	return bl__raw_data(ab) + used;
 }
 
 /* abuf_claim() and the copy (NULL @data: zeros).  0 or -ENOMEM. */
@@ -173,11 +173,11 @@ static int append_slow(struct bl_list *l, const void *a, size_t alen,
 		ab = bl__raw_create_combined(l->_pool, len, len);
 		if (!ab)
 			return -ENOMEM;
-		if (push_seg(l, ab, ab->data, len, NULL)) {
+		if (push_seg(l, ab, bl__raw_data(ab), len, NULL)) {
 			bl__raw_put(ab);
 			return -ENOMEM;
 		}
-		put2(ab->data, a, alen, b, blen);
+		put2(bl__raw_data(ab), a, alen, b, blen);
 		if (a || blen)
 			bl__count_copy(a ? len : blen);
 		return 0;
@@ -203,7 +203,7 @@ static inline int append_bytes(struct bl_list *l, const void *data,
 
 	if (bl__unlikely(!len))
 		return 0;
-	if (bl__likely(ab && ab->len - bl__raw_used(ab) >= len))
+	if (bl__likely(ab && bl__raw_room(ab) >= len))
 		ret = abuf_put(l, ab, data, len, NULL);	/* counts the copy */
 	else
 		ret = append_slow(l, data, len, NULL, 0);
@@ -235,16 +235,16 @@ int bl_list_append(struct bl_list *l, const void *data, size_t len)
 	if (bl__unlikely(!ab || !ls || !t || !data || len - 1 >= 16))
 		return append_bytes_slow(l, data, len);
 	used = bl__raw_used(ab);
-	if (bl__unlikely(ab->len - used < len))
+	if (bl__unlikely(bl__raw_len(ab) - used < len))
 		return append_bytes_slow(l, data, len);
 	ls->len += len;
 	l->_len += len;
 	BL__LIST_TOUCH(l);
 	bl__raw_set_used(ab, used + len);
-	bl__stat_adds(&t->pool[ab->pool].unused, -(int64_t)len);
+	bl__stat_adds(&t->pool[bl__raw_pool(ab)].unused, -(int64_t)len);
 	bl__stat_add(&t->copied_bytes, len);
 	bl__stat_add(&t->copy_ops, 1);
-	copy_small(ab->data + used, data, len);
+	copy_small(bl__raw_data(ab) + used, data, len);
 	return 0;
 }
 
@@ -252,7 +252,7 @@ void *bl__list_append_room(struct bl_list *l, size_t len)
 {
 	struct bl_raw *ab = l->_abuf;
 
-	if (!len || !ab || ab->len - bl__raw_used(ab) < len)
+	if (!len || !ab || bl__raw_room(ab) < len)
 		return NULL;
 	return abuf_claim(l, ab, true, len, NULL);
 }
@@ -263,7 +263,7 @@ int bl__list_append2(struct bl_list *l, const void *a, size_t alen,
 	struct bl_raw *ab = l->_abuf;
 	int ret;
 
-	if (ab && ab->len - bl__raw_used(ab) >= alen + blen) {
+	if (ab && bl__raw_room(ab) >= alen + blen) {
 		ret = abuf_put(l, ab, a, alen, NULL);
 		if (!ret && blen)
 			abuf_put(l, ab, b, blen, NULL);	/* extends: cannot fail */
@@ -288,7 +288,7 @@ hole_slow(struct bl_list *l, const void *init, size_t len, struct bl_hole *h)
 		h->_len = 0;
 		return 0;
 	}
-	if (ab && ab->len - bl__raw_used(ab) >= len) {
+	if (ab && bl__raw_room(ab) >= len) {
 		char *p = abuf_claim(l, ab, false, len, NULL);
 
 		if (!p)
@@ -331,14 +331,14 @@ hole_fast(struct bl_list *l, const void *init, size_t len, struct bl_hole *h)
 	if (bl__unlikely(!ab || !ls || !t || !h || len - 1 >= 16))
 		goto slow;
 	used = bl__raw_used(ab);
-	if (bl__unlikely(ab->len - used < len))
+	if (bl__unlikely(bl__raw_len(ab) - used < len))
 		goto slow;
-	p = ab->data + used;
+	p = bl__raw_data(ab) + used;
 	ls->len += len;
 	l->_len += len;
 	BL__LIST_TOUCH(l);
 	bl__raw_set_used(ab, used + len);
-	bl__stat_adds(&t->pool[ab->pool].unused, -(int64_t)len);
+	bl__stat_adds(&t->pool[bl__raw_pool(ab)].unused, -(int64_t)len);
 	if (init)
 		copy_small(p, init, len);
 	else
@@ -505,7 +505,7 @@ int bl__list_append_frame(struct bl_list *l, const void *pre, size_t prelen,
 	if (!nseg_room(l, need))
 		return -ENOMEM;	/* the segment count would wrap */
 	/* every allocation first: past this block nothing can fail */
-	if (!ab || ab->len - bl__raw_used(ab) < bytes) {
+	if (!ab || bl__raw_room(ab) < bytes) {
 		if (bytes >= LARGE_APPEND && (copy_mid || !midlen))
 			own = bl__raw_create_combined(l->_pool, bytes, bytes);
 		else

@@ -65,7 +65,7 @@ static inline size_t bl__list_abuf_room(const struct bl_list *l)
 {
 	const struct bl_raw *ab = l->_abuf;
 
-	return ab ? ab->len - bl__raw_used(ab) : 0;
+	return ab ? bl__raw_room(ab) : 0;
 }
 
 /* Segments that can be pushed onto @l without allocating a chunk. */
@@ -88,7 +88,7 @@ static inline const struct bl_seg *bl__list_front(const struct bl_list *l)
 /* Where segment @s starts in its raw: what a struct bl_ptr of it holds. */
 static inline size_t bl__seg_off(const struct bl_seg *s)
 {
-	return (size_t)(s->data - s->raw->data);
+	return (size_t)(s->data - bl__raw_data(s->raw));
 }
 
 /* Segment @s as a slice (no reference taken: the caller's to take). */

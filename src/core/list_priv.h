@@ -165,9 +165,6 @@ void bl__list_mark_rollback(struct bl_list *l, const struct mark *m,
 /* Drops the segments, keeps the append buffer. */
 void bl__list_drop_segments(struct bl_list *l);
 
-/* Copies non-empty @l into one new raw (whatever its segments).  0 or -ENOMEM. */
-int bl__list_rebuild_one(struct bl_list *l);
-
 /* ---- positions -------------------------------------------------------- */
 
 struct pos {
@@ -359,7 +356,7 @@ static inline int ptr_check(const struct bl_ptr *p)
 /* The first byte of slice @p (which has a raw): a segment's data. */
 static inline char *ptr_at(const struct bl_ptr *p)
 {
-	return p->raw->data + p->off;
+	return bl__raw_data(p->raw) + p->off;
 }
 
 /* Extends the last segment over the slice {@raw, @data, @len} when that

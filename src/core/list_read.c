@@ -363,7 +363,7 @@ size_t bl__list_waste_of(const struct raw_use *v, size_t n, struct bl_raw *r)
 	const struct raw_use *f = bsearch(&key, v, n, sizeof(*v), cmp_raw_use);
 	size_t used = f ? f->used : 0;
 
-	return r->len > used ? r->len - used : 0;
+	return bl__raw_len(r) > used ? bl__raw_len(r) - used : 0;
 }
 
 size_t bl_list_pinned_unused(const struct bl_list *l)
@@ -401,7 +401,7 @@ int bl__list_validate(const struct bl_list *l)
 			if (!s->raw || !s->len)
 				return -4;
 			if (!bl__raw_covers_at(s->raw, s->data, s->len) ||
-			    bl__raw_used(s->raw) > s->raw->len)
+			    bl__raw_used(s->raw) > bl__raw_len(s->raw))
 				return -5;
 			if (!bl_raw_nref(s->raw))
 				return -6;
@@ -416,11 +416,11 @@ int bl__list_validate(const struct bl_list *l)
 		return -8;
 	if (nseg != l->_nseg)
 		return -9;
-	if (l->_abuf && bl__raw_used(l->_abuf) > l->_abuf->len)
+	if (l->_abuf && bl__raw_used(l->_abuf) > bl__raw_len(l->_abuf))
 		return -10;
 	if (l->_ext && (l->_ext != last_seg(l) || l->_ext->raw != l->_abuf ||
-			l->_ext->data + l->_ext->len !=
-				l->_abuf->data + bl__raw_used(l->_abuf)))
+			l->_ext->data + l->_ext->len != bl__raw_data(l->_abuf) +
+							bl__raw_used(l->_abuf)))
 		return -11;	/* stale append hint */
 	if (bl__lindex_validate(l))
 		return -12;	/* stale offset index */

@@ -33,24 +33,28 @@ static struct bl_raw *raw_for_copy(struct bl_pool *p, size_t len, size_t align)
 				     : bl_raw_create_aligned_in(p, len, align);
 }
 
-int bl__list_rebuild_one(struct bl_list *l)
+/*
+ * Copies non-empty @l into one new raw (whatever its segments).  0 or
+ * -ENOMEM.
+ */
+static int rebuild_one(struct bl_list *l)
 {
 	struct bl_raw *r;
 
-	r = raw_for_copy(&bl__pools[bl__list_front(l)->raw->pool], l->_len,
-			 BL_CACHELINE);
+	r = raw_for_copy(&bl__pools[bl__raw_pool(bl__list_front(l)->raw)],
+			 l->_len, BL_CACHELINE);
 	if (!r)
 		return -ENOMEM;
-	bl_list_copy_out(l, 0, l->_len, r->data);
+	bl_list_copy_out(l, 0, l->_len, bl__raw_data(r));
 	bl__list_drop_segments(l);
 	/* into an inline slot: cannot fail */
-	push_seg(l, r, r->data, r->len, NULL);
+	push_seg(l, r, bl__raw_data(r), bl__raw_len(r), NULL);
 	return 0;
 }
 
 int bl_list_rebuild(struct bl_list *l)
 {
-	return l->_nseg <= 1 ? 0 : bl__list_rebuild_one(l);
+	return l->_nseg <= 1 ? 0 : rebuild_one(l);
 }
 
 /* ---- a copy another thread may hold ------------------------------------ */
@@ -71,8 +75,9 @@ int bl_list_copy_shared(struct bl_list *dst, const struct bl_list *src)
 	bl_raw_set_thread_local(was);
 	if (!r)
 		return -ENOMEM;
-	bl_list_copy_out(src, 0, len, r->data);	/* before @dst changes */
-	if (push_seg(dst, r, r->data, len, NULL)) {
+	/* before @dst changes */
+	bl_list_copy_out(src, 0, len, bl__raw_data(r));
+	if (push_seg(dst, r, bl__raw_data(r), len, NULL)) {
 		bl_raw_put(r);
 		return -ENOMEM;
 	}
@@ -90,7 +95,7 @@ char *bl_list_c_str(struct bl_list *l)
 		return empty;
 	/* a static raw's bytes are read-only: the caller gets a copy */
 	if ((l->_nseg > 1 || bl__raw_readonly(last_seg(l)->raw)) &&
-	    bl__list_rebuild_one(l))
+	    rebuild_one(l))
 		return NULL;
 	s = last_seg(l);
 	return s->data;
@@ -135,7 +140,8 @@ ssize_t bl__list_reshape(struct bl_list *l, const struct bl__reshape *rs)
 		}
 		/* a run: one new raw for all of it */
 		run = cur;
-		p = rs->in_list_pool ? l->_pool : &bl__pools[s->raw->pool];
+		p = rs->in_list_pool ? l->_pool
+				     : &bl__pools[bl__raw_pool(s->raw)];
 		do {
 			total += s->len;
 			cnt++;
@@ -145,10 +151,10 @@ ssize_t bl__list_reshape(struct bl_list *l, const struct bl__reshape *rs)
 		r = raw_for_copy(p, total, rs->align);
 		if (!r)
 			goto fail;
-		copy_run(r->data, run, cnt);
+		copy_run(bl__raw_data(r), run, cnt);
 		bl__count_copy(total);
 		copied += total;
-		if (push_seg(&out, r, r->data, total, NULL)) {
+		if (push_seg(&out, r, bl__raw_data(r), total, NULL)) {
 			bl__raw_put(r);
 			goto fail;
 		}
@@ -279,22 +285,22 @@ ssize_t bl_list_pad_to(struct bl_list *l, size_t align)
 	 * leave that segment misaligned in length and have the O_DIRECT
 	 * preparation copy all of it.
 	 */
-	memcpy(r->data, last->data + last->len - tail, tail);
-	memset(r->data + tail, 0, pad);
+	memcpy(bl__raw_data(r), last->data + last->len - tail, tail);
+	memset(bl__raw_data(r) + tail, 0, pad);
 	if (tail)
 		bl__count_copy(tail);
 	l->_ext = NULL;
 	if (tail == last->len) {
 		bl__raw_put(last->raw);
 		last->raw = r;
-		last->data = r->data;
+		last->data = bl__raw_data(r);
 		last->len = tail + pad;
 		l->_len += pad;
 	} else {
 		last->len -= tail;
 		l->_len -= tail;
 		/* room made: cannot fail */
-		push_seg(l, r, r->data, tail + pad, &spare);
+		push_seg(l, r, bl__raw_data(r), tail + pad, &spare);
 	}
 	if (spare)
 		bl__chunk_free(spare);
@@ -338,7 +344,7 @@ ssize_t bl_list_compact(struct bl_list *l, size_t max_waste)
 	bl__list_usage_free(cc.v, cap);
 	/* the append buffer goes too: what we keep should pin nothing more */
 	if (copied >= 0 && l->_abuf &&
-	    l->_abuf->len - bl__raw_used(l->_abuf) > max_waste) {
+	    bl__raw_room(l->_abuf) > max_waste) {
 		bl__raw_put(l->_abuf);
 		l->_abuf = NULL;
 		l->_abuf_next = 0;

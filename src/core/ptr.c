@@ -51,7 +51,7 @@ int bl_ptr_from_seg(struct bl_ptr *p, const struct bl_seg *seg)
 	if (!bl__raw_covers_at(seg->raw, seg->data, seg->len))
 		return -ERANGE;
 	p->raw = bl__raw_get(seg->raw);
-	p->off = (size_t)(seg->data - seg->raw->data);
+	p->off = (size_t)(seg->data - bl__raw_data(seg->raw));
 	p->len = seg->len;
 	return 0;
 }
@@ -95,7 +95,7 @@ void bl_ptr_release(struct bl_ptr *p)
 
 char *bl_ptr_data(const struct bl_ptr *p)
 {
-	return p->raw ? p->raw->data + p->off : NULL;
+	return p->raw ? bl__raw_data(p->raw) + p->off : NULL;
 }
 
 size_t bl_ptr_unused_tail(const struct bl_ptr *p)
@@ -108,13 +108,13 @@ size_t bl_ptr_unused_tail(const struct bl_ptr *p)
 	used = bl__raw_used(r);
 	if (p->off + p->len != used)
 		return 0;
-	return r->len - used;
+	return bl__raw_len(r) - used;
 }
 
 int bl_ptr_append(struct bl_ptr *p, const void *src, size_t len)
 {
 	struct bl_raw *r = p->raw;
-	size_t end, used;
+	size_t end;
 
 	if (!src && len)
 		return -EINVAL;
@@ -124,33 +124,10 @@ int bl_ptr_append(struct bl_ptr *p, const void *src, size_t len)
 		return 0;
 	if (!r || !bl__raw_slice_grows(r))
 		return -ENOSPC;
-	/*
-	 * Only the slice ending at the frontier may grow, and the frontier
-	 * moves with it: bytes that another slice covers are never written,
-	 * so no crc cache can go stale here.  With one reference (read with
-	 * acquire: whoever dropped theirs did so after their last move of
-	 * the frontier) nobody else can move it and a plain store does.
-	 * Otherwise slices in other threads may end at the same frontier:
-	 * the compare-and-swap claims the bytes for one of them, and the
-	 * others find the frontier moved.
-	 */
 	end = p->off + p->len;
-	if (atomic_load_explicit(&r->nref, memory_order_acquire) == 1) {
-		used = bl__raw_used(r);
-		if (end != used || len > r->len - used)
-			return -ENOSPC;
-		bl__raw_set_used(r, end + len);
-	} else {
-		used = end;
-		do {
-			if (used != end || len > r->len - used)
-				return -ENOSPC;
-		} while (!atomic_compare_exchange_weak_explicit(
-				&r->used, &used, end + len,
-				memory_order_relaxed, memory_order_relaxed));
-	}
-	bl__stat_adds(&bl__pool_stats(r->pool)->unused, -(int64_t)len);
-	memcpy(r->data + end, src, len);
+	if (bl__raw_grow_at(r, end, len))
+		return -ENOSPC;
+	memcpy(bl__raw_data(r) + end, src, len);
 	p->len += len;
 	bl__count_copy(len);
 	return 0;

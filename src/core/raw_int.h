@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * raw_int.h - the raw layer's private side (raw.c): the header of a
- * reference-counted block and the inline halves of taking and dropping a
- * reference.  Includes only pool_int.h.  Never installed.
+ * reference-counted block, the inline halves of taking and dropping a
+ * reference, and the inline accessors through which the layers above
+ * read and move its fields (only raw.c and this header touch them:
+ * test/check_layers.sh).  Includes only pool_int.h.  Never installed.
  */
 #ifndef BUFFERLIST_RAW_INT_H
 #define BUFFERLIST_RAW_INT_H
 
 #include "pool_int.h"	/* first: config.h sets _GNU_SOURCE */
+#include <errno.h>
 #include <bufferlist/raw.h>
 
 enum bl__raw_kind {
@@ -205,6 +208,52 @@ static inline size_t bl__raw_used(const struct bl_raw *r)
 }
 
 /*
+ * The fields, for the layers above: only raw.c and this header touch
+ * struct bl_raw itself (test/check_layers.sh), so that its layout can
+ * change with no file outside the raw layer changing.  Each is one load
+ * at -O2, as the field was.
+ */
+
+/* The first byte of @r's data: a slice's bytes start at data + offset. */
+static inline char *bl__raw_data(const struct bl_raw *r)
+{
+	return r->data;
+}
+
+/* @r's capacity: the bytes its data can hold. */
+static inline size_t bl__raw_len(const struct bl_raw *r)
+{
+	return r->len;
+}
+
+/* @r's pool: an index into bl__pools (pool_int.h). */
+static inline unsigned bl__raw_pool(const struct bl_raw *r)
+{
+	return r->pool;
+}
+
+/* The bytes past @r's frontier: what an owner may still append. */
+static inline size_t bl__raw_room(const struct bl_raw *r)
+{
+	return r->len - bl__raw_used(r);
+}
+
+/*
+ * A claimed raw's free callback and its argument (bl_raw_claim()); NULL
+ * for the other kinds.  A layer that claims memory with a callback of its
+ * own (the buffer rings, the registered pool) knows its raws by it.
+ */
+static inline bl_free_fn bl__raw_claim_fn(const struct bl_raw *r)
+{
+	return r->kind == BL__RAW_CLAIMED ? r->u.claim.fn : NULL;
+}
+
+static inline void *bl__raw_claim_arg(const struct bl_raw *r)
+{
+	return r->kind == BL__RAW_CLAIMED ? r->u.claim.opaque : NULL;
+}
+
+/*
  * [@off, @off + @len) lies within @r's handed-out bytes (its frontier),
  * computed without overflow: what a slice the caller built must satisfy.
  */
@@ -242,6 +291,51 @@ static inline void bl__raw_advance(struct bl_raw *r, size_t n)
 		       "raw %p: frontier moved past its capacity", (void *)r);
 	bl__raw_set_used(r, bl__raw_used(r) + n);
 	bl__stat_adds(&bl__pool_stats(r->pool)->unused, -(int64_t)n);
+}
+
+/*
+ * Claims the @len bytes at @end, the end of a slice of @r, for that slice
+ * to grow into (bl_ptr_append()): 0, or -ENOSPC when @end is not the
+ * frontier or the capacity is short.  Only the slice ending at the
+ * frontier may grow, and the frontier moves with it: bytes that another
+ * slice covers are never written, so no crc cache can go stale here.
+ * With one reference (read with acquire: whoever dropped theirs did so
+ * after their last move of the frontier) nobody else can move it and a
+ * plain store does.  Otherwise slices in other threads may end at the
+ * same frontier: the compare-and-swap claims the bytes for one of them,
+ * and the others find the frontier moved.
+ */
+static inline int bl__raw_grow_at(struct bl_raw *r, size_t end, size_t len)
+{
+	size_t used;
+
+	if (atomic_load_explicit(&r->nref, memory_order_acquire) == 1) {
+		used = bl__raw_used(r);
+		if (end != used || len > r->len - used)
+			return -ENOSPC;
+		bl__raw_set_used(r, end + len);
+	} else {
+		used = end;
+		do {
+			if (used != end || len > r->len - used)
+				return -ENOSPC;
+		} while (!atomic_compare_exchange_weak_explicit(
+				&r->used, &used, end + len,
+				memory_order_relaxed, memory_order_relaxed));
+	}
+	bl__stat_adds(&bl__pool_stats(r->pool)->unused, -(int64_t)len);
+	return 0;
+}
+
+/*
+ * A crc cached over @r's bytes would be stale now (they were rewritten in
+ * place): drop it.  One relaxed load when none is cached.
+ */
+static inline void bl__raw_crc_stale(struct bl_raw *r)
+{
+	if (bl__unlikely(atomic_load_explicit(&r->crc_valid,
+					      memory_order_relaxed)))
+		bl_raw_invalidate_crc(r);
 }
 
 /* Cached crc of [off, off + len) of @r for @seed, computing it on a miss. */

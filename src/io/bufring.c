@@ -140,7 +140,7 @@ int bl__uring_br_chunk(struct bl_uring_bufring *br, unsigned id, size_t n,
 
 static bool raw_is_pooled(const struct bl_raw *r)
 {
-	return r->kind == BL__RAW_CLAIMED && r->u.claim.fn == br_release;
+	return bl__raw_claim_fn(r) == br_release;
 }
 
 /* ---- buffer rings -------------------------------------------------------- */

@@ -41,12 +41,12 @@ int bl_raw_buf_index(const struct bl_raw *r)
 {
 	struct bl_uring_regpool *p;
 
-	if (!r || r->kind != BL__RAW_CLAIMED || r->u.claim.fn != rp_release)
+	if (!r || bl__raw_claim_fn(r) != rp_release)
 		return -1;
-	p = r->u.claim.opaque;
+	p = bl__raw_claim_arg(r);
 	if (!atomic_load_explicit(&p->registered, memory_order_acquire))
 		return -1;
-	return (int)((r->data - p->base) / p->stride);
+	return (int)((bl__raw_data(r) - p->base) / p->stride);
 }
 
 struct bl_uring_regpool *bl_uring_regpool_create(struct bl_uring *u,

@@ -5,8 +5,8 @@
  * it, and its counters.  The rest of the layer: uring_op.c (the operation
  * engine shared by both back ends), uring_kernel.c (issuing and completing
  * on io_uring), uring_blocking.c (the blocking back end), bufring.c
- * (provided-buffer rings), regbuf.c (registered buffers); uring_priv.h is
- * what they share.
+ * (provided-buffer rings), regbuf.c (registered buffers), uring_wait.c
+ * (the waited calls, above this file); uring_priv.h is what they share.
  */
 #include "uring_priv.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>
@@ -264,8 +264,7 @@ static void op_link(struct bl_uring *u, struct uop *op)
  */
 static int fixed_index(const struct bl_uring *u, const struct bl_raw *r)
 {
-	if (!u->regpool || r->kind != BL__RAW_CLAIMED ||
-	    r->u.claim.opaque != u->regpool)
+	if (!u->regpool || bl__raw_claim_arg(r) != u->regpool)
 		return -1;
 	return bl_raw_buf_index(r);
 }
@@ -575,7 +574,7 @@ int bl_uring_read_opts(struct bl_uring *u, int fd, off_t off, size_t len,
 		op->raws[0] = bl_uring_regpool_get(rp);
 		if (op->raws[0]) {
 			op->bufidx = bl_raw_buf_index(op->raws[0]);
-			op->iov[0].iov_base = op->raws[0]->data;
+			op->iov[0].iov_base = bl__raw_data(op->raws[0]);
 			op->iov[0].iov_len = len;
 			op->nraws = op->niov = 1;
 		}
@@ -592,7 +591,7 @@ int bl_uring_read_opts(struct bl_uring *u, int fd, off_t off, size_t len,
 			return -ENOMEM;
 		}
 		op->raws[i] = r;
-		op->iov[i].iov_base = r->data;
+		op->iov[i].iov_base = bl__raw_data(r);
 		op->iov[i].iov_len = sz;
 		op->nraws = op->niov = i + 1;
 	}
@@ -659,7 +658,7 @@ int bl_uring_recv_opts(struct bl_uring *u, int fd, size_t len,
 		return -ENOMEM;
 	}
 	op->raws[0] = r;
-	op->iov[0].iov_base = r->data;
+	op->iov[0].iov_base = bl__raw_data(r);
 	op->iov[0].iov_len = len;
 	op->nraws = op->niov = 1;
 	op->total = len;
@@ -757,6 +756,13 @@ void bl_uring_expect_answer(struct bl_uring *u)
 		bl__uring_spin_add(u, 1);	/* no completion of its own */
 }
 
+/* ---- for the messenger (uring_msgr.h) ----------------------------------- */
+
+size_t bl__uring_zc_threshold(const struct bl_uring *u)
+{
+	return u->zc_threshold;
+}
+
 /*
  * Completions waiting to be handled: on the done queue (or behind the one
  * being delivered), or in the CQ ring past the one being handled now
@@ -850,11 +856,6 @@ void bl__uring_features(const struct bl_uring *u,
 	out->send_zc = u->has_send_zc;
 	out->sendmsg_zc = u->has_sendmsg_zc;
 	out->recv_multishot = u->has_recv_multishot;
-}
-
-size_t bl__uring_zc_threshold(const struct bl_uring *u)
-{
-	return u->zc_threshold;
 }
 
 void bl__uring_zc_adapt(struct bl_uring *u, bool on)

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * uring_int.h - what the uring layer shows its tests and benchmarks.
- * Never installed.
+ * uring_int.h - what the uring layer shows its tests and benchmarks:
+ * counters, probed features, the zero-copy knobs and the completion hook
+ * of fault injection.  No file of the library above the uring layer
+ * includes it (test/layers.txt); the messenger's share is uring_msgr.h,
+ * included here too.  Never installed.
  */
 #ifndef BUFFERLIST_URING_INT_H
 #define BUFFERLIST_URING_INT_H
@@ -9,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <bufferlist/uring.h>
+#include "uring_msgr.h"
 
 struct io_uring_cqe;
 
@@ -56,9 +60,6 @@ struct bl__uring_features {
 void bl__uring_features(const struct bl_uring *u,
 			struct bl__uring_features *out);
 
-/* The zero-copy threshold in force (after the default was applied). */
-size_t bl__uring_zc_threshold(const struct bl_uring *u);
-
 /*
  * Whether a socket whose zero-copy send the kernel reported as copied (or
  * refused) goes by copy for its next 1024 sends (default: on).  Off, every
@@ -86,31 +87,5 @@ void bl__uring_set_cqe_hook(bl__uring_cqe_hook_fn fn);
  * the process.  @set 0 or 1 sets it, -1 only asks.  Return: the state.
  */
 bool bl__uring_rwf_nosignal(int set);
-
-/*
- * For the messenger: stops the multishot pooled receive on @fd (no more
- * re-arming; the kernel's request is cancelled).  Every chunk already
- * taken off the socket is still delivered, then the final callback comes
- * (-ECANCELED, or a last chunk with more false); the bytes not taken stay
- * in the socket for a plain read.  Return: 0, or -ENOENT when no such
- * receive is in flight.
- */
-int bl__uring_recv_stop(struct bl_uring *u, int fd);
-
-/*
- * For the messenger's busy polling: whether completions of @u wait to be
- * handled (other connections' data, finished sends), which a thread
- * spinning on one socket would hold up.  On a ring whose CQEs the
- * application hands over (bl_uring_handle_cqe), those behind the one
- * being handled count too.
- */
-bool bl__uring_pending(const struct bl_uring *u);
-
-/*
- * For the messenger's direct reads: the size of the buffers of @u's
- * registered pool when one is registered and has a buffer free (a read of
- * at most that many bytes then goes into it, READ_FIXED), else 0.
- */
-size_t bl__uring_regpool_room(struct bl_uring *u);
 
 #endif /* BUFFERLIST_URING_INT_H */

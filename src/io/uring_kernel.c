@@ -29,6 +29,9 @@
 /* The kernel refused RWF_NOSIGNAL (before 6.18): writes go without it. */
 static _Atomic bool rwf_nosignal_refused;
 
+/* The back end's table, defined at the end of the file. */
+static const struct bl__uring_backend kernel_backend;
+
 /* ---- setup -------------------------------------------------------------- */
 
 static void probe(struct bl_uring *u)
@@ -52,7 +55,7 @@ static void probe(struct bl_uring *u)
 void bl__uring_kernel_setup(struct bl_uring *u, struct io_uring *ring)
 {
 	u->ring = ring;
-	u->be = &bl__uring_backend_kernel;
+	u->be = &kernel_backend;
 	/* a ring that defers task work without saying when it waits */
 	u->enter_always = (ring->flags & (IORING_SETUP_DEFER_TASKRUN |
 					  IORING_SETUP_COOP_TASKRUN)) &&
@@ -1011,7 +1014,7 @@ bool bl__uring_rwf_nosignal(int set)
 				     memory_order_relaxed);
 }
 
-const struct bl__uring_backend bl__uring_backend_kernel = {
+static const struct bl__uring_backend kernel_backend = {
 	.start = issue,
 	/* unused: a pooled receive re-arms from its CQE (pooled_cqe) */
 	.pooled_again = issue,

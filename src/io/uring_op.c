@@ -240,7 +240,7 @@ static void op_collect(struct uop *op)
 		p.raw = op->raws[i];
 		p.off = 0;
 		p.len = take;
-		VALGRIND_MAKE_MEM_DEFINED(p.raw->data, take);
+		VALGRIND_MAKE_MEM_DEFINED(bl__raw_data(p.raw), take);
 		if (bl_list_append_ptr_move(&op->data, &p)) {
 			/* only past 2 GiB: the list then needs a chunk */
 			bl_list_clear(&op->data);

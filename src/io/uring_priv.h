@@ -4,13 +4,15 @@
  * operation, the buffer ring and the registered pool, and the functions
  * one file calls in another.  Included only by uring.c, uring_op.c,
  * uring_kernel.c, uring_blocking.c, uring_wait.c, bufring.c and regbuf.c;
- * never installed (tests see uring_int.h).  The short names (struct uop, OP_*,
- * STEP_*, TAG_*) have no linkage and are the layer's own vocabulary.
+ * never installed (tests see uring_int.h, the messenger uring_msgr.h).
+ * The short names (struct uop, OP_*, STEP_*, TAG_*) have no linkage and
+ * are the layer's own vocabulary.
  * Helpers that the submission or completion path of two files calls are
  * static inline here, so that the split into files added no call.
  *
  * Calls go one way, down this order, never back up:
  *
+ *   uring_wait.c                     the waited calls, over the API
  *   uring.c                          the API: creation, submissions, run
  *   uring_kernel.c, uring_blocking.c the back ends, side by side
  *   uring_op.c                       the op engine both back ends run
@@ -294,7 +296,6 @@ struct bl__uring_backend {
 	int (*cancel)(struct bl_uring *u, struct uop *op);
 };
 
-extern const struct bl__uring_backend bl__uring_backend_kernel;
 extern const struct bl__uring_backend bl__uring_backend_blocking;
 
 /* ---- uring_kernel.c: issuing and completing on io_uring ---------------- */

@@ -3,11 +3,14 @@
  * uring_wait.c - one write or read through a struct bl_uring, waited for:
  * the callback, the done flag and the run loop that a program doing one
  * operation at a time would otherwise write around the asynchronous API.
- * Built on that API alone (submit, then bl_uring_run until this
- * operation's callback ran), so both back ends behave alike.  The waiter
- * lives on the heap: if driving the ring fails, the call returns and the
- * callback, when it comes, finds the waiter orphaned and frees it, so no
- * stack frame is ever written after its function returned.
+ * Built on that API (submit, then bl_uring_run until this operation's
+ * callback ran), so both back ends behave alike; the one private thing
+ * it reads is two flags of the ring (destroying, reaping), to refuse
+ * before submitting a call that bl_uring_run could not wait for, since a
+ * refusal after the submission would leave the operation running.  The
+ * waiter lives on the heap: if driving the ring fails, the call returns
+ * and the callback, when it comes, finds the waiter orphaned and frees
+ * it, so no stack frame is ever written after its function returned.
  */
 #include "uring_priv.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>

@@ -413,7 +413,7 @@ static int cc_out_room(struct cctx *c, size_t need)
 	size_t cap;
 	int ret;
 
-	if (c->raw && c->raw->len - bl__raw_used(c->raw) >= need)
+	if (c->raw && bl__raw_room(c->raw) >= need)
 		return 0;
 	ret = cc_out_flush(c);
 	if (ret)
@@ -444,7 +444,7 @@ static int cc_block(struct cctx *c, const char *src, size_t n)
 	ret = cc_out_room(c, 4 + n);
 	if (ret)
 		return ret;
-	dst = (uint8_t *)c->raw->data + bl__raw_used(c->raw);
+	dst = (uint8_t *)bl__raw_data(c->raw) + bl__raw_used(c->raw);
 	/*
 	 * dstCapacity n - 1: liblz4 gives up (returns 0) as soon as the block
 	 * would not be smaller than the input, and the block is stored raw.
@@ -564,7 +564,7 @@ static int cc_header(struct cctx *c, int id, bool csize, size_t len)
 	ret = cc_out_room(c, LZ4_HDR_MAX);
 	if (ret)
 		return ret;
-	h = (uint8_t *)c->raw->data + bl__raw_used(c->raw);
+	h = (uint8_t *)bl__raw_data(c->raw) + bl__raw_used(c->raw);
 	bl__le32_store(h, LZ4_FRAME_MAGIC);
 	h[4] = FLG_VERSION | (c->indep ? FLG_INDEP : 0) |
 	       (csize ? FLG_CSIZE : 0) |
@@ -584,6 +584,7 @@ static int cc_run(struct cctx *c, const struct bl_list *in)
 {
 	struct bl_iter it;
 	const char *p;
+	uint8_t *end;
 	size_t n;
 	int ret;
 
@@ -616,10 +617,10 @@ static int cc_run(struct cctx *c, const struct bl_list *in)
 	if (ret)
 		return ret;
 	/* EndMark, then the content checksum */
-	bl__le32_store((uint8_t *)c->raw->data + bl__raw_used(c->raw), 0);
+	end = (uint8_t *)bl__raw_data(c->raw) + bl__raw_used(c->raw);
+	bl__le32_store(end, 0);
 	if (c->cchk)
-		bl__le32_store((uint8_t *)c->raw->data + bl__raw_used(c->raw) + 4,
-			 bl__xxh32_digest(&c->xs));
+		bl__le32_store(end + 4, bl__xxh32_digest(&c->xs));
 	cc_out_advance(c, c->cchk ? 8 : 4);
 	return cc_out_flush(c);
 }
@@ -1072,7 +1073,7 @@ static int dec_room(struct bl_lz4_decoder *d, size_t need,
 	 * The frontier moves only through us (the raw is an owned one: no
 	 * slice we handed out can grow it), so it is always wpos.
 	 */
-	if (d->raw && d->raw->len - d->wpos >= need)
+	if (d->raw && bl__raw_len(d->raw) - d->wpos >= need)
 		return 0;
 	ret = dec_hand_out(d, res);
 	if (ret)
@@ -1086,7 +1087,8 @@ static int dec_room(struct bl_lz4_decoder *d, size_t need,
 	if (!r)
 		return -ENOMEM;
 	if (carry) {
-		memcpy(r->data, d->raw->data + d->wpos - carry, carry);
+		memcpy(bl__raw_data(r),
+		       bl__raw_data(d->raw) + d->wpos - carry, carry);
 		bl__count_copy(carry);
 		bl__raw_advance(r, carry);
 	}
@@ -1180,7 +1182,7 @@ static int dec_block(struct bl_lz4_decoder *d, struct bl_iter *it, size_t n,
 	ret = dec_room(d, max_sz(cap, 1), res);
 	if (ret)
 		return ret;
-	dst = (uint8_t *)d->raw->data + d->wpos;
+	dst = (uint8_t *)bl__raw_data(d->raw) + d->wpos;
 	if (stored) {
 		peek(it, dst, n);
 		if (n)
@@ -1361,12 +1363,13 @@ ssize_t bl_lz4_decompress(const struct bl_list *in, struct bl_list *out,
 		 * a copy of the right size instead (a small message must
 		 * not pin a block-sized buffer).  Failing to, is no error.
 		 */
-		if (d.handed == d.carry && d.raw->len - n > n)
+		if (d.handed == d.carry && bl__raw_len(d.raw) - n > n)
 			r = bl__raw_create_combined(d.pool, n, n);
 		if (r) {
 			struct bl_ptr p = { r, 0, n };
 
-			memcpy(r->data, d.raw->data + d.handed, n);
+			memcpy(bl__raw_data(r), bl__raw_data(d.raw) + d.handed,
+			       n);
 			bl__count_copy(n);
 			ret = bl_list_append_ptr_move(&res, &p);
 			if (ret)

@@ -31,7 +31,7 @@
 #include <bufferlist/msgr.h>
 #include <bufferlist/crc32c.h>
 #include "endian_int.h"
-#include "uring_int.h"
+#include "uring_msgr.h"
 
 #define ALIGN_DIO 4096		/* aligned payloads: page boundaries */
 #define ONESHOT_AFTER_READ 8	/* see bl__msgr_start_recv() */

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <bufferlist/msgr.h>
-#include "uring_int.h"
+#include "uring_msgr.h"
 
 #define DIRECT_SEND_MAX ((size_t)64 << 10) /* sendmsg() from a receive */
 #define DIRECT_SEND_IOV 64

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * msgr_server.c - the messenger's server helper: accepting connections on
- * a listening socket, giving each a connection (msgr_conn.c) that shares
+ * a listening socket, giving each a connection (msgr_open.c) that shares
  * the server's buffer ring, and one turn of the server's event loop,
  * which waits on the listening socket and the ring together.
  */
