@@ -19,8 +19,52 @@
 #include <sys/types.h>
 #include <bufferlist/msgr.h>
 #include <bufferlist/uring.h>
+#include "endian_int.h"
 
 #define BL__MSGR_REASON_MAX 160
+
+/*
+ * The preamble's fields (the table at the top of msgr.h), named once:
+ * every read and write of a preamble goes through these.
+ */
+#define BL__MSGR_PRE_MAGIC 0	/* u32 BL_MSGR_MAGIC */
+#define BL__MSGR_PRE_TYPE 4	/* u16 */
+#define BL__MSGR_PRE_FLAGS 6	/* u16 */
+#define BL__MSGR_PRE_SEQ 8	/* u64 */
+#define BL__MSGR_PRE_LEN 16	/* u32 payload bytes */
+#define BL__MSGR_PRE_CRC 20	/* u32 crc32c of the bytes before it */
+_Static_assert(BL__MSGR_PRE_CRC + 4 == BL_MSGR_PREAMBLE,
+	       "the preamble's crc is its last field");
+
+static inline uint32_t bl__msgr_pre_magic(const unsigned char *p)
+{
+	return bl__le32_load(p + BL__MSGR_PRE_MAGIC);
+}
+
+static inline uint16_t bl__msgr_pre_type(const unsigned char *p)
+{
+	return bl__le16_load(p + BL__MSGR_PRE_TYPE);
+}
+
+static inline uint16_t bl__msgr_pre_flags(const unsigned char *p)
+{
+	return bl__le16_load(p + BL__MSGR_PRE_FLAGS);
+}
+
+static inline uint64_t bl__msgr_pre_seq(const unsigned char *p)
+{
+	return bl__le64_load(p + BL__MSGR_PRE_SEQ);
+}
+
+static inline uint32_t bl__msgr_pre_len(const unsigned char *p)
+{
+	return bl__le32_load(p + BL__MSGR_PRE_LEN);
+}
+
+static inline uint32_t bl__msgr_pre_crc(const unsigned char *p)
+{
+	return bl__le32_load(p + BL__MSGR_PRE_CRC);
+}
 
 struct bl__msgr_send_rec {
 	bl_msgr_send_fn cb;

@@ -412,7 +412,7 @@ static bool start_direct(struct bl_msgr_conn *c)
 	if (bl__msgr_throttled(c))
 		return false;
 	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
-	len = bl__le32_load(pre + 16);
+	len = bl__msgr_pre_len(pre);
 	align = c->o.align_data && len >= c->o.align_min;
 	if (have >= len || (!align && len < c->o.direct_min))
 		return false;
@@ -420,9 +420,9 @@ static bool start_direct(struct bl_msgr_conn *c)
 	bl_list_init(&d->headl);
 	bl_list_init(&d->restl);
 	d->piece = PIECE_FIRST;
-	d->type = bl__le16_load(pre + 4);
-	d->flags = bl__le16_load(pre + 6);
-	d->seq = bl__le64_load(pre + 8);
+	d->type = bl__msgr_pre_type(pre);
+	d->flags = bl__msgr_pre_flags(pre);
+	d->seq = bl__msgr_pre_seq(pre);
 	d->len = len;
 	d->aligned = align;
 	if (!align) {
@@ -476,7 +476,7 @@ static bool stop_for_direct(struct bl_msgr_conn *c)
 	if (c->stopping)
 		return true;
 	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
-	len = bl__le32_load(pre + 16);
+	len = bl__msgr_pre_len(pre);
 	if (len < c->o.direct_min ||
 	    bl_list_length(&c->in) - BL_MSGR_PREAMBLE >= len)
 		return false;
@@ -663,7 +663,7 @@ static void crc_ahead(struct bl_msgr_conn *c)
 	uint32_t len;
 
 	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
-	len = bl__le32_load(pre + 16);
+	len = bl__msgr_pre_len(pre);
 	if (len < CRC_AHEAD_MIN)
 		return;
 	if (have > len)
@@ -687,7 +687,7 @@ static int parse_resume(struct bl_msgr_conn *c, struct bl_msgr_frame *f)
 		return bl_msgr_parse(&c->in, f, c->o.max_payload);
 	/* the preamble was checked when pc_done began to grow */
 	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
-	len = bl__le32_load(pre + 16);
+	len = bl__msgr_pre_len(pre);
 	if (bl_list_length(&c->in) < BL_MSGR_OVERHEAD + (size_t)len)
 		return 0;
 	return bl__msgr_parse_general(&c->in, f, pre, len, c->pc_done,
@@ -721,7 +721,7 @@ static void process(struct bl_msgr_conn *c)
 			bl__msgr_conn_end(c, ret, true,
 					  "out of memory receiving");
 		} else if (ret < 0) {
-			char pre[BL_MSGR_PREAMBLE];
+			unsigned char pre[BL_MSGR_PREAMBLE];
 			size_t n = before < sizeof(pre) ? before : sizeof(pre);
 
 			bl__msgr_gather(&c->in, 0, n, pre);
@@ -730,7 +730,7 @@ static void process(struct bl_msgr_conn *c)
 						    "malformed frame: payload "
 						    "of %u bytes over the "
 						    "limit of %zu",
-						    bl__le32_load(pre + 16),
+						    bl__msgr_pre_len(pre),
 						    c->o.max_payload);
 			else
 				bl__msgr_conn_abort(c, ret,
