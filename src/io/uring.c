@@ -857,6 +857,11 @@ size_t bl__uring_zc_threshold(const struct bl_uring *u)
 	return u->zc_threshold;
 }
 
+size_t bl__uring_cb_done(const struct bl_uring *u)
+{
+	return u->cb_done;
+}
+
 void bl__uring_zc_adapt(struct bl_uring *u, bool on)
 {
 	u->zc_adapt = on;

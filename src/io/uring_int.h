@@ -60,6 +60,14 @@ void bl__uring_features(const struct bl_uring *u,
 size_t bl__uring_zc_threshold(const struct bl_uring *u);
 
 /*
+ * In the callback of a write or send that failed (@res < 0): how many of
+ * its bytes the kernel took before it failed, which the callback's @res
+ * cannot say (a messenger tells by it which of the frames one send
+ * carried went out whole).  Meaningless anywhere else.
+ */
+size_t bl__uring_cb_done(const struct bl_uring *u);
+
+/*
  * Whether a socket whose zero-copy send the kernel reported as copied (or
  * refused) goes by copy for its next 1024 sends (default: on).  Off, every
  * send at or above the threshold is zero copy: what the benchmark uses to

@@ -66,9 +66,15 @@ static inline uint32_t bl__msgr_pre_crc(const unsigned char *p)
 	return bl__le32_load(p + BL__MSGR_PRE_CRC);
 }
 
+/*
+ * A send callback and where its frame ends in the byte stream (a count of
+ * the connection's bytes, as tx_bytes): a send that fails part way tells
+ * by it which frames went out whole.
+ */
 struct bl__msgr_send_rec {
 	bl_msgr_send_fn cb;
 	void *arg;
+	uint64_t end;
 };
 
 /*
@@ -136,6 +142,7 @@ struct bl_msgr_conn {
 	uint64_t tx_seq;
 	unsigned outq_frames, inflight_frames;
 	size_t inline_bytes;	/* of the batch in flight, sent directly */
+	uint64_t inflight_at;	/* the stream offset its ring part starts at */
 	size_t inflight_bytes;	/* of the batch in flight, in the ring */
 	size_t out_bytes;	/* queued or in flight, not taken yet */
 	uint64_t tx_bytes;	/* ever queued (taken: tx_bytes - out_bytes) */
