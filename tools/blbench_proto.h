@@ -44,8 +44,8 @@
  * followed by the op's own segments, shared (the pattern slice and its
  * header raw; bl_msgr_send uses SENDMSG_ZC for large frames).  The client
  * pads the request header to the server's O_DIRECT alignment, and the
- * server's connections receive large payloads into 4096-aligned raws
- * (align_data), so the data after the header lands aligned and goes to
+ * server's connections receive large payloads into raws of that alignment
+ * (align_data, align), so the data after the header lands aligned and goes to
  * bl_uring_write() on an O_DIRECT file without being copied again.  With
  * --direct the op's own header fills the server's file system block
  * (blk_align in the HELLO reply), so the op's body starts on a block there

@@ -599,6 +599,26 @@ static struct blb_target *srv_target(struct srv *s, uint32_t flags,
 	return s->tgt[i];
 }
 
+/*
+ * The boundary WRITE payloads are received on: the O_DIRECT alignment of
+ * the target (opened now, so that its first client does not wait for it;
+ * a target that cannot be opened so keeps its error for the clients that
+ * ask).  0, the messenger's default (a page), when there is none or it is
+ * outside what the messenger takes.
+ */
+static size_t srv_recv_align(struct srv *s)
+{
+	struct blb_target *t;
+	const char *why;
+	size_t a;
+
+	t = srv_target(s, TCP_DIRECT, &why);
+	if (!t)
+		return 0;
+	a = t->mem_align > t->off_align ? t->mem_align : t->off_align;
+	return a >= 512 && a <= ((size_t)1 << 20) && !(a & (a - 1)) ? a : 0;
+}
+
 /* The longest payload a client may send: half the budget at most. */
 static uint64_t srv_max_payload(const struct srv *s)
 {
@@ -953,7 +973,9 @@ int blb_serve(const struct blb_opts *o)
 	co.max_payload = srv_max_payload(&s);
 	co.nbufs = SRV_RING_BUFS;
 	co.buf_size = SRV_RING_BUF;
-	co.align_data = true;	/* WRITE data lands 4096-aligned for O_DIRECT */
+	/* WRITE data lands aligned as the O_DIRECT file wants it */
+	co.align_data = true;
+	co.align = srv_recv_align(&s);
 	co.max_inflight = SRV_MAX_INFLIGHT;	/* every request is answered */
 	co.idle_timeout_ms = o->idle_timeout * 1000u;
 	co.header_timeout_ms = SRV_HEADER_MS;

@@ -79,7 +79,7 @@ struct bl__msgr_send_rec {
 
 /*
  * A large payload being received by plain reads.  Aligned: its head is
- * copied into P, an aligned raw filled up to a 4096 boundary, and the
+ * copied into P, an aligned raw filled up to an opts.align boundary, and the
  * rest read after it.  Not aligned: its head stays in the ring slices it
  * arrived in (headl), and the rest is read after them.  The rest (and the
  * trailer) is read in pieces that grow as they fill (restl), so memory
@@ -287,6 +287,9 @@ bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now);
 /* @d = @o (NULL: zero) with every 0 replaced by its default. */
 void bl__msgr_opts_fill(struct bl_msgr_conn_opts *d,
 			const struct bl_msgr_conn_opts *o);
+
+/* Whether @o (NULL: the defaults) asks for nothing impossible. */
+bool bl__msgr_opts_valid(const struct bl_msgr_conn_opts *o);
 
 /* A buffer group id from the process-wide counter. */
 unsigned short bl__msgr_auto_bgid(void);

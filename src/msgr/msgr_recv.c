@@ -33,7 +33,6 @@
 #include "endian_int.h"
 #include "uring_int.h"
 
-#define ALIGN_DIO 4096		/* aligned payloads: page boundaries */
 #define ONESHOT_AFTER_READ 8	/* see bl__msgr_start_recv() */
 /*
  * A direct read's pieces: the first asks for at most PIECE_FIRST bytes,
@@ -42,9 +41,10 @@
  * payload and stops holds PIECE_FIRST, not the claim), memory never runs
  * more than one piece ahead of the bytes received, and a payload up to
  * PIECE_FIRST (the common large message) is still one read into one raw.
- * All are multiples of 4096, so an aligned payload's pieces keep every
- * segment but the last a multiple of 4096.  A rest that fits a free buffer
- * of the ring's registered pool is read in one piece, into that buffer:
+ * All are multiples of 1 MiB, the largest opts.align, so an aligned
+ * payload's pieces keep every segment but the last a multiple of it.  A
+ * rest that fits a free buffer of the ring's registered pool is read in
+ * one piece, into that buffer:
  * its memory exists already, so growing the read bounds nothing, and each
  * further piece would cost a read and hold a buffer of its own.
  */
@@ -359,7 +359,7 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data);
 static int direct_read(struct bl_msgr_conn *c, size_t len)
 {
 	int ret = bl_uring_read(c->u, c->fd, -1, len,
-				c->d.aligned ? ALIGN_DIO : 0, direct_cb, c);
+				c->d.aligned ? c->o.align : 0, direct_cb, c);
 
 	if (!ret) {
 		c->read_busy = true;
@@ -395,9 +395,8 @@ static int read_piece(struct bl_msgr_conn *c)
  * buffer, into memory the allocator recycles (warm in the cache) instead
  * of a ring that cycles through megabytes.  Unaligned, the head already
  * received stays where it is.  Aligned, it is copied into the first
- * aligned raw, which is then filled up to its 4096 boundary by a small
- * read (copied too, at most 4095 bytes); the rest is read straight into
- * an aligned raw of its own.
+ * aligned raw, which is then filled up to its opts.align boundary by a
+ * small read; the rest is read straight into an aligned raw of its own.
  * Return: true if started; false leaves everything as it was (the frame
  * then comes through the ring).
  */
@@ -436,13 +435,13 @@ static bool start_direct(struct bl_msgr_conn *c)
 		c->pc_done = 0;
 		return true;
 	}
-	d->head = have ? bl__align_up(have, ALIGN_DIO) : 0;
+	d->head = have ? bl__align_up(have, c->o.align) : 0;
 	if (d->head > len)
 		d->head = len;
 	d->rest = len - d->head;
 	d->gap_read = d->head - have + (d->rest ? 0 : BL_MSGR_TRAILER);
 	if (d->head) {
-		d->P.raw = bl_raw_create_aligned(d->head, ALIGN_DIO);
+		d->P.raw = bl_raw_create_aligned(d->head, c->o.align);
 		if (!d->P.raw)
 			return false;
 		d->P.len = d->head;
@@ -640,8 +639,8 @@ static void realign(struct bl_msgr_conn *c, struct bl_list *pay)
 	struct bl_stats a, b;
 
 	bl_stats_thread(&a);
-	if (bl_list_rebuild_aligned_size_and_memory(pay, ALIGN_DIO, ALIGN_DIO,
-						    0) < 0)
+	if (bl_list_rebuild_aligned_size_and_memory(pay, c->o.align,
+						    c->o.align, 0) < 0)
 		return;
 	bl_stats_thread(&b);
 	c->st.aligned_copied += b.copied_bytes - a.copied_bytes;
