@@ -27,7 +27,7 @@
 #   crc         crc32c_int.h crc32c.c crc32c_*.c
 #   io          io_int.h io.c
 #   uring       uring_int.h uring_priv.h uring.c uring_*.c bufring.c regbuf.c
-#   lz4         lz4_int.h lz4.c
+#   lz4         lz4_int.h lz4_*.c
 #   msgr        msgr_int.h msgr.c msgr_*.c
 #   ceph        ceph_int.h ceph.cc
 #
@@ -57,7 +57,7 @@ rank()
 	io_int.h | io.c) echo 7 ;;
 	uring_int.h | uring_priv.h | uring.c | uring_*.c | bufring.c | regbuf.c)
 		echo 8 ;;
-	lz4_int.h | lz4.c) echo 9 ;;
+	lz4_int.h | lz4_*.c) echo 9 ;;
 	msgr_int.h | msgr.c | msgr_*.c) echo 10 ;;
 	ceph_int.h | ceph.cc) echo 11 ;;
 	esac
