@@ -25,7 +25,6 @@
 #include "blbench.h"
 #include "blbench_proto.h"
 
-#define SRV_MAX_OFFSET (1ull << 44)	/* no object offset beyond 16 TiB */
 
 /*
  * What one client may make the server hold.  The messenger delivers at
@@ -600,6 +599,26 @@ static struct blb_target *srv_target(struct srv *s, uint32_t flags,
 	return s->tgt[i];
 }
 
+/*
+ * The boundary WRITE payloads are received on: the O_DIRECT alignment of
+ * the target (opened now, so that its first client does not wait for it;
+ * a target that cannot be opened so keeps its error for the clients that
+ * ask).  0, the messenger's default (a page), when there is none or it is
+ * outside what the messenger takes.
+ */
+static size_t srv_recv_align(struct srv *s)
+{
+	struct blb_target *t;
+	const char *why;
+	size_t a;
+
+	t = srv_target(s, TCP_DIRECT, &why);
+	if (!t)
+		return 0;
+	a = t->mem_align > t->off_align ? t->mem_align : t->off_align;
+	return a >= 512 && a <= ((size_t)1 << 20) && !(a & (a - 1)) ? a : 0;
+}
+
 /* The longest payload a client may send: half the budget at most. */
 static uint64_t srv_max_payload(const struct srv *s)
 {
@@ -619,15 +638,17 @@ static void srv_hello(struct srv *s, struct bl_msgr_conn *c, uint64_t tag,
 	if (t->ops->room_now)
 		t->ops->room_now(t, &room);
 	bl_list_init(&l);
-	r = bl_encode_u64(&l, room);
-	r |= bl_encode_u32(&l, t->slots);
-	r |= bl_encode_u32(&l, (uint32_t)t->mem_align);
-	r |= bl_encode_u32(&l, (uint32_t)t->off_align);
-	r |= bl_encode_u64(&l, srv_max_payload(s));
-	r |= bl_encode_bytes(&l, t->desc, strlen(t->desc));
-	/* last, so that a client that predates it reads on without it */
-	r |= bl_encode_u32(&l, (uint32_t)t->blk_align);
-	if (r == 0)
+	/* the first error stops it; blk_align last, so that a client that
+	 * predates it reads on without it */
+	if ((r = bl_encode_u64(&l, room)) ||
+	    (r = bl_encode_u32(&l, t->slots)) ||
+	    (r = bl_encode_u32(&l, (uint32_t)t->mem_align)) ||
+	    (r = bl_encode_u32(&l, (uint32_t)t->off_align)) ||
+	    (r = bl_encode_u64(&l, srv_max_payload(s))) ||
+	    (r = bl_encode_bytes(&l, t->desc, strlen(t->desc))) ||
+	    (r = bl_encode_u32(&l, (uint32_t)t->blk_align)))
+		srv_reply(c, tag, r, NULL);
+	else
 		srv_reply(c, tag, 0, &l);
 	bl_list_clear(&l);
 }
@@ -678,168 +699,133 @@ static void srv_refuse(struct srv *s, size_t len)
 		(unsigned long long)(s->mem >> 20), len);
 }
 
+/* WRITE: @q's bytes (moved out of the frame) to @t. */
+static void srv_write(struct srv *s, struct bl_msgr_conn *c,
+		      struct blb_target *t, struct blb_req *rq)
+{
+	size_t len = bl_list_length(&rq->body);
+	struct srv_req *q;
+	int r = 0;
+
+	if (s->mem + len > s->o.max_memory) {
+		srv_refuse(s, len);
+		srv_reply(c, rq->tag, -ENOBUFS, NULL);
+		return;
+	}
+	q = srv_req_new(s, c, rq->tag, T_WRITE);
+	if (!q) {
+		srv_reply(c, rq->tag, -ENOMEM, NULL);
+		return;
+	}
+	snprintf(q->op.name, sizeof(q->op.name), "%s", rq->name);
+	q->op.objno = rq->objno;
+	q->op.off = rq->off;
+	/* the data starts aligned, as the client padded it */
+	bl_list_swap(&q->payload, &rq->body);
+	srv_mem(q, (int64_t)len);
+	/* a client that padded its header wrong: copies what is misaligned
+	 * (nothing for one that padded as the HELLO said) */
+	if (t->off_align > 1)
+		r = bl_list_rebuild_aligned_size_and_memory(
+			&q->payload, t->off_align, t->mem_align, 1024);
+	t->obj_span = rq->span;
+	q->op.t0 = blb_now();
+	if (r >= 0)
+		r = t->ops->write(t, &q->op, &q->payload);
+	if (r < 0) {
+		srv_reply(c, rq->tag, r, NULL);
+		srv_req_free(q);
+	}
+}
+
+/* READ: queued behind the connection's others, started as budgets allow. */
+static void srv_read(struct srv *s, struct bl_msgr_conn *c,
+		     struct blb_target *t, const struct blb_req *rq)
+{
+	struct srv_conn *sc = srv_conn_of(s, c);
+	struct srv_req *q = sc ? srv_req_new(s, c, rq->tag, T_READ) : NULL;
+
+	if (!q) {
+		srv_reply(c, rq->tag, -ENOMEM, NULL);
+		return;
+	}
+	snprintf(q->op.name, sizeof(q->op.name), "%s", rq->name);
+	q->op.objno = rq->objno;
+	q->op.off = rq->off;
+	q->sc = sc;
+	q->t = t;
+	q->len = rq->len;
+	q->span = rq->span;
+	if (sc->wait_tail)
+		sc->wait_tail->wnext = q;
+	else
+		sc->wait = q;
+	sc->wait_tail = q;
+	srv_pump(sc);
+}
+
+/* Requests whose answer is the target's result, and data with success. */
+static void srv_call(struct bl_msgr_conn *c, struct blb_target *t,
+		     struct blb_req *rq)
+{
+	struct bl_list out;
+	int r;
+
+	bl_list_init(&out);
+	switch (rq->type) {
+	case T_REMOVE:
+		r = t->ops->remove(t, rq->name, rq->objno);
+		break;
+	case T_META_PUT:
+		r = t->ops->meta_put(t, rq->name, &rq->body);
+		break;
+	case T_META_GET:
+		r = t->ops->meta_get(t, rq->name, &out);
+		break;
+	case T_META_DEL:
+		r = t->ops->meta_del(t, rq->name);
+		break;
+	default:	/* T_LIST */
+		r = srv_list(t, rq->name, &out);
+		break;
+	}
+	srv_reply(c, rq->tag, r, r == 0 && bl_list_length(&out) ? &out : NULL);
+	bl_list_clear(&out);
+}
+
+/* A request: decoded (blbench_proto.c), then handed to its handler. */
 static void srv_on_frame(void *arg, struct bl_msgr_conn *c,
 			 struct bl_msgr_frame *f)
 {
 	struct srv *s = arg;
 	struct blb_target *t;
-	char name[BLB_NAME_MAX];
-	uint64_t tag, objno = 0, off = 0, span = 0, len = 0;
-	uint32_t flags, data_off = 0;
-	struct bl_list nl, out;
-	struct srv_req *q;
-	struct bl_iter it;
+	struct blb_req rq;
 	const char *why;
-	int r;
+	int r = blb_req_decode(f->type, &f->payload, &rq);
 
-	bl_list_init(&nl);
-	bl_list_init(&out);
-	if (bl_iter_init(&it, &f->payload, 0) < 0 ||
-	    bl_decode_u64(&it, &tag) < 0 || bl_decode_u32(&it, &flags) < 0 ||
-	    (flags & ~TCP_DIRECT))
-		goto bad;
-	switch (f->type) {
-	case T_HELLO:
-	case T_META_PUT:
-	case T_META_GET:
-	case T_META_DEL:
-	case T_LIST:
-		break;
-	case T_WRITE:
-		if (bl_decode_u32(&it, &data_off) < 0)
-			goto bad;
-		/* fall through */
-	case T_READ:
-	case T_REMOVE:
-		if (bl_decode_u64(&it, &objno) < 0)
-			goto bad;
-		if (f->type == T_REMOVE)
-			break;
-		if (bl_decode_u64(&it, &off) < 0 ||
-		    bl_decode_u64(&it, &span) < 0 || off > SRV_MAX_OFFSET ||
-		    span > SRV_MAX_OFFSET)
-			goto bad;
-		if (f->type == T_READ &&
-		    (bl_decode_u64(&it, &len) < 0 || len > TCP_MAX_PAYLOAD))
-			goto bad;
-		break;
-	default:
-		goto bad;
+	if (r == -ENOMEM) {
+		/* ours, not the client's fault */
+		srv_reply(c, rq.tag, -ENOMEM, NULL);
+		return;
 	}
-	if (f->type != T_HELLO) {
-		r = bl_decode_bytes(&it, &nl);
-		if (r == -ENOMEM)
-			goto nomem;	/* ours, not the client's fault */
-		if (r < 0)
-			goto bad;
-		if (f->type == T_LIST && bl_list_length(&nl) == 0)
-			name[0] = 0;	/* LIST's prefix may be empty: every name */
-		else if (!blb_plain_name(&nl, name, sizeof(name)))
-			goto bad;
+	if (r < 0) {
+		/* this client only: the messenger logs the reason */
+		bl_msgr_conn_abort(c, -EBADMSG,
+				   "a request that does not decode");
+		return;
 	}
-
-	t = srv_target(s, flags, &why);
-	if (!t) {
-		srv_reply_text(c, tag, -EIO, why);
-		goto out;
-	}
-	switch (f->type) {
-	case T_HELLO:
-		srv_hello(s, c, tag, t);
-		break;
-	case T_WRITE:
-		if (data_off < bl_iter_offset(&it) ||
-		    data_off > bl_list_length(&f->payload))
-			goto bad;
-		if (s->mem + bl_list_length(&f->payload) > s->o.max_memory) {
-			srv_refuse(s, bl_list_length(&f->payload));
-			srv_reply(c, tag, -ENOBUFS, NULL);
-			break;
-		}
-		q = srv_req_new(s, c, tag, T_WRITE);
-		if (!q) {
-			srv_reply(c, tag, -ENOMEM, NULL);
-			break;
-		}
-		snprintf(q->op.name, sizeof(q->op.name), "%s", name);
-		q->op.objno = objno;
-		q->op.off = off;
-		/* keep only the data: it starts aligned, as the client padded it */
-		bl_list_splice(&f->payload, 0, data_off, NULL);
-		bl_list_swap(&q->payload, &f->payload);
-		srv_mem(q, (int64_t)bl_list_length(&q->payload));
-		r = 0;
-		if (t->off_align > 1)	/* copies only what is misaligned */
-			r = bl_list_rebuild_aligned_size_and_memory(
-				&q->payload, t->off_align, t->mem_align, 1024);
-		t->obj_span = span;
-		q->op.t0 = blb_now();
-		if (r >= 0)
-			r = t->ops->write(t, &q->op, &q->payload);
-		if (r < 0) {
-			srv_reply(c, tag, r, NULL);
-			srv_req_free(q);
-		}
-		break;
-	case T_READ: {
-		struct srv_conn *sc = srv_conn_of(s, c);
-
-		q = sc ? srv_req_new(s, c, tag, T_READ) : NULL;
-		if (!q) {
-			srv_reply(c, tag, -ENOMEM, NULL);
-			break;
-		}
-		snprintf(q->op.name, sizeof(q->op.name), "%s", name);
-		q->op.objno = objno;
-		q->op.off = off;
-		q->sc = sc;
-		q->t = t;
-		q->len = len;
-		q->span = span;
-		/* in order, as the budgets allow */
-		if (sc->wait_tail)
-			sc->wait_tail->wnext = q;
-		else
-			sc->wait = q;
-		sc->wait_tail = q;
-		srv_pump(sc);
-		break;
-	}
-	case T_REMOVE:
-		srv_reply(c, tag, t->ops->remove(t, name, objno), NULL);
-		break;
-	case T_META_PUT:
-		/* what follows the run name is the metadata */
-		r = bl_decode_bytes(&it, &out);
-		if (r == -ENOMEM)
-			goto nomem;
-		if (r < 0)
-			goto bad;
-		srv_reply(c, tag, t->ops->meta_put(t, name, &out), NULL);
-		break;
-	case T_META_GET:
-		r = t->ops->meta_get(t, name, &out);
-		srv_reply(c, tag, r, r == 0 ? &out : NULL);
-		break;
-	case T_META_DEL:
-		srv_reply(c, tag, t->ops->meta_del(t, name), NULL);
-		break;
-	case T_LIST:
-		r = srv_list(t, name, &out);
-		srv_reply(c, tag, r, r == 0 ? &out : NULL);
-		break;
-	}
-out:
-	bl_list_clear(&nl);
-	bl_list_clear(&out);
-	return;
-nomem:
-	srv_reply(c, tag, -ENOMEM, NULL);
-	goto out;
-bad:
-	/* this client only: the messenger logs the reason, others go on */
-	bl_msgr_conn_abort(c, -EBADMSG, "a request that does not decode");
-	goto out;
+	t = srv_target(s, rq.flags, &why);
+	if (!t)
+		srv_reply_text(c, rq.tag, -EIO, why);
+	else if (rq.type == T_HELLO)
+		srv_hello(s, c, rq.tag, t);
+	else if (rq.type == T_WRITE)
+		srv_write(s, c, t, &rq);
+	else if (rq.type == T_READ)
+		srv_read(s, c, t, &rq);
+	else
+		srv_call(c, t, &rq);
+	blb_req_clear(&rq);
 }
 
 static void srv_on_close(void *arg, struct bl_msgr_conn *c, int err,
@@ -987,7 +973,9 @@ int blb_serve(const struct blb_opts *o)
 	co.max_payload = srv_max_payload(&s);
 	co.nbufs = SRV_RING_BUFS;
 	co.buf_size = SRV_RING_BUF;
-	co.align_data = true;	/* WRITE data lands 4096-aligned for O_DIRECT */
+	/* WRITE data lands aligned as the O_DIRECT file wants it */
+	co.align_data = true;
+	co.align = srv_recv_align(&s);
 	co.max_inflight = SRV_MAX_INFLIGHT;	/* every request is answered */
 	co.idle_timeout_ms = o->idle_timeout * 1000u;
 	co.header_timeout_ms = SRV_HEADER_MS;

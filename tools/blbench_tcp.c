@@ -193,58 +193,48 @@ static void tcp_on_close(void *arg, struct bl_msgr_conn *c, int err,
 			slot_finish(tt, i, err ? err : -ECONNRESET, NULL);
 }
 
-/* Request header into @l: tag and flags.  Slot index, or -errno. */
-static int tcp_begin(struct tcp_target *tt, struct bl_list *l)
+/*
+ * @q (its tag and flags filled in here) encoded and sent, under a slot
+ * of its own.  Return: the slot's index (the reply will find it), or
+ * -errno (no slot taken).
+ */
+static int tcp_send(struct tcp_target *tt, struct blb_req *q)
 {
-	uint64_t tag;
-	int i;
+	struct bl_list l;
+	int i, r;
 
 	if (!tt->c)
 		return -ENOTCONN;
-	i = slot_alloc(tt, &tag);
+	i = slot_alloc(tt, &q->tag);
 	if (i < 0)
 		return i;
-	if (bl_encode_u64(l, tag) || bl_encode_u32(l, tt->flags)) {
+	q->flags = tt->flags;
+	bl_list_init(&l);
+	r = blb_req_encode(q, tt->pad, &l);
+	if (r == 0)
+		r = bl_msgr_send(tt->c, q->type, &l, NULL, NULL);
+	bl_list_clear(&l);
+	if (r < 0) {
 		slot_free(tt, (unsigned)i);
-		return -ENOMEM;
+		return r;
 	}
 	return i;
 }
 
-static int tcp_send(struct tcp_target *tt, int slot, uint16_t type,
-		    struct bl_list *l)
-{
-	int r = bl_msgr_send(tt->c, type, l, NULL, NULL);
-
-	bl_list_clear(l);
-	if (r < 0)
-		slot_free(tt, (unsigned)slot);
-	return r;
-}
-
 /* A request whose reply the caller waits for; the reply's data into @out. */
-static int tcp_call(struct tcp_target *tt, uint16_t type,
-		    const struct bl_list *body, struct bl_list *out)
+static int tcp_call(struct tcp_target *tt, struct blb_req *q,
+		    struct bl_list *out)
 {
 	struct tcp_sync sync = { .done = false };
 	double deadline = blb_now() + tt->timeout;
-	struct bl_list l;
 	int i, r;
 
-	bl_list_init(&l);
 	bl_list_init(&sync.data);
-	i = tcp_begin(tt, &l);
+	i = tcp_send(tt, q);
 	if (i < 0)
 		return i;
-	if (body && bl_list_append_list(&l, body) < 0) {
-		bl_list_clear(&l);
-		slot_free(tt, (unsigned)i);
-		return -ENOMEM;
-	}
+	/* no callback can run before the ring does: set in time */
 	tt->slots[i].sync = &sync;
-	r = tcp_send(tt, i, type, &l);
-	if (r < 0)
-		return r;
 	/* a server that stopped answering must not hang the caller for good */
 	while (!sync.done) {
 		r = bl_uring_run(tt->u, 1, 1000);
@@ -277,61 +267,59 @@ static int tcp_call(struct tcp_target *tt, uint16_t type,
 	return sync.res < 0 ? (int)sync.res : 0;
 }
 
+/* @q's name from @name; -ENAMETOOLONG if it does not fit. */
+static int req_name(struct blb_req *q, const char *name)
+{
+	if (strlen(name) >= sizeof(q->name))
+		return -ENAMETOOLONG;
+	strcpy(q->name, name);
+	return 0;
+}
+
 static int tcp_write(struct blb_target *t, struct blb_op *op,
 		     const struct bl_list *data)
 {
 	struct tcp_target *tt = (struct tcp_target *)t;
-	size_t nlen = strlen(op->name), hlen, data_off;
-	struct bl_list l;
-	int i, r;
+	struct blb_req q;
+	int i;
 
-	bl_list_init(&l);
-	i = tcp_begin(tt, &l);
+	blb_req_init(&q, T_WRITE);
+	q.objno = op->objno;
+	q.off = op->off;
+	q.span = t->obj_span;
+	i = req_name(&q, op->name);
+	/* shared, not copied: the encoder shares them again */
+	if (i == 0 && bl_list_append_list(&q.body, data))
+		i = -ENOMEM;
+	if (i == 0)
+		i = tcp_send(tt, &q);
+	blb_req_clear(&q);
 	if (i < 0)
 		return i;
-	/* tag, flags, data_off, objno, off, span, name: 48 + name bytes */
-	hlen = 12 + 4 + 24 + 4 + nlen;
-	data_off = (hlen + tt->pad - 1) / tt->pad * tt->pad;
-	r = bl_encode_u32(&l, (uint32_t)data_off);
-	r |= bl_encode_u64(&l, op->objno);
-	r |= bl_encode_u64(&l, op->off);
-	r |= bl_encode_u64(&l, t->obj_span);
-	r |= bl_encode_bytes(&l, op->name, nlen);
-	r |= bl_list_append_zero(&l, data_off - hlen);
-	r |= bl_list_append_list(&l, data);	/* shared, not copied */
-	if (r) {
-		bl_list_clear(&l);
-		slot_free(tt, (unsigned)i);
-		return -ENOMEM;
-	}
 	tt->slots[i].op = op;
 	tt->slots[i].most = bl_list_length(data);
-	return tcp_send(tt, i, T_WRITE, &l);
+	return 0;
 }
 
 static int tcp_read(struct blb_target *t, struct blb_op *op, size_t len)
 {
 	struct tcp_target *tt = (struct tcp_target *)t;
-	struct bl_list l;
-	int i, r;
+	struct blb_req q;
+	int i;
 
-	bl_list_init(&l);
-	i = tcp_begin(tt, &l);
+	blb_req_init(&q, T_READ);
+	q.objno = op->objno;
+	q.off = op->off;
+	q.span = t->obj_span;
+	q.len = len;
+	i = req_name(&q, op->name);
+	if (i == 0)
+		i = tcp_send(tt, &q);
 	if (i < 0)
 		return i;
-	r = bl_encode_u64(&l, op->objno);
-	r |= bl_encode_u64(&l, op->off);
-	r |= bl_encode_u64(&l, t->obj_span);
-	r |= bl_encode_u64(&l, len);
-	r |= bl_encode_bytes(&l, op->name, strlen(op->name));
-	if (r) {
-		bl_list_clear(&l);
-		slot_free(tt, (unsigned)i);
-		return -ENOMEM;
-	}
 	tt->slots[i].op = op;
 	tt->slots[i].most = len;
-	return tcp_send(tt, i, T_READ, &l);
+	return 0;
 }
 
 static int tcp_poll(struct blb_target *t, int timeout_ms)
@@ -343,42 +331,44 @@ static int tcp_poll(struct blb_target *t, int timeout_ms)
 
 static int tcp_remove(struct blb_target *t, const char *name, uint64_t objno)
 {
-	struct bl_list b;
+	struct blb_req q;
 	int r;
 
-	bl_list_init(&b);
-	r = bl_encode_u64(&b, objno) | bl_encode_bytes(&b, name, strlen(name));
+	blb_req_init(&q, T_REMOVE);
+	q.objno = objno;
+	r = req_name(&q, name);
 	if (r == 0)
-		r = tcp_call((struct tcp_target *)t, T_REMOVE, &b, NULL);
-	bl_list_clear(&b);
+		r = tcp_call((struct tcp_target *)t, &q, NULL);
 	return r;
 }
 
 static int tcp_meta_put(struct blb_target *t, const char *run,
 			const struct bl_list *m)
 {
-	struct bl_list b;
+	struct blb_req q;
 	int r;
 
-	bl_list_init(&b);
-	r = bl_encode_bytes(&b, run, strlen(run)) | bl_encode_list(&b, m);
+	blb_req_init(&q, T_META_PUT);
+	r = req_name(&q, run);
+	if (r == 0 && bl_list_append_list(&q.body, m))
+		r = -ENOMEM;
 	if (r == 0)
-		r = tcp_call((struct tcp_target *)t, T_META_PUT, &b, NULL);
-	bl_list_clear(&b);
+		r = tcp_call((struct tcp_target *)t, &q, NULL);
+	blb_req_clear(&q);
 	return r;
 }
 
+/* A request of @type whose one field is the name @s. */
 static int tcp_run_call(struct blb_target *t, uint16_t type, const char *s,
 			struct bl_list *out)
 {
-	struct bl_list b;
+	struct blb_req q;
 	int r;
 
-	bl_list_init(&b);
-	r = bl_encode_bytes(&b, s, strlen(s));
+	blb_req_init(&q, type);
+	r = req_name(&q, s);
 	if (r == 0)
-		r = tcp_call((struct tcp_target *)t, type, &b, out);
-	bl_list_clear(&b);
+		r = tcp_call((struct tcp_target *)t, &q, out);
 	return r;
 }
 
@@ -500,6 +490,7 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 	char host[BLB_NAME_MAX], port[32], desc[BLB_NAME_MAX];
 	struct tcp_target *tt;
 	struct bl_list reply, dl;
+	struct blb_req hello;
 	uint64_t room, maxp;
 	uint32_t slots, mem, off, blk;
 	struct bl_iter it;
@@ -553,7 +544,8 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 
 	bl_list_init(&reply);
 	bl_list_init(&dl);
-	r = tcp_call(tt, T_HELLO, NULL, &reply);
+	blb_req_init(&hello, T_HELLO);
+	r = tcp_call(tt, &hello, &reply);
 	bl_iter_init(&it, &reply, 0);
 	if (r < 0) {
 		/* the server said why, or the connection did */
@@ -568,12 +560,15 @@ int blb_tcp_open(struct blb_target **out, const char *spec,
 		}
 		goto out;
 	}
-	r = bl_decode_u64(&it, &room);
-	r |= bl_decode_u32(&it, &slots);
-	r |= bl_decode_u32(&it, &mem);
-	r |= bl_decode_u32(&it, &off);
-	r |= bl_decode_u64(&it, &maxp);
-	r |= bl_decode_bytes(&it, &dl);
+	/* the first error stops it (errnos are not flags to OR) */
+	if ((r = bl_decode_u64(&it, &room)) ||
+	    (r = bl_decode_u32(&it, &slots)) ||
+	    (r = bl_decode_u32(&it, &mem)) ||
+	    (r = bl_decode_u32(&it, &off)) ||
+	    (r = bl_decode_u64(&it, &maxp)))
+		;
+	else
+		r = bl_decode_bytes(&it, &dl);
 	/* a server that predates blk_align sends none: its DIO alignment */
 	blk = off;
 	if (r == 0 && bl_iter_remaining(&it) >= 4)

@@ -149,21 +149,35 @@ static void run_net(const struct mb_cfg *cfg, bool ours, struct mb_result *r)
 {
 	struct mb_srv s;
 	struct sockaddr_in sa;
+	int fds[MB_MAXCONNS];
 	pthread_t th;
 
 	memset(&s, 0, sizeof(s));
 	memset(r, 0, sizeof(*r));
 	s.cfg = *cfg;
 	s.lfd = mb_listen_loopback(&sa);
+	/*
+	 * The client's connections are made first (the listen backlog holds
+	 * them): the server knows their ports before it accepts anything.
+	 */
+	for (int i = 0; i < cfg->conns; i++) {
+		struct sockaddr_in me;
+		socklen_t sl = sizeof(me);
+
+		fds[i] = mb_dial(&sa);
+		if (getsockname(fds[i], (struct sockaddr *)&me, &sl))
+			mb_die("getsockname", errno);
+		s.ports[s.nports++] = ntohs(me.sin_port);
+	}
 	if (pthread_create(&th, NULL, ours ? mb_ours_server : mb_base_server,
 			   &s))
 		mb_die("pthread_create", EAGAIN);
 	while (!atomic_load(&s.ready))
 		usleep(1000);
 	if (ours)
-		mb_ours_client(cfg, &sa, r);
+		mb_ours_client(cfg, fds, r);
 	else
-		mb_base_client(cfg, &sa, r);
+		mb_base_client(cfg, fds, r);
 	pthread_join(th, NULL);
 	close(s.lfd);
 	if (cfg->mode == MB_STREAM && s.t_last > s.t_first) {

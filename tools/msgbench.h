@@ -16,6 +16,7 @@
 #include <time.h>
 
 struct sockaddr_in;
+struct bl_msgr_conn;
 
 #define MB_MAXCONNS 64
 #define MB_PARSE_PASSES 11
@@ -58,10 +59,22 @@ struct mb_result {
 	bool ok;
 };
 
-/* What run_net() of msgbench.c hands its server thread, and gets back. */
+/*
+ * What run_net() of msgbench.c hands its server thread, and gets back.
+ * The loopback port is open to every local process: the server serves
+ * only the connections whose far end is one of @ports (the client's,
+ * dialled before the server starts), turns the others away and never
+ * counts them, so a stray connection neither ends a run early nor makes
+ * it fail.
+ */
 struct mb_srv {
 	int lfd;
 	struct mb_cfg cfg;
+	unsigned short ports[MB_MAXCONNS];	/* the client's, host order */
+	int nports;
+	/* ours: the server's connections found to be the client's */
+	struct bl_msgr_conn *own[MB_MAXCONNS];
+	int nown;
 	_Atomic int ready;
 	/* results, written by the server thread */
 	uint64_t msgs, bytes;
@@ -111,20 +124,28 @@ long mb_base_parse(const unsigned char *p, size_t n, unsigned char **pay,
 		   uint32_t *plen, size_t *need);
 int mb_listen_loopback(struct sockaddr_in *sa);
 int mb_dial(const struct sockaddr_in *sa);
+/* Whether @port (host order) is one of the client's, not yet served; if
+ * so it is marked served. */
+bool mb_srv_take_port(struct mb_srv *s, unsigned short port);
+/* The far end's port of the connected socket @fd (host order), or 0. */
+unsigned short mb_peer_port(int fd);
 void mb_srv_count(struct mb_srv *s, size_t len);
 
 /* msgbench_parse.c */
 void mb_bench_parse(const struct mb_cfg *cfg, double *ours_ns,
 		    double *base_ns);
 
-/* msgbench_ours.c: the server thread (@arg a struct mb_srv) and client */
+/*
+ * msgbench_ours.c: the server thread (@arg a struct mb_srv) and client,
+ * which takes the cfg->conns sockets run_net() dialled (and closes them)
+ */
 void *mb_ours_server(void *arg);
-void mb_ours_client(const struct mb_cfg *cfg, const struct sockaddr_in *sa,
+void mb_ours_client(const struct mb_cfg *cfg, const int *fds,
 		    struct mb_result *r);
 
 /* msgbench_base.c: the same for the baseline */
 void *mb_base_server(void *arg);
-void mb_base_client(const struct mb_cfg *cfg, const struct sockaddr_in *sa,
+void mb_base_client(const struct mb_cfg *cfg, const int *fds,
 		    struct mb_result *r);
 
 #endif

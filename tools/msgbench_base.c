@@ -192,10 +192,22 @@ void *mb_base_server(void *arg)
 		if (poll(pfd, (nfds_t)k, 100) < 0 && errno != EINTR)
 			mb_die("poll", errno);
 		if (pfd[0].revents & POLLIN) {
-			int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+			struct sockaddr_in sa;
+			socklen_t sl = sizeof(sa);
+			int fd = accept4(s->lfd, (struct sockaddr *)&sa, &sl,
+					 SOCK_CLOEXEC);
 			int one = 1;
 
-			if (fd >= 0 && n < MB_MAXCONNS) {
+			if (fd >= 0 && (n == MB_MAXCONNS ||
+					!mb_srv_take_port(s,
+							  ntohs(sa.sin_port)))) {
+				/* not the client's: turned away unread */
+				if (!s->cfg.quiet)
+					fprintf(stderr, "msgbench: base: turned "
+						"away a connection that is "
+						"not the client's\n");
+				close(fd);
+			} else if (fd >= 0) {
 				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 					   sizeof(one));
 				bconn_init(&c[n++], fd, &s->cfg);
@@ -216,7 +228,7 @@ void *mb_base_server(void *arg)
 }
 
 
-void mb_base_client(const struct mb_cfg *cfg, const struct sockaddr_in *sa,
+void mb_base_client(const struct mb_cfg *cfg, const int *fds,
 		    struct mb_result *r)
 {
 	unsigned char *payload = malloc(cfg->size ? cfg->size : 1);
@@ -232,7 +244,7 @@ void mb_base_client(const struct mb_cfg *cfg, const struct sockaddr_in *sa,
 
 	mb_fill_payload(payload, cfg->size, cfg->lz4);
 	for (int i = 0; i < cfg->conns; i++) {
-		bconn_init(&rc[i], mb_dial(sa), cfg);
+		bconn_init(&rc[i], fds[i], cfg);
 		out[i] = malloc(BASE_BUF);
 		olen[i] = 0;
 	}

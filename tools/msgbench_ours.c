@@ -80,11 +80,32 @@ static bool ours_unlz4(const struct mb_cfg *cfg, const struct bl_msgr_frame *f)
 	return n == (ssize_t)cfg->size;
 }
 
+/*
+ * Whether @c is one of the client's connections.  The server accepts
+ * whatever connects; a connection is found to be the client's by its far
+ * end's port, once, at its first frame (or at its end, if it had none),
+ * after which a comparison of pointers says so.
+ */
+static bool ours_own(struct mb_srv *s, struct bl_msgr_conn *c)
+{
+	for (int i = 0; i < s->nown; i++)
+		if (s->own[i] == c)
+			return true;
+	if (!mb_srv_take_port(s, mb_peer_port(bl_msgr_conn_fd(c))))
+		return false;
+	s->own[s->nown++] = c;
+	return true;
+}
+
 static void ours_srv_frame(void *arg, struct bl_msgr_conn *c,
 			   struct bl_msgr_frame *f)
 {
 	struct mb_srv *s = arg;
 
+	if (!ours_own(s, c)) {
+		bl_msgr_conn_abort(c, -EPERM, "not the client's connection");
+		return;
+	}
 	if (s->cfg.lz4) {
 		if (!ours_unlz4(&s->cfg, f))
 			s->bad++;
@@ -104,6 +125,15 @@ static void ours_srv_close(void *arg, struct bl_msgr_conn *c, int err,
 	struct mb_srv *s = arg;
 	struct bl_msgr_conn_stats st;
 
+	/* a stray connection's end (garbage, a close, ours) counts for
+	 * nothing */
+	if (!ours_own(s, c)) {
+		if (!s->cfg.quiet)
+			fprintf(stderr, "msgbench: ours: turned away a "
+				"connection that is not the client's (%s)\n",
+				reason);
+		return;
+	}
 	bl_msgr_conn_stats(c, &st);
 	s->detached += st.detached;
 	s->ring_dry += st.ring_dry;
@@ -244,7 +274,7 @@ static void ours_cli_close(void *arg, struct bl_msgr_conn *c, int err,
 		fprintf(stderr, "msgbench: client connection: %s\n", reason);
 }
 
-void mb_ours_client(const struct mb_cfg *cfg, const struct sockaddr_in *sa,
+void mb_ours_client(const struct mb_cfg *cfg, const int *fds,
 		    struct mb_result *r)
 {
 	/* before anything is made: no raw of this thread leaves it */
@@ -277,7 +307,7 @@ void mb_ours_client(const struct mb_cfg *cfg, const struct sockaddr_in *sa,
 	o.arg = &cl;
 	o.nbufs = 64;
 	for (int i = 0; i < cfg->conns; i++) {
-		cl.cc[i].c = bl_msgr_conn_new(u, mb_dial(sa), &o);
+		cl.cc[i].c = bl_msgr_conn_new(u, fds[i], &o);
 		if (!cl.cc[i].c)
 			mb_die("bl_msgr_conn_new", ENOMEM);
 	}

@@ -132,6 +132,28 @@ int mb_listen_loopback(struct sockaddr_in *sa)
 	return fd;
 }
 
+unsigned short mb_peer_port(int fd)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+
+	if (getpeername(fd, (struct sockaddr *)&sa, &sl) ||
+	    sa.sin_family != AF_INET)
+		return 0;
+	return ntohs(sa.sin_port);
+}
+
+bool mb_srv_take_port(struct mb_srv *s, unsigned short port)
+{
+	for (int i = 0; port && i < s->nports; i++) {
+		if (s->ports[i] == port) {
+			s->ports[i] = 0;	/* one connection each */
+			return true;
+		}
+	}
+	return false;
+}
+
 int mb_dial(const struct sockaddr_in *sa)
 {
 	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

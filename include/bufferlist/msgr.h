@@ -218,8 +218,11 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * @bgid:        buffer group id of a ring of its own; 0: the next value of
  *               a process-wide counter starting at 0x4000.
  * @align_data:  receive payloads of at least @align_min bytes into raws
- *               aligned to 4096 (below); false: no alignment.
+ *               aligned to @align (below); false: no alignment.
  * @align_min:   in bytes; 0: 16 KiB.
+ * @align:       the boundary of @align_data, a power of two from 512 to
+ *               1 MiB: the O_DIRECT memory alignment of the file the
+ *               payloads go to (bl_fd_dio_align()); 0: 4096.
  * @direct_min:  payloads of at least this many bytes are read straight
  *               into a raw of their own, not gathered from ring buffers
  *               (below); 0: 128 KiB; SIZE_MAX: never.
@@ -307,13 +310,13 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * one at a time for as long as large payloads keep coming.
  *
  * Alignment (@align_data): the payload bytes already received are copied
- * into an aligned raw up to the next 4096 boundary (counted in
- * aligned_copied; at most one receive buffer plus 4 KiB), the rest is read
- * straight into aligned raws, and a payload that arrived whole has its
- * misaligned part copied.  Every segment of such a payload then starts on
- * a 4096 boundary and all but the last are multiples of 4096 long, so
- * bl_uring_write() can take it to an O_DIRECT file as it is.  An aligning
- * connection always receives one-shot.
+ * into an aligned raw up to the next @align boundary (counted in
+ * aligned_copied; at most one receive buffer plus @align), the rest is
+ * read straight into aligned raws, and a payload that arrived whole has
+ * its misaligned part copied.  Every segment of such a payload then starts
+ * on an @align boundary and all but the last are multiples of @align
+ * long, so bl_uring_write() can take it to an O_DIRECT file of that
+ * alignment as it is.  An aligning connection always receives one-shot.
  *
  * Ring exhaustion: a one-shot receive goes into a fresh raw (bl_uring_recv)
  * when the ring has no buffer free, and the kernel ending a receive with
@@ -369,6 +372,7 @@ struct bl_msgr_conn_opts {
 	unsigned idle_timeout_ms;
 	unsigned header_timeout_ms;
 	unsigned busy_poll_us;
+	size_t align;
 };
 
 /**
@@ -379,7 +383,8 @@ struct bl_msgr_conn_opts {
  * once; callbacks run from bl_uring_run().
  * @o: copied; NULL for defaults (frames are then dropped).
  * Return: new, or NULL with errno set (then @fd is left open): EINVAL (@u
- * is NULL), ENOMEM, bl_uring_bufring_create()'s errno when the
+ * is NULL, or @o's align is not 0 or a power of two from 512 to 1 MiB),
+ * ENOMEM, bl_uring_bufring_create()'s errno when the
  * connection's own buffer ring could not be made (EINVAL for bad nbufs or
  * buf_size, EEXIST for a bgid in use, ...), or the first receive's
  * submission error (ENOMEM, EBUSY, ECANCELED, EINVAL for a bufring of
@@ -559,9 +564,10 @@ struct bl_msgr_server;
  * gives each a connection with @o (copied).  Unless @o names a bufring,
  * the server makes one ring (nbufs, buf_size, bgid as for a connection)
  * that all its connections share.
- * Return: new, or NULL with errno set: EINVAL (@u is NULL), EBADF
- * (@listen_fd is not open), ENOMEM, or bl_uring_bufring_create()'s errno
- * when the shared buffer ring could not be made.
+ * Return: new, or NULL with errno set: EINVAL (@u is NULL, or @o's align
+ * is not 0 or a power of two from 512 to 1 MiB), EBADF (@listen_fd is not
+ * open), ENOMEM, or bl_uring_bufring_create()'s errno when the shared
+ * buffer ring could not be made.
  */
 BL_API struct bl_msgr_server *
 bl_msgr_server_new(struct bl_uring *u, int listen_fd,

@@ -858,6 +858,11 @@ void bl__uring_features(const struct bl_uring *u,
 	out->recv_multishot = u->has_recv_multishot;
 }
 
+size_t bl__uring_cb_done(const struct bl_uring *u)
+{
+	return u->cb_done;
+}
+
 void bl__uring_zc_adapt(struct bl_uring *u, bool on)
 {
 	u->zc_adapt = on;

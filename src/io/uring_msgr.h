@@ -2,7 +2,8 @@
 /*
  * uring_msgr.h - what the uring layer offers the messenger beyond the
  * public API: stopping a pooled receive, the completions waiting, the
- * room of the registered pool and the zero-copy threshold.  The one
+ * room of the registered pool, the zero-copy threshold and how far a
+ * failed send got.  The one
  * private header of the uring layer that a higher layer includes
  * (test/layers.txt).  Never installed.
  */
@@ -41,5 +42,13 @@ bool bl__uring_pending(const struct bl_uring *u);
  * at most that many bytes then goes into it, READ_FIXED), else 0.
  */
 size_t bl__uring_regpool_room(struct bl_uring *u);
+
+/*
+ * In the callback of a write or send that failed (@res < 0): how many of
+ * its bytes the kernel took before it failed, which the callback's @res
+ * cannot say (a messenger tells by it which of the frames one send
+ * carried went out whole).  Meaningless anywhere else.
+ */
+size_t bl__uring_cb_done(const struct bl_uring *u);
 
 #endif /* BUFFERLIST_URING_MSGR_H */

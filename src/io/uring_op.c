@@ -272,6 +272,7 @@ void bl__uring_op_finish(struct bl_uring *u, struct uop *op)
 	}
 	bl__uring_mark_called(u, op);
 	bl__uring_count_call(u);
+	u->cb_done = op->done;
 	if (op->cb)		/* NULL: fire and forget */
 		op->cb(op->arg, op->res, data);
 	bl_list_clear(&op->data);

@@ -192,6 +192,7 @@ struct bl_uring {
 				 * queue): reap_at is valid */
 	unsigned reap_at;	/* then: the CQ index after the one handled */
 	struct uop *delivering;	/* deliver: the ops after the one called */
+	size_t cb_done;		/* bytes the op being called back moved */
 	bool need_submit;	/* attached: resubmissions were prepared */
 	bool enter_always;	/* task work deferred, no IORING_SQ_TASKRUN:
 				 * every run enters the kernel for it */

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lz4_int.h - what src/lz4/lz4.c shares with its tests.  Never installed.
+ * lz4_int.h - what the lz4 layer's files share, and show its tests:
+ * the frame format's constants (the compressor lz4_compress.c writes
+ * frames, the decoder lz4_decoder.c reads them), XXH32 (lz4_xxh32.c) and
+ * the block decoder (lz4_block.c).  Calls go one way: the decoder calls
+ * the block decoder and XXH32, the compressor XXH32.  Never installed.
  */
 #ifndef BUFFERLIST_LZ4_INT_H
 #define BUFFERLIST_LZ4_INT_H
@@ -9,6 +13,33 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <bufferlist/codec.h>
+
+/* The LZ4 frame format (lz4_Frame_format.md of liblz4) */
+#define BL__LZ4_FRAME_MAGIC 0x184D2204u
+#define BL__LZ4_WINDOW (64u << 10)	/* how far back a match reaches */
+#define BL__LZ4_HDR_MAX 19u	/* magic, FLG, BD, content size, HC */
+#define BL__LZ4_UNCOMPRESSED 0x80000000u	/* block size: stored raw */
+/* FLG, the header's first byte */
+#define BL__LZ4_FLG_VERSION 0x40
+#define BL__LZ4_FLG_INDEP 0x20
+#define BL__LZ4_FLG_BCHK 0x10
+#define BL__LZ4_FLG_CSIZE 0x08
+#define BL__LZ4_FLG_CCHK 0x04
+#define BL__LZ4_FLG_RESERVED 0x02
+#define BL__LZ4_FLG_DICTID 0x01
+
+/* Output raws (both ways) hold this much or more. */
+#define BL__LZ4_OUT_CHUNK (1u << 20)
+
+static inline size_t bl__lz4_min(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+static inline size_t bl__lz4_max(size_t a, size_t b)
+{
+	return a > b ? a : b;
+}
 
 /*
  * XXH32, written from the xxHash specification.  liblz4 carries its own

@@ -30,6 +30,10 @@
 
 _Static_assert(BL_MSGR_PREAMBLE == 24 && BL_MSGR_TRAILER == 4,
 	       "the wire format is fixed");
+/* fill_preamble() writes magic, type and flags as one u64 */
+_Static_assert(BL__MSGR_PRE_MAGIC == 0 && BL__MSGR_PRE_TYPE == 4 &&
+	       BL__MSGR_PRE_FLAGS == 6 && BL__MSGR_PRE_SEQ == 8,
+	       "magic, type and flags fill the preamble's first 8 bytes");
 
 #define ENC_STACK_MAX 1024		/* copied frames built on the stack */
 
@@ -117,16 +121,19 @@ static void fill_preamble(unsigned char *p, uint16_t type, uint16_t flags,
 	uint64_t head = BL_MSGR_MAGIC | (uint64_t)type << 32 |
 			(uint64_t)flags << 48;
 
-	bl__le64_store(p, head);
-	bl__le64_store(p + 8, seq);
-	bl__le32_store(p + 16, len);
+	/* magic, type and flags: one store */
+	bl__le64_store(p + BL__MSGR_PRE_MAGIC, head);
+	bl__le64_store(p + BL__MSGR_PRE_SEQ, seq);
+	bl__le32_store(p + BL__MSGR_PRE_LEN, len);
 #if defined(__x86_64__)
 	if (bl__likely(__builtin_cpu_supports("sse4.2"))) {
-		bl__le32_store(p + 20, preamble_crc_sse42(head, seq, len));
+		bl__le32_store(p + BL__MSGR_PRE_CRC,
+			       preamble_crc_sse42(head, seq, len));
 		return;
 	}
 #endif
-	bl__le32_store(p + 20, bl_crc32c(BL_MSGR_CRC_SEED, p, 20));
+	bl__le32_store(p + BL__MSGR_PRE_CRC,
+		       bl_crc32c(BL_MSGR_CRC_SEED, p, BL__MSGR_PRE_CRC));
 }
 
 void bl__msgr_preamble(unsigned char *p, uint16_t type, uint64_t seq,
@@ -233,13 +240,14 @@ static inline __attribute__((always_inline)) int
 check_preamble(const unsigned char *p, size_t have, size_t max,
 	       uint32_t *len, crc_fn crc)
 {
-	if (bl__unlikely(bl__le32_load(p) != BL_MSGR_MAGIC))
+	if (bl__unlikely(bl__msgr_pre_magic(p) != BL_MSGR_MAGIC))
 		return bad("bad magic", -EBADMSG);
 	if (have < BL_MSGR_PREAMBLE)
 		return 0;
-	if (bl__unlikely(crc(BL_MSGR_CRC_SEED, p, 20) != bl__le32_load(p + 20)))
+	if (bl__unlikely(crc(BL_MSGR_CRC_SEED, p, BL__MSGR_PRE_CRC) !=
+			 bl__msgr_pre_crc(p)))
 		return bad("bad header crc", -EBADMSG);
-	*len = bl__le32_load(p + 16);
+	*len = bl__msgr_pre_len(p);
 	if (bl__unlikely(*len > BL_MSGR_PAYLOAD_LIMIT))
 		return bad("impossible payload length", -EBADMSG);
 	if (bl__unlikely(*len > max))
@@ -262,9 +270,9 @@ int bl__msgr_parse_general(struct bl_list *in, struct bl_msgr_frame *f,
 	crc = bl__msgr_crc_range(in, BL_MSGR_PREAMBLE + done, len - done, crc);
 	if (crc != bl__le32_load(tr))
 		return bad("bad payload crc", -EBADMSG);
-	f->type = bl__le16_load(p + 4);
-	f->flags = bl__le16_load(p + 6);
-	f->seq = bl__le64_load(p + 8);
+	f->type = bl__msgr_pre_type(p);
+	f->flags = bl__msgr_pre_flags(p);
+	f->seq = bl__msgr_pre_seq(p);
 	bl_list_init(&f->payload);
 	bl_iter_init(&it, in, BL_MSGR_PREAMBLE);
 	if (bl_iter_copy_list(&it, len, &f->payload)) {
@@ -289,9 +297,9 @@ frame_head(struct bl_msgr_frame *f, const unsigned char *p, uint32_t len,
 
 	if (crc(BL_MSGR_CRC_SEED, pl, len) != bl__le32_load(pl + len))
 		return false;
-	f->type = bl__le16_load(p + 4);
-	f->flags = bl__le16_load(p + 6);
-	f->seq = bl__le64_load(p + 8);
+	f->type = bl__msgr_pre_type(p);
+	f->flags = bl__msgr_pre_flags(p);
+	f->seq = bl__msgr_pre_seq(p);
 	return true;
 }
 

@@ -19,17 +19,67 @@
 #include <sys/types.h>
 #include <bufferlist/msgr.h>
 #include <bufferlist/uring.h>
+#include "endian_int.h"
 
 #define BL__MSGR_REASON_MAX 160
 
+/*
+ * The preamble's fields (the table at the top of msgr.h), named once:
+ * every read and write of a preamble goes through these.
+ */
+#define BL__MSGR_PRE_MAGIC 0	/* u32 BL_MSGR_MAGIC */
+#define BL__MSGR_PRE_TYPE 4	/* u16 */
+#define BL__MSGR_PRE_FLAGS 6	/* u16 */
+#define BL__MSGR_PRE_SEQ 8	/* u64 */
+#define BL__MSGR_PRE_LEN 16	/* u32 payload bytes */
+#define BL__MSGR_PRE_CRC 20	/* u32 crc32c of the bytes before it */
+_Static_assert(BL__MSGR_PRE_CRC + 4 == BL_MSGR_PREAMBLE,
+	       "the preamble's crc is its last field");
+
+static inline uint32_t bl__msgr_pre_magic(const unsigned char *p)
+{
+	return bl__le32_load(p + BL__MSGR_PRE_MAGIC);
+}
+
+static inline uint16_t bl__msgr_pre_type(const unsigned char *p)
+{
+	return bl__le16_load(p + BL__MSGR_PRE_TYPE);
+}
+
+static inline uint16_t bl__msgr_pre_flags(const unsigned char *p)
+{
+	return bl__le16_load(p + BL__MSGR_PRE_FLAGS);
+}
+
+static inline uint64_t bl__msgr_pre_seq(const unsigned char *p)
+{
+	return bl__le64_load(p + BL__MSGR_PRE_SEQ);
+}
+
+static inline uint32_t bl__msgr_pre_len(const unsigned char *p)
+{
+	return bl__le32_load(p + BL__MSGR_PRE_LEN);
+}
+
+static inline uint32_t bl__msgr_pre_crc(const unsigned char *p)
+{
+	return bl__le32_load(p + BL__MSGR_PRE_CRC);
+}
+
+/*
+ * A send callback and where its frame ends in the byte stream (a count of
+ * the connection's bytes, as tx_bytes): a send that fails part way tells
+ * by it which frames went out whole.
+ */
 struct bl__msgr_send_rec {
 	bl_msgr_send_fn cb;
 	void *arg;
+	uint64_t end;
 };
 
 /*
  * A large payload being received by plain reads.  Aligned: its head is
- * copied into P, an aligned raw filled up to a 4096 boundary, and the
+ * copied into P, an aligned raw filled up to an opts.align boundary, and the
  * rest read after it.  Not aligned: its head stays in the ring slices it
  * arrived in (headl), and the rest is read after them.  The rest (and the
  * trailer) is read in pieces that grow as they fill (restl), so memory
@@ -92,6 +142,7 @@ struct bl_msgr_conn {
 	uint64_t tx_seq;
 	unsigned outq_frames, inflight_frames;
 	size_t inline_bytes;	/* of the batch in flight, sent directly */
+	uint64_t inflight_at;	/* the stream offset its ring part starts at */
 	size_t inflight_bytes;	/* of the batch in flight, in the ring */
 	size_t out_bytes;	/* queued or in flight, not taken yet */
 	uint64_t tx_bytes;	/* ever queued (taken: tx_bytes - out_bytes) */
@@ -236,6 +287,9 @@ bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now);
 /* @d = @o (NULL: zero) with every 0 replaced by its default. */
 void bl__msgr_opts_fill(struct bl_msgr_conn_opts *d,
 			const struct bl_msgr_conn_opts *o);
+
+/* Whether @o (NULL: the defaults) asks for nothing impossible. */
+bool bl__msgr_opts_valid(const struct bl_msgr_conn_opts *o);
 
 /* A buffer group id from the process-wide counter. */
 unsigned short bl__msgr_auto_bgid(void);

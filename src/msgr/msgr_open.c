@@ -12,6 +12,11 @@
 #include <bufferlist/msgr.h>
 
 #define ALIGN_MIN_DEFAULT ((size_t)16 << 10)
+#define ALIGN_DEFAULT 4096		/* page boundaries */
+/* the bounds of opts.align; the largest divides every direct read's
+ * pieces (msgr_recv.c: PIECE_FIRST) */
+#define ALIGN_LEAST 512
+#define ALIGN_MOST ((size_t)1 << 20)
 #define DIRECT_MIN_DEFAULT ((size_t)128 << 10)
 #define COPY_BELOW_DEFAULT 512
 #define NBUFS_DEFAULT 64u
@@ -31,6 +36,13 @@ unsigned short bl__msgr_auto_bgid(void)
 
 /* ---- creation ------------------------------------------------------------ */
 
+bool bl__msgr_opts_valid(const struct bl_msgr_conn_opts *o)
+{
+	return !o || !o->align ||
+	       (bl__is_pow2(o->align) && o->align >= ALIGN_LEAST &&
+		o->align <= ALIGN_MOST);
+}
+
 void bl__msgr_opts_fill(struct bl_msgr_conn_opts *d,
 			const struct bl_msgr_conn_opts *o)
 {
@@ -48,6 +60,8 @@ void bl__msgr_opts_fill(struct bl_msgr_conn_opts *d,
 		d->buf_size = BUF_SIZE_DEFAULT;
 	if (!d->align_min)
 		d->align_min = ALIGN_MIN_DEFAULT;
+	if (!d->align)
+		d->align = ALIGN_DEFAULT;
 	if (!d->copy_below)
 		d->copy_below = COPY_BELOW_DEFAULT;
 	if (!d->direct_min)
@@ -67,7 +81,7 @@ struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
 
 	int err;
 
-	if (!u) {
+	if (!u || !bl__msgr_opts_valid(o)) {
 		errno = EINVAL;
 		return NULL;
 	}

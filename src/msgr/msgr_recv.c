@@ -33,7 +33,6 @@
 #include "endian_int.h"
 #include "uring_msgr.h"
 
-#define ALIGN_DIO 4096		/* aligned payloads: page boundaries */
 #define ONESHOT_AFTER_READ 8	/* see bl__msgr_start_recv() */
 /*
  * A direct read's pieces: the first asks for at most PIECE_FIRST bytes,
@@ -42,9 +41,10 @@
  * payload and stops holds PIECE_FIRST, not the claim), memory never runs
  * more than one piece ahead of the bytes received, and a payload up to
  * PIECE_FIRST (the common large message) is still one read into one raw.
- * All are multiples of 4096, so an aligned payload's pieces keep every
- * segment but the last a multiple of 4096.  A rest that fits a free buffer
- * of the ring's registered pool is read in one piece, into that buffer:
+ * All are multiples of 1 MiB, the largest opts.align, so an aligned
+ * payload's pieces keep every segment but the last a multiple of it.  A
+ * rest that fits a free buffer of the ring's registered pool is read in
+ * one piece, into that buffer:
  * its memory exists already, so growing the read bounds nothing, and each
  * further piece would cost a read and hold a buffer of its own.
  */
@@ -359,7 +359,7 @@ static void direct_cb(void *arg, ssize_t res, struct bl_list *data);
 static int direct_read(struct bl_msgr_conn *c, size_t len)
 {
 	int ret = bl_uring_read(c->u, c->fd, -1, len,
-				c->d.aligned ? ALIGN_DIO : 0, direct_cb, c);
+				c->d.aligned ? c->o.align : 0, direct_cb, c);
 
 	if (!ret) {
 		c->read_busy = true;
@@ -395,9 +395,8 @@ static int read_piece(struct bl_msgr_conn *c)
  * buffer, into memory the allocator recycles (warm in the cache) instead
  * of a ring that cycles through megabytes.  Unaligned, the head already
  * received stays where it is.  Aligned, it is copied into the first
- * aligned raw, which is then filled up to its 4096 boundary by a small
- * read (copied too, at most 4095 bytes); the rest is read straight into
- * an aligned raw of its own.
+ * aligned raw, which is then filled up to its opts.align boundary by a
+ * small read; the rest is read straight into an aligned raw of its own.
  * Return: true if started; false leaves everything as it was (the frame
  * then comes through the ring).
  */
@@ -412,7 +411,7 @@ static bool start_direct(struct bl_msgr_conn *c)
 	if (bl__msgr_throttled(c))
 		return false;
 	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
-	len = bl__le32_load(pre + 16);
+	len = bl__msgr_pre_len(pre);
 	align = c->o.align_data && len >= c->o.align_min;
 	if (have >= len || (!align && len < c->o.direct_min))
 		return false;
@@ -420,9 +419,9 @@ static bool start_direct(struct bl_msgr_conn *c)
 	bl_list_init(&d->headl);
 	bl_list_init(&d->restl);
 	d->piece = PIECE_FIRST;
-	d->type = bl__le16_load(pre + 4);
-	d->flags = bl__le16_load(pre + 6);
-	d->seq = bl__le64_load(pre + 8);
+	d->type = bl__msgr_pre_type(pre);
+	d->flags = bl__msgr_pre_flags(pre);
+	d->seq = bl__msgr_pre_seq(pre);
 	d->len = len;
 	d->aligned = align;
 	if (!align) {
@@ -436,13 +435,13 @@ static bool start_direct(struct bl_msgr_conn *c)
 		c->pc_done = 0;
 		return true;
 	}
-	d->head = have ? bl__align_up(have, ALIGN_DIO) : 0;
+	d->head = have ? bl__align_up(have, c->o.align) : 0;
 	if (d->head > len)
 		d->head = len;
 	d->rest = len - d->head;
 	d->gap_read = d->head - have + (d->rest ? 0 : BL_MSGR_TRAILER);
 	if (d->head) {
-		d->P.raw = bl_raw_create_aligned(d->head, ALIGN_DIO);
+		d->P.raw = bl_raw_create_aligned(d->head, c->o.align);
 		if (!d->P.raw)
 			return false;
 		d->P.len = d->head;
@@ -476,7 +475,7 @@ static bool stop_for_direct(struct bl_msgr_conn *c)
 	if (c->stopping)
 		return true;
 	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
-	len = bl__le32_load(pre + 16);
+	len = bl__msgr_pre_len(pre);
 	if (len < c->o.direct_min ||
 	    bl_list_length(&c->in) - BL_MSGR_PREAMBLE >= len)
 		return false;
@@ -640,8 +639,8 @@ static void realign(struct bl_msgr_conn *c, struct bl_list *pay)
 	struct bl_stats a, b;
 
 	bl_stats_thread(&a);
-	if (bl_list_rebuild_aligned_size_and_memory(pay, ALIGN_DIO, ALIGN_DIO,
-						    0) < 0)
+	if (bl_list_rebuild_aligned_size_and_memory(pay, c->o.align,
+						    c->o.align, 0) < 0)
 		return;
 	bl_stats_thread(&b);
 	c->st.aligned_copied += b.copied_bytes - a.copied_bytes;
@@ -663,7 +662,7 @@ static void crc_ahead(struct bl_msgr_conn *c)
 	uint32_t len;
 
 	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
-	len = bl__le32_load(pre + 16);
+	len = bl__msgr_pre_len(pre);
 	if (len < CRC_AHEAD_MIN)
 		return;
 	if (have > len)
@@ -687,7 +686,7 @@ static int parse_resume(struct bl_msgr_conn *c, struct bl_msgr_frame *f)
 		return bl_msgr_parse(&c->in, f, c->o.max_payload);
 	/* the preamble was checked when pc_done began to grow */
 	bl__msgr_gather(&c->in, 0, sizeof(pre), pre);
-	len = bl__le32_load(pre + 16);
+	len = bl__msgr_pre_len(pre);
 	if (bl_list_length(&c->in) < BL_MSGR_OVERHEAD + (size_t)len)
 		return 0;
 	return bl__msgr_parse_general(&c->in, f, pre, len, c->pc_done,
@@ -721,7 +720,7 @@ static void process(struct bl_msgr_conn *c)
 			bl__msgr_conn_end(c, ret, true,
 					  "out of memory receiving");
 		} else if (ret < 0) {
-			char pre[BL_MSGR_PREAMBLE];
+			unsigned char pre[BL_MSGR_PREAMBLE];
 			size_t n = before < sizeof(pre) ? before : sizeof(pre);
 
 			bl__msgr_gather(&c->in, 0, n, pre);
@@ -730,7 +729,7 @@ static void process(struct bl_msgr_conn *c)
 						    "malformed frame: payload "
 						    "of %u bytes over the "
 						    "limit of %zu",
-						    bl__le32_load(pre + 16),
+						    bl__msgr_pre_len(pre),
 						    c->o.max_payload);
 			else
 				bl__msgr_conn_abort(c, ret,

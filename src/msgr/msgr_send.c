@@ -34,6 +34,7 @@ static int flush(struct bl_msgr_conn *c)
 	if (ret)
 		return ret;
 	c->send_busy = true;
+	c->inflight_at = c->tx_bytes - c->out_bytes;
 	c->inflight_bytes = n;
 	c->inflight_frames = c->outq_frames;
 	c->outq_frames = 0;
@@ -49,11 +50,13 @@ static int flush(struct bl_msgr_conn *c)
 }
 
 /*
- * Runs the callbacks of the records in flight with @res.  send_busy stays
- * set meanwhile: a frame they send is queued behind the others, and a
- * close they make cancels only the records that were never in flight.
+ * Runs the callbacks of the records in flight: 0 for the frames that end
+ * at or before stream offset @handed (the kernel has them whole), @err
+ * for the others.  send_busy stays set meanwhile: a frame they send is
+ * queued behind the others, and a close they make cancels only the
+ * records that were never in flight.
  */
-static void pop_records(struct bl_msgr_conn *c, ssize_t res)
+static void pop_records(struct bl_msgr_conn *c, uint64_t handed, int err)
 {
 	c->send_busy = true;
 	while (c->rec_inflight) {
@@ -62,18 +65,28 @@ static void pop_records(struct bl_msgr_conn *c, ssize_t res)
 		c->rec_head = (c->rec_head + 1) & (c->rec_cap - 1);
 		c->rec_n--;
 		c->rec_inflight--;
-		r.cb(r.arg, res < 0 ? (int)res : 0);
+		r.cb(r.arg, r.end <= handed ? 0 : err);
 	}
 	c->send_busy = false;
 }
 
+/*
+ * One send carries a batch of frames; when it fails part way, the frames
+ * the kernel took whole before the failure did reach it (and the peer
+ * gets them, unless it goes away too): only the others fail, and those
+ * with -ECANCELED when the connection was closed first (its shutdown is
+ * what ended the send).  The uring layer says how far a failed send got.
+ */
 static void send_cb(void *arg, ssize_t res, struct bl_list *data)
 {
 	struct bl_msgr_conn *c = arg;
+	size_t done = res >= 0 ? (size_t)res : bl__uring_cb_done(c->u);
+	/* short without an error: the peer is gone */
+	int err = res < 0 ? (int)res : done < c->inflight_bytes ? -EPIPE : 0;
 
 	(void)data;
 	c->depth++;
-	if (res >= 0) {
+	if (!err) {
 		c->st.frames_sent += c->inflight_frames;
 		c->st.bytes_sent += (uint64_t)res + c->inline_bytes;
 	}
@@ -81,9 +94,9 @@ static void send_cb(void *arg, ssize_t res, struct bl_list *data)
 	c->inline_bytes = 0;
 	c->out_bytes -= c->inflight_bytes;
 	c->inflight_bytes = 0;
-	pop_records(c, res);
-	if (res < 0) {
-		bl__msgr_conn_failed(c, (int)res, "send");
+	pop_records(c, c->inflight_at + done, c->closing ? -ECANCELED : err);
+	if (err) {
+		bl__msgr_conn_failed(c, err, "send");
 	} else if (!c->closing && !c->send_busy && bl_list_length(&c->outq)) {
 		int ret = flush(c);
 
@@ -151,7 +164,7 @@ static bool send_direct(struct bl_msgr_conn *c)
 	c->st.bytes_sent += n;
 	c->outq_frames = 0;
 	c->rec_inflight = c->rec_n;
-	pop_records(c, 0);
+	pop_records(c, UINT64_MAX, 0);
 	return true;
 }
 
@@ -205,10 +218,12 @@ static int rec_reserve(struct bl_msgr_conn *c)
 	return rec_reserve_n(c, 1);
 }
 
-static void rec_push(struct bl_msgr_conn *c, bl_msgr_send_fn cb, void *arg)
+/* @end: where the frame (or piece) ends in the stream, as rec's end. */
+static void rec_push(struct bl_msgr_conn *c, bl_msgr_send_fn cb, void *arg,
+		     uint64_t end)
 {
 	c->recs[(c->rec_head + c->rec_n) & (c->rec_cap - 1)] =
-		(struct bl__msgr_send_rec){ cb, arg };
+		(struct bl__msgr_send_rec){ cb, arg, end };
 	c->rec_n++;
 }
 
@@ -248,8 +263,10 @@ static int send_held(struct bl_msgr_conn *c, uint16_t type,
 	c->tx_bytes += n;
 	if (c->in_rx || c->unanswered)
 		c->held_reply = true;
+	/* its end within held, until stream_done() places held */
 	if (cb)
-		c->hrecs[c->hrec_n++] = (struct bl__msgr_send_rec){ cb, arg };
+		c->hrecs[c->hrec_n++] = (struct bl__msgr_send_rec){
+			cb, arg, bl_list_length(&c->held) };
 	if (c->unanswered)
 		c->unanswered--;
 	return 0;
@@ -274,11 +291,14 @@ static int kick(struct bl_msgr_conn *c)
  */
 static void stream_done(struct bl_msgr_conn *c)
 {
+	uint64_t held_at;
 	int ret = 0;
 
 	c->streaming = false;
 	if (!c->held_frames)
 		return;
+	/* held holds the last bytes of the stream, after the stream's */
+	held_at = c->tx_bytes - bl_list_length(&c->held);
 	ret = rec_reserve_n(c, c->hrec_n);
 	if (ret == 0)
 		ret = bl_list_claim_append(&c->outq, &c->held);
@@ -288,7 +308,8 @@ static void stream_done(struct bl_msgr_conn *c)
 		return;
 	}
 	for (unsigned i = 0; i < c->hrec_n; i++)
-		rec_push(c, c->hrecs[i].cb, c->hrecs[i].arg);
+		rec_push(c, c->hrecs[i].cb, c->hrecs[i].arg,
+			 held_at + c->hrecs[i].end);
 	c->hrec_n = 0;
 	c->outq_frames += c->held_frames;
 	c->held_frames = 0;
@@ -374,8 +395,9 @@ int bl_msgr_stream_add(struct bl_msgr_conn *c, const struct bl_list *piece,
 	c->tx_bytes += n;
 	if (c->stream_reply)
 		c->reply_end = c->tx_bytes;
+	/* frames held meanwhile follow it on the wire */
 	if (cb)
-		rec_push(c, cb, arg);
+		rec_push(c, cb, arg, c->tx_bytes - bl_list_length(&c->held));
 	if (last)
 		c->outq_frames++;
 	if (c->in_rx) {
@@ -434,11 +456,8 @@ int bl_msgr_send(struct bl_msgr_conn *c, uint16_t type,
 	/* a reply: sent from on_frame, or answering a request */
 	if (c->in_rx || c->unanswered)
 		c->reply_end = c->tx_bytes;
-	if (cb) {
-		c->recs[(c->rec_head + c->rec_n) & (c->rec_cap - 1)] =
-			(struct bl__msgr_send_rec){ cb, arg };
-		c->rec_n++;
-	}
+	if (cb)
+		rec_push(c, cb, arg, c->tx_bytes);
 	if (c->send_busy)
 		goto answered;
 	if (c->in_rx) {

@@ -26,7 +26,7 @@ struct bl_msgr_server *bl_msgr_server_new(struct bl_uring *u, int listen_fd,
 	struct bl_msgr_server *s;
 	int fl = fcntl(listen_fd, F_GETFL), err;
 
-	if (!u) {
+	if (!u || !bl__msgr_opts_valid(o)) {
 		errno = EINVAL;
 		return NULL;
 	}
