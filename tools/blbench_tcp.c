@@ -227,7 +227,7 @@ static int tcp_call(struct tcp_target *tt, struct blb_req *q,
 {
 	struct tcp_sync sync = { .done = false };
 	double deadline = blb_now() + tt->timeout;
-	int i, r;
+	int i, r = -EIO;
 
 	bl_list_init(&sync.data);
 	i = tcp_send(tt, q);
