@@ -238,6 +238,40 @@ void blb_stats_tick(struct blb_stats *s, struct blb_out *o, double now)
 	s->cycles_since_change++;
 }
 
+void blb_stats_merge(struct blb_stats *dst, const struct blb_stats *src)
+{
+	int n = dst->finished + src->finished;
+	double mean;
+
+	if (src->finished) {
+		/* Chan et al.'s pairwise update of Welford's sums */
+		mean = (dst->total_lat + src->total_lat) / n;
+		dst->lat_m2 += src->lat_m2 +
+			       (double)dst->finished * (dst->avg_lat - mean) *
+				       (dst->avg_lat - mean) +
+			       (double)src->finished * (src->avg_lat - mean) *
+				       (src->avg_lat - mean);
+		dst->total_lat += src->total_lat;
+		dst->avg_lat = mean;
+		dst->finished = n;
+		if (src->min_lat < dst->min_lat)
+			dst->min_lat = src->min_lat;
+		if (src->max_lat > dst->max_lat)
+			dst->max_lat = src->max_lat;
+		dst->cur_lat = src->cur_lat;
+	}
+	dst->lat_hist.count += src->lat_hist.count;
+	if (src->lat_hist.min_ns < dst->lat_hist.min_ns)
+		dst->lat_hist.min_ns = src->lat_hist.min_ns;
+	if (src->lat_hist.max_ns > dst->lat_hist.max_ns)
+		dst->lat_hist.max_ns = src->lat_hist.max_ns;
+	for (size_t i = 0; i < BLB_HIST_BUCKETS; i++)
+		dst->lat_hist.b[i] += src->lat_hist.b[i];
+	dst->started += src->started;
+	dst->stored_bytes += src->stored_bytes;
+	dst->logical_bytes += src->logical_bytes;
+}
+
 void blb_stats_final_sample(struct blb_stats *s, double now)
 {
 	struct blb_sample x;
@@ -319,22 +353,33 @@ void blb_out_close(struct blb_out *o)
 	fflush(o->f);
 }
 
-void blb_out_datas_begin(struct blb_out *o)
+void blb_out_array_begin(struct blb_out *o, const char *key)
 {
 	if (!o->json)
 		return;
 	json_sep(o);
-	fputs("\"datas\":[", o->f);
+	json_string(o->f, key);
+	fputs(":[", o->f);
 	o->depth++;
 	o->first[o->depth] = true;
 }
 
-void blb_out_datas_end(struct blb_out *o)
+void blb_out_array_end(struct blb_out *o)
 {
 	if (!o->json)
 		return;
 	fputc(']', o->f);
 	o->depth--;
+}
+
+void blb_out_datas_begin(struct blb_out *o)
+{
+	blb_out_array_begin(o, "datas");
+}
+
+void blb_out_datas_end(struct blb_out *o)
+{
+	blb_out_array_end(o);
 }
 
 void blb_out_kv(struct blb_out *o, const char *key, const char *fmt, ...)

@@ -83,6 +83,8 @@ struct blb_opts {
 	unsigned fsync_every;
 	unsigned fsync_kind;		/* BL_URING_SYNC_FSYNC or _FDATASYNC */
 	int rw_flags;
+	/* --jobs N: clients in one run (0: not given, as 1 for write) */
+	unsigned jobs;
 	char cmdline[1024];		/* for the plot's title */
 };
 
