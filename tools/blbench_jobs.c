@@ -32,7 +32,7 @@ struct job {
 	struct jobs *js;
 	struct blb_bench *b;		/* client 0: the caller's */
 	struct blb_bench own;		/* clients 1..N-1 */
-	struct blb_opts o;		/* their options (file: lock_held) */
+	struct blb_opts o;		/* their options (lock_held) */
 	pthread_t thread;
 	bool running;			/* a thread was started */
 	double end;			/* when its loop ended */
@@ -81,7 +81,7 @@ static int open_clients(struct jobs *js, struct blb_bench *b0)
 		struct blb_bench *b = &j->own;
 
 		j->o = *b0->o;
-		/* client 0's descriptor holds the file's lock for the run */
+		/* client 0 holds the file's or the run's lock for the run */
 		j->o.lock_held = true;
 		memset(b, 0, sizeof(*b));
 		b->o = &j->o;

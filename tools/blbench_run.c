@@ -704,6 +704,12 @@ double blb_run_loop(struct blb_bench *b)
 		while ((op = pop_done(b)))
 			finish_op(b, op, now);
 	}
+	/* stopped before an op started (or between two): the run failed */
+	if (blb_stop > 1 && !b->failed) {
+		if (b->job == 0)
+			fprintf(stderr, "blbench: stopped by a signal\n");
+		b->failed = -EINTR;
+	}
 	now = blb_now();
 	if (!b->sh) {
 		blb_out_datas_end(&b->out);
