@@ -84,6 +84,8 @@ struct blb_stats {
 	int iops_cycles;
 	/* what the run stored (lz4: compressed), for the summary's footnote */
 	uint64_t stored_bytes, logical_bytes;
+	/* the library's copied bytes (all threads) when the run began */
+	uint64_t copied0;
 	/* for --plot */
 	struct blb_sample *samples;
 	size_t nsamples, samples_cap;

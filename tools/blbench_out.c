@@ -45,6 +45,15 @@
 
 /* ---- statistics ------------------------------------------------------------ */
 
+/* Payload bytes the library copied so far, in every thread. */
+static uint64_t copied_now(void)
+{
+	struct bl_stats st;
+
+	bl_stats_get(&st);
+	return st.copied_bytes;
+}
+
 void blb_stats_init(struct blb_stats *s, uint64_t op_size,
 		    uint64_t object_size, bool is_read)
 {
@@ -57,6 +66,7 @@ void blb_stats_init(struct blb_stats *s, uint64_t op_size,
 	s->min_lat = 9999.0;
 	s->min_bw = DBL_MAX;
 	s->min_iops = INT_MAX;
+	s->copied0 = copied_now();
 }
 
 void blb_stats_free(struct blb_stats *s)
@@ -533,6 +543,13 @@ void blb_out_summary(struct blb_out *o, struct blb_stats *s, double time_run)
 	for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++)
 		blb_out_kv(o, pcts[i].key, "%f",
 			   hist_s(&s->lat_hist, pcts[i].q));
+	/*
+	 * What the library copied while the ops ran (the pattern made
+	 * before is not counted): 0 on the zero-copy paths, whatever lz4,
+	 * a rebuild for O_DIRECT or a verification copied otherwise
+	 */
+	blb_out_kv(o, "client_copied_bytes", "%llu",
+		   (unsigned long long)(copied_now() - s->copied0));
 }
 
 /* ---- the SVG plot ------------------------------------------------------------ */

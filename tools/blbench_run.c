@@ -489,6 +489,8 @@ static int verify(struct blb_bench *b, struct blb_op *op, bool full, char *why,
 		pattern_off(b, op->index);
 	struct bl_list body, plain;
 	unsigned char raw[BLB_HDR_MIN];
+	struct bl_iter it;
+	const char *hp;
 	struct op_hdr h;
 	size_t got = bl_list_length(&op->data);
 	long long d;
@@ -520,8 +522,13 @@ static int verify(struct blb_bench *b, struct blb_op *op, bool full, char *why,
 		}
 		return 0;
 	}
-	bl_list_copy_out(&op->data, 0, BLB_HDR_MIN, raw);
-	if (decode_hdr(raw, &h) < 0) {
+	/* the header in place when its segment holds it (no copy) */
+	bl_iter_init(&it, &op->data, 0);
+	if (bl_iter_get_ptr_and_advance(&it, BLB_HDR_MIN, &hp) < BLB_HDR_MIN) {
+		bl_list_copy_out(&op->data, 0, BLB_HDR_MIN, raw);
+		hp = (const char *)raw;
+	}
+	if (decode_hdr((const unsigned char *)hp, &h) < 0) {
 		snprintf(why, len, "op %" PRIu64 ": the header is damaged",
 			 op->index);
 		return -1;
