@@ -300,6 +300,27 @@ ops=$(osd_ops "${prefix}_object0")
 check "write --no-hints: the OSD got the write alone ($ops)" \
 	test "$ops" = "write 0~1048576"
 
+# ---- --jobs: clients with a cluster handle each --------------------------------
+if blb --jobs 3 --max-objects 4 --format json 0 write --no-cleanup; then
+	ok "write --jobs 3 exits 0"
+else
+	not_ok "write --jobs 3 exits 0"; show
+fi
+# (rados bench's "hints = 1" line comes before the JSON)
+jobs_total=$(python3 -c 'import json,sys; t=open(sys.argv[1]).read(); d=json.loads(t[t.index("{"):]); print(d["total_writes_made"], sum(int(j["total_writes_made"]) for j in d["jobs"]), len(d["jobs"]))' "$work/out" 2>/dev/null)
+check "write --jobs 3: 12 writes, the jobs' counts add up to them, 3 jobs ($jobs_total)" \
+	test "$jobs_total" = "12 12 3"
+prefix=$(python3 -c 'import json,sys; t=open(sys.argv[1]).read(); print(json.loads(t[t.index("{"):])["object_prefix"])' "$work/out" 2>/dev/null)
+check "write --jobs 3: the pool holds objects 0..11 of ${prefix}, once each" \
+	test "$(rados -p "$pool" ls | grep -c "^${prefix}_object\([0-9]\|1[01]\)\$")" -eq 12
+if blb --crc 0 seq; then ok "seq reads the 3 clients' run"; else not_ok "seq reads the 3 clients' run"; show; fi
+check "seq --jobs: all 12 ops read and verified ($(field 'Total reads made'))" \
+	test "$(field 'Total reads made')" = 12
+if blb --jobs 3 1 rand; then ok "rand --jobs 3 exits 0"; else not_ok "rand --jobs 3 exits 0"; show; fi
+if blb cleanup; then ok "cleanup after --jobs exits 0"; else not_ok "cleanup after --jobs exits 0"; show; fi
+check "cleanup removes every client's objects ($(leftover "${prefix}_") left)" \
+	test "$(leftover "${prefix}_")" -eq 0
+
 echo "1..$n"
 if [ "$failed" -ne 0 ]; then
 	echo "# $failed of $n checks failed"

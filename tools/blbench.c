@@ -98,6 +98,11 @@ static const char usage_text[] =
 	"                           and WRITEs are refused (ENOBUFS)\n"
 	"      --idle-timeout SECONDS serve: end a client that sent nothing and\n"
 	"                           took nothing for SECONDS (120; 0: never)\n"
+	"      --jobs N             write, seq, rand: N clients at once (1..64),\n"
+	"                           each with its own -t ops, target connection\n"
+	"                           and --max-objects; the table and summary are\n"
+	"                           the run's (JSON adds each client's in \"jobs\");\n"
+	"                           seq and rand read with as many as wrote\n"
 	"  -h, --help               this text\n"
 	"      --version            print the version and exit\n"
 	"SIZE takes K, M, G or T (powers of 1024).  MB in the output is 2^20 bytes.\n"
@@ -130,6 +135,7 @@ enum {
 	OPT_FSYNC,
 	OPT_FDATASYNC,
 	OPT_SYNC,
+	OPT_JOBS,
 };
 
 static const struct option long_opts[] = {
@@ -161,6 +167,7 @@ static const struct option long_opts[] = {
 	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "jobs", required_argument, NULL, OPT_JOBS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -423,6 +430,12 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 			o->max_memory = size;
 			serve_given = true;
 			break;
+		case OPT_JOBS:
+			if (parse_uint(optarg, BLB_JOBS_MAX, &v) || v == 0)
+				return usage_error("--jobs wants a number of clients from 1 to %d, not '%s'",
+						   BLB_JOBS_MAX, optarg);
+			o->jobs = (unsigned)v;
+			break;
 		case OPT_IDLE_TIMEOUT:
 			if (parse_uint(optarg, BLB_OP_TIMEOUT_MAX, &v))
 				return usage_error("--idle-timeout wants whole seconds from 0 to %u, not '%s'",
@@ -469,6 +482,11 @@ static int parse_opts(struct blb_opts *o, int argc, char **argv)
 		return usage_error("--fsync, --fdatasync and --sync are for the file: and dir: targets (and serve's)");
 	if (serve_given && o->mode != BLB_SERVE)
 		return usage_error("--max-memory and --idle-timeout are for serve");
+	if (o->jobs && (o->mode == BLB_SERVE || o->mode == BLB_CLEANUP))
+		return usage_error("--jobs is for write, seq and rand (cleanup finds every client's objects)");
+	/* rados bench's metadata knows one writer's objects */
+	if (o->jobs > 1 && o->rb_compat)
+		return usage_error("--rados-bench-compat writes one client's run: not with --jobs");
 	r = check_rados(o);
 	if (r >= 0)
 		return r;
@@ -523,6 +541,8 @@ int main(int argc, char **argv)
 	memset(&b, 0, sizeof(b));
 	b.o = &o;
 	b.mode = o.mode;
+	/* a read learns it from the metadata */
+	b.njobs = o.mode == BLB_WRITE && o.jobs > 1 ? o.jobs : 1;
 	blb_out_init(&b.out, stdout, o.json, o.show_time);
 	r = blb_target_open(&b.t, o.target, &o, o.mode == BLB_WRITE, err,
 			    sizeof(err));

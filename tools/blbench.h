@@ -3,14 +3,16 @@
  * blbench.h - what the parts of blbench above the targets share (never
  * installed): main and the options (blbench.c), the modes (blbench_mode.c),
  * the op loop (blbench_run.c), the metadata object (blbench_meta.c), the
- * output (blbench_out.c, its latency histogram in blbench_hist.c) and
- * `blbench serve` (blbench_serve.c).  Targets never include it: what they
+ * output (blbench_out.c, its latency histogram in blbench_hist.c), the
+ * clients of --jobs (blbench_jobs.c) and `blbench serve`
+ * (blbench_serve.c).  Targets never include it: what they
  * share with these files is blbench_target.h.
  * Names: blb_ for what these files share; everything else is static.
  */
 #ifndef BLBENCH_H
 #define BLBENCH_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +44,8 @@
 #define BLB_FLAG_RBCOMPAT 4u
 #define BLB_RB_HDR 31
 #define BLB_RB_HOST_MAX 29		/* rados bench's hostname[30] */
+/* --jobs: clients in one run, at most */
+#define BLB_JOBS_MAX 64
 /* one io_uring transfer stays under 2 GiB */
 #define BLB_MAX_OP_SIZE (1ull << 30)
 /* -O: 16 TiB, so that offsets in an object and slot spans never overflow */
@@ -80,6 +84,8 @@ struct blb_stats {
 	int iops_cycles;
 	/* what the run stored (lz4: compressed), for the summary's footnote */
 	uint64_t stored_bytes, logical_bytes;
+	/* the library's copied bytes (all threads) when the run began */
+	uint64_t copied0;
 	/* for --plot */
 	struct blb_sample *samples;
 	size_t nsamples, samples_cap;
@@ -101,6 +107,12 @@ void blb_stats_op_done(struct blb_stats *s, double lat);
 void blb_stats_tick(struct blb_stats *s, struct blb_out *o, double now);
 /* A last plot point at the end of a run that ended between ticks. */
 void blb_stats_final_sample(struct blb_stats *s, double now);
+/*
+ * Adds the per-op statistics of @src (ops finished, latencies and their
+ * histogram, stored bytes) to @dst, which keeps its own per-second ones:
+ * the summary of --jobs from its clients' runs.
+ */
+void blb_stats_merge(struct blb_stats *dst, const struct blb_stats *src);
 
 void blb_out_init(struct blb_out *o, FILE *f, bool json, bool show_time);
 void blb_out_open(struct blb_out *o);		/* the "bench" object */
@@ -109,6 +121,9 @@ void blb_out_write_intro(struct blb_out *o, const struct blb_opts *opt,
 			 const char *prefix);
 void blb_out_datas_begin(struct blb_out *o);
 void blb_out_datas_end(struct blb_out *o);
+/* JSON: an array member @key ("datas", "jobs"); nothing in plain text. */
+void blb_out_array_begin(struct blb_out *o, const char *key);
+void blb_out_array_end(struct blb_out *o);
 void blb_out_summary(struct blb_out *o, struct blb_stats *s,
 		     double time_run);
 void blb_out_kv(struct blb_out *o, const char *key, const char *fmt, ...)
@@ -123,6 +138,19 @@ int blb_plot_svg(const char *path, const struct blb_stats *s,
 
 /* ---- one run of write, seq, rand or cleanup ---------------------------- */
 
+/*
+ * What the clients of --jobs share with the thread that prints the
+ * aggregate table: the counts the per-second line needs, under @lock.
+ * Each client also keeps its own struct blb_stats, merged at the end.
+ */
+struct blb_shared {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* a client's loop ended */
+	int started, finished, in_flight;
+	double cur_lat, total_lat, min_lat, max_lat;
+	unsigned running;		/* clients whose loop has not ended */
+};
+
 /* A run: its options, its target, and the layout of what write stored. */
 struct blb_bench {
 	const struct blb_opts *o;
@@ -130,6 +158,16 @@ struct blb_bench {
 	struct blb_stats st;
 	struct blb_out out;
 	enum blb_mode mode;
+	/*
+	 * --jobs: this client's number and the run's count of them (1: a
+	 * run of one).  Client @job of @njobs owns the objects numbered
+	 * job, job + njobs, job + 2 njobs...: its op i goes to object
+	 * (i / opo) * njobs + job (blb_objno), so the clients share one
+	 * prefix and, on a file:, interleave their slots.
+	 */
+	unsigned job, njobs;
+	uint64_t job_ops[BLB_JOBS_MAX];	/* metadata: ops per client */
+	struct blb_shared *sh;		/* NULL: a run of one */
 	/* the layout of what write stored (from the metadata for reads) */
 	uint64_t op_size, object_size, opo, stride;
 	size_t hdr, body_len;
@@ -163,6 +201,12 @@ static inline size_t blb_align_up(size_t x, size_t a)
 	return a > 1 ? (x + a - 1) / a * a : x;
 }
 
+/* The object number of this client's object @local (see struct blb_bench). */
+static inline uint64_t blb_objno(const struct blb_bench *b, uint64_t local)
+{
+	return b->njobs > 1 ? local * b->njobs + b->job : local;
+}
+
 /* ---- the op loop (blbench_run.c) ----------------------------------------- */
 
 /* @n ops for the loop, each completing into @b's queue.  0 or -ENOMEM. */
@@ -183,6 +227,11 @@ double blb_run_loop(struct blb_bench *b);
 
 /* ---- the metadata object (blbench_meta.c) -------------------------------- */
 
+/*
+ * The metadata of @b's run of @num_ops ops.  A run of several clients
+ * (@b->njobs > 1) also records each one's count, from @b->job_ops (its
+ * rados bench field of ops is then their sum).  0 or -ENOMEM.
+ */
 int blb_meta_encode(const struct blb_bench *b, uint32_t num_ops,
 		    struct bl_list *m);
 /*
@@ -203,6 +252,36 @@ int blb_meta_prefix(struct blb_target *t, const char *run, char *prefix,
 int blb_mode_write(struct blb_bench *b);
 int blb_mode_read(struct blb_bench *b);		/* seq and rand */
 int blb_mode_cleanup(struct blb_bench *b);
+
+/*
+ * The steps of a mode that --jobs runs once per client: the layout, the
+ * room and the memory of a write (@b->seed, when set, is kept: the
+ * clients of one run share it), and of a read after its metadata was
+ * loaded.  0, or the exit status after printing why.
+ */
+int blb_write_setup(struct blb_bench *b);
+int blb_read_setup(struct blb_bench *b);
+/*
+ * Removes this client's objects 0..@nobj-1 (and with @meta the metadata
+ * object), printing rados bench's messages.  0 or the first -errno.
+ */
+int blb_remove_objects(struct blb_bench *b, uint64_t nobj, bool meta);
+/* write --lz4: what the ops of @s stored, after the summary. */
+void blb_print_stored(struct blb_bench *b, const struct blb_stats *s);
+/* --plot, if asked: 0 or -errno (printed). */
+int blb_write_plot(struct blb_bench *b, const struct blb_stats *s,
+		   double time_run);
+
+/* ---- --jobs (blbench_jobs.c) --------------------------------------------- */
+
+/*
+ * A write, seq or rand of @b0->njobs clients: @b0 is client 0 (its
+ * target open; for reads its metadata loaded), the others open their own
+ * target (a ring, a connection or a cluster handle each) and run the op
+ * loop on a thread each while this thread prints the aggregate table and
+ * summary.  Returns the exit status.
+ */
+int blb_jobs_run(struct blb_bench *b0);
 
 /* ---- `blbench serve` (blbench_serve.c) ----------------------------------- */
 

@@ -4,7 +4,9 @@
  * later seq, rand or cleanup in another process finds the run: rados
  * bench's fields (object size u64, ops written i32, pid i32, op size u64,
  * little-endian) followed by blbench's own (magic, version, prefix, flags,
- * header size, pattern region size and count, stride, seed) and a crc32c.
+ * header size, pattern region size and count, stride, seed; version 3, a
+ * run of several clients (--jobs), then their count and each one's ops)
+ * and a crc32c.  A run of one is written as version 2, as before --jobs.
  * Encoding, and decoding with every field checked, as a target stores and
  * returns it through its meta_put and meta_get ops.
  *
@@ -29,10 +31,13 @@
 #define META_MAGIC 0x4d424c42u		/* "BLBM" */
 /* 2: pattern regions 1..V-1 are region 0 xor a word (blb_make_pattern) */
 #define META_VERSION 2
+/* 3: version 2, then u32 clients and u32 ops of each (--jobs) */
+#define META_VERSION_JOBS 3
 
 int blb_meta_encode(const struct blb_bench *b, uint32_t num_ops,
 		    struct bl_list *m)
 {
+	bool jobs = b->njobs > 1;
 	int r = 0;
 	uint32_t crc;
 
@@ -41,7 +46,7 @@ int blb_meta_encode(const struct blb_bench *b, uint32_t num_ops,
 	r |= bl_encode_u32(m, (uint32_t)b->pid);
 	r |= bl_encode_u64(m, b->op_size);
 	r |= bl_encode_u32(m, META_MAGIC);		/* then blbench's */
-	r |= bl_encode_u32(m, META_VERSION);
+	r |= bl_encode_u32(m, jobs ? META_VERSION_JOBS : META_VERSION);
 	r |= bl_encode_bytes(m, b->prefix, strlen(b->prefix));
 	r |= bl_encode_u32(m, b->flags);
 	r |= bl_encode_u32(m, (uint32_t)b->hdr);
@@ -49,6 +54,11 @@ int blb_meta_encode(const struct blb_bench *b, uint32_t num_ops,
 	r |= bl_encode_u32(m, (uint32_t)b->nvar);
 	r |= bl_encode_u64(m, b->stride);
 	r |= bl_encode_u64(m, b->seed);
+	if (jobs) {
+		r |= bl_encode_u32(m, b->njobs);
+		for (unsigned k = 0; k < b->njobs; k++)
+			r |= bl_encode_u32(m, (uint32_t)b->job_ops[k]);
+	}
 	if (r)
 		return -ENOMEM;
 	crc = bl_list_crc32c(m, 0xFFFFFFFF);
@@ -85,6 +95,7 @@ static int rb_meta_decode(struct blb_bench *b, const struct bl_list *m)
 	snprintf(b->prefix, sizeof(b->prefix), "%s_%.*s_%d", BLB_PREFIX,
 		 BLB_RB_HOST_MAX, host, (int)pid);
 	b->num_ops = num_ops;
+	b->njobs = 1;
 	b->pid = (int)pid;
 	b->flags = BLB_FLAG_RBCOMPAT;
 	b->hdr = BLB_RB_HDR;
@@ -98,8 +109,8 @@ static int rb_meta_decode(struct blb_bench *b, const struct bl_list *m)
 static int meta_decode(struct blb_bench *b, const struct bl_list *m)
 {
 	struct bl_list pfx, head;
-	uint32_t num_ops, pid, magic, ver, hdr, nvar, crc;
-	uint64_t unit;
+	uint32_t num_ops, pid, magic, ver, hdr, nvar, crc, njobs = 1;
+	uint64_t unit, job_ops[BLB_JOBS_MAX], sum = 0;
 	struct bl_iter it;
 	size_t len = bl_list_length(m);
 	int r = 0;
@@ -121,7 +132,8 @@ static int meta_decode(struct blb_bench *b, const struct bl_list *m)
 	r |= bl_decode_u64(&it, &b->op_size);
 	r |= bl_decode_u32(&it, &magic);
 	r |= bl_decode_u32(&it, &ver);
-	if (r || magic != META_MAGIC || ver != META_VERSION)
+	if (r || magic != META_MAGIC ||
+	    (ver != META_VERSION && ver != META_VERSION_JOBS))
 		return -EBADMSG;
 	r |= bl_decode_bytes(&it, &pfx);
 	r |= bl_decode_u32(&it, &b->flags);
@@ -130,6 +142,21 @@ static int meta_decode(struct blb_bench *b, const struct bl_list *m)
 	r |= bl_decode_u32(&it, &nvar);
 	r |= bl_decode_u64(&it, &b->stride);
 	r |= bl_decode_u64(&it, &b->seed);
+	if (!r && ver == META_VERSION_JOBS) {
+		r = bl_decode_u32(&it, &njobs);
+		if (!r && (njobs < 2 || njobs > BLB_JOBS_MAX))
+			r = -EBADMSG;
+		for (uint32_t k = 0; !r && k < njobs; k++) {
+			uint32_t v;
+
+			r = bl_decode_u32(&it, &v);
+			job_ops[k] = v;
+			sum += v;
+		}
+		/* rados bench's field holds their sum */
+		if (!r && sum != num_ops)
+			r = -EBADMSG;
+	}
 	if (!r) {
 		uint32_t want;
 
@@ -169,6 +196,9 @@ static int meta_decode(struct blb_bench *b, const struct bl_list *m)
 	}
 	if (!r) {
 		b->num_ops = num_ops;
+		b->njobs = njobs;
+		for (uint32_t k = 0; njobs > 1 && k < njobs; k++)
+			b->job_ops[k] = job_ops[k];
 		b->pid = (int)pid;
 		b->hdr = hdr;
 		b->unit = unit;

@@ -35,8 +35,7 @@ static void make_prefix(struct blb_bench *b)
 		 b->pid);
 }
 
-/* Removes objects 0..@nobj-1 and the metadata; rados bench's messages. */
-static int remove_objects(struct blb_bench *b, uint64_t nobj, bool meta)
+int blb_remove_objects(struct blb_bench *b, uint64_t nobj, bool meta)
 {
 	double t0 = blb_now();
 	uint64_t removed = 0, n;
@@ -49,8 +48,8 @@ static int remove_objects(struct blb_bench *b, uint64_t nobj, bool meta)
 			err = -EINTR;
 			break;
 		}
-		blb_op_name(b, n, name, sizeof(name));
-		r = b->t->ops->remove(b->t, name, n);
+		blb_op_name(b, blb_objno(b, n), name, sizeof(name));
+		r = b->t->ops->remove(b->t, name, blb_objno(b, n));
 		if (r == 0)
 			removed++;
 		else if (r != -ENOENT && !err) {
@@ -77,46 +76,43 @@ static int remove_objects(struct blb_bench *b, uint64_t nobj, bool meta)
 	return err;
 }
 
-static int write_plot(struct blb_bench *b, double time_run)
+int blb_write_plot(struct blb_bench *b, const struct blb_stats *s,
+		   double time_run)
 {
 	int r;
 
 	if (!b->o->plot)
 		return 0;
-	r = blb_plot_svg(b->o->plot, &b->st, b->o->cmdline, time_run);
+	r = blb_plot_svg(b->o->plot, s, b->o->cmdline, time_run);
 	if (r < 0)
 		fprintf(stderr, "blbench: cannot write %s: %s\n", b->o->plot,
 			strerror(-r));
 	return r;
 }
 
-static void print_stored(struct blb_bench *b)
+void blb_print_stored(struct blb_bench *b, const struct blb_stats *s)
 {
 	double ratio;
 
-	if (!(b->flags & BLB_FLAG_LZ4) || !b->st.finished)
+	if (!(b->flags & BLB_FLAG_LZ4) || !s->finished)
 		return;
-	ratio = b->st.logical_bytes ? (double)b->st.stored_bytes /
-					      b->st.logical_bytes
-				    : 0;
+	ratio = s->logical_bytes ? (double)s->stored_bytes / s->logical_bytes
+				 : 0;
 	if (b->out.json) {
 		blb_out_kv(&b->out, "stored_bytes", "%llu",
-			   (unsigned long long)b->st.stored_bytes);
+			   (unsigned long long)s->stored_bytes);
 		blb_out_kv(&b->out, "stored_ratio", "%f", ratio);
 	} else {
 		printf("Stored bytes (lz4):     %llu (%.3f of the logical bytes)\n",
-		       (unsigned long long)b->st.stored_bytes, ratio);
+		       (unsigned long long)s->stored_bytes, ratio);
 	}
 }
 
-int blb_mode_write(struct blb_bench *b)
+int blb_write_setup(struct blb_bench *b)
 {
 	const struct blb_opts *o = b->o;
 	struct blb_target *t = b->t;
 	uint64_t per_op, room_ops, need;
-	struct bl_list m;
-	double time_run;
-	int r;
 
 	b->op_size = o->op_size;
 	b->object_size = o->object_size;
@@ -155,8 +151,9 @@ int blb_mode_write(struct blb_bench *b)
 					 b->body_len / 255 + 1024,
 					 t->off_align > 1 ? t->off_align : 64);
 	b->pid = getpid();
-	b->seed = ((uint64_t)b->pid << 32) ^
-		  (uint64_t)(blb_now() * 1e9) ^ 0x9E3779B97F4A7C15ULL;
+	if (!b->seed)
+		b->seed = ((uint64_t)b->pid << 32) ^
+			  (uint64_t)(blb_now() * 1e9) ^ 0x9E3779B97F4A7C15ULL;
 	make_prefix(b);
 
 	/* Room: every op costs its stride, in whole 4 KiB blocks on a filesystem. */
@@ -169,6 +166,13 @@ int blb_mode_write(struct blb_bench *b)
 	} else {
 		room_ops = t->room / per_op;
 	}
+	/*
+	 * --jobs: each client its share, every njobs-th slot of a file (so
+	 * the room is whole slots), or of a directory's free space
+	 */
+	if (b->njobs > 1 && t->room != UINT64_MAX)
+		room_ops = t->slots ? room_ops / b->opo / b->njobs * b->opo
+				    : room_ops / b->njobs;
 	/* --max-objects up to INT_MAX times up to 2^38 ops an object */
 	b->max_ops = o->max_objects > UINT64_MAX / b->opo
 			     ? UINT64_MAX
@@ -193,8 +197,23 @@ int blb_mode_write(struct blb_bench *b)
 		fprintf(stderr, "blbench: out of memory\n");
 		return BLB_EXIT_FAIL;
 	}
-
 	blb_stats_init(&b->st, b->op_size, b->object_size, false);
+	return 0;
+}
+
+int blb_mode_write(struct blb_bench *b)
+{
+	const struct blb_opts *o = b->o;
+	struct blb_target *t = b->t;
+	struct bl_list m;
+	double time_run;
+	int r;
+
+	if (b->njobs > 1)
+		return blb_jobs_run(b);
+	r = blb_write_setup(b);
+	if (r)
+		return r;
 	blb_out_open(&b->out);
 	blb_out_write_intro(&b->out, o, b->prefix);
 	time_run = blb_run_loop(b);
@@ -204,7 +223,7 @@ int blb_mode_write(struct blb_bench *b)
 		blb_out_close(&b->out);
 		/* no metadata for a failed run: take back what it wrote */
 		if (o->cleanup && b->st.in_flight == 0)
-			remove_objects(b, ((uint64_t)b->st.started + b->opo - 1) /
+			blb_remove_objects(b, ((uint64_t)b->st.started + b->opo - 1) /
 						  b->opo,
 				       false);
 		else if (b->st.started && !t->slots)
@@ -213,7 +232,7 @@ int blb_mode_write(struct blb_bench *b)
 		return BLB_EXIT_FAIL;
 	}
 	blb_out_summary(&b->out, &b->st, time_run);
-	print_stored(b);
+	blb_print_stored(b, &b->st);
 	blb_out_close(&b->out);
 	if (b->capped)
 		fprintf(stderr, "blbench: stopped after %d ops: %s has no room for more\n",
@@ -232,10 +251,10 @@ int blb_mode_write(struct blb_bench *b)
 			t->desc, strerror(-r));
 		return BLB_EXIT_FAIL;
 	}
-	if (write_plot(b, time_run) < 0)
+	if (blb_write_plot(b, &b->st, time_run) < 0)
 		r = -1;
 	if (o->cleanup &&
-	    remove_objects(b, b->wrapped ? b->wrap_ops / b->opo
+	    blb_remove_objects(b, b->wrapped ? b->wrap_ops / b->opo
 			   : (b->st.finished + b->opo - 1) / b->opo, true) < 0)
 		r = -1;
 	return r < 0 ? BLB_EXIT_FAIL : 0;
@@ -262,19 +281,11 @@ static bool slots_short(const struct blb_bench *b)
 	return end > t->room;
 }
 
-int blb_mode_read(struct blb_bench *b)
+int blb_read_setup(struct blb_bench *b)
 {
 	const struct blb_opts *o = b->o;
 	struct blb_target *t = b->t;
-	double time_run;
-	int r;
 
-	r = blb_meta_load(b);
-	if (r == -ENOENT)
-		fprintf(stderr, "Must write data before running a read benchmark! (no %s in %s)\n",
-			o->run_name, t->desc);
-	if (r < 0)
-		return BLB_EXIT_FAIL;
 	b->opo = b->object_size / b->op_size;
 	b->body_len = b->op_size - b->hdr;
 	if (t->off_align > 1 &&
@@ -293,12 +304,42 @@ int blb_mode_read(struct blb_bench *b)
 			return BLB_EXIT_FAIL;
 		}
 	}
-	b->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(blb_now() * 1e9) ^ 1;
+	/* each client its own sequence of objects */
+	b->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(blb_now() * 1e9) ^
+		 (2 * (uint64_t)b->job + 1);
 	if (blb_make_pattern(b) < 0 || blb_ops_alloc(b, o->concurrent) < 0) {
 		fprintf(stderr, "blbench: out of memory\n");
 		return BLB_EXIT_FAIL;
 	}
 	blb_stats_init(&b->st, b->op_size, b->object_size, true);
+	return 0;
+}
+
+int blb_mode_read(struct blb_bench *b)
+{
+	const struct blb_opts *o = b->o;
+	struct blb_target *t = b->t;
+	double time_run;
+	int r;
+
+	r = blb_meta_load(b);
+	if (r == -ENOENT)
+		fprintf(stderr, "Must write data before running a read benchmark! (no %s in %s)\n",
+			o->run_name, t->desc);
+	if (r < 0)
+		return BLB_EXIT_FAIL;
+	/* a run of several clients is read by as many */
+	if (o->jobs && o->jobs != b->njobs) {
+		fprintf(stderr, "blbench: %s was written by %u client%s: read it with --jobs %u, or without --jobs\n",
+			o->run_name, b->njobs, b->njobs != 1 ? "s" : "",
+			b->njobs);
+		return BLB_EXIT_FAIL;
+	}
+	if (b->njobs > 1)
+		return blb_jobs_run(b);
+	r = blb_read_setup(b);
+	if (r)
+		return r;
 	blb_out_open(&b->out);
 	time_run = blb_run_loop(b);
 	if (b->failed) {
@@ -307,7 +348,7 @@ int blb_mode_read(struct blb_bench *b)
 	}
 	blb_out_summary(&b->out, &b->st, time_run);
 	blb_out_close(&b->out);
-	r = write_plot(b, time_run);
+	r = blb_write_plot(b, &b->st, time_run);
 	if (b->bad) {
 		fprintf(stderr, "blbench: %u read%s did not return what write stored\n",
 			b->bad, b->bad != 1 ? "s" : "");
@@ -502,14 +543,23 @@ int blb_mode_cleanup(struct blb_bench *b)
 	}
 	had_run = r == 0;
 	if (had_run) {
+		unsigned n = b->njobs;
+
 		b->opo = b->object_size / b->op_size;
-		r = remove_objects(b, (b->num_ops + b->opo - 1) / b->opo, true);
+		/* each client's objects (a run of one: job_ops[0] = num_ops) */
+		for (r = 0, b->job = 0; r == 0 && b->job < n; b->job++) {
+			uint64_t ops = n > 1 ? b->job_ops[b->job] : b->num_ops;
+
+			r = blb_remove_objects(b, (ops + b->opo - 1) / b->opo,
+					       b->job == n - 1);
+		}
+		b->job = 0;
 		if (r < 0)
 			return BLB_EXIT_FAIL;
 	}
 
 	if (!t->ops->list) {
-		/* objects are slots (file:) or cannot be listed (rados:) */
+		/* objects are slots (file:): dropping the metadata forgets them */
 		if (damaged && (r = t->ops->meta_del(t, o->run_name)) < 0 &&
 		    r != -ENOENT) {
 			fprintf(stderr, "blbench: removing %s: %s\n", o->run_name,

@@ -45,6 +45,15 @@
 
 /* ---- statistics ------------------------------------------------------------ */
 
+/* Payload bytes the library copied so far, in every thread. */
+static uint64_t copied_now(void)
+{
+	struct bl_stats st;
+
+	bl_stats_get(&st);
+	return st.copied_bytes;
+}
+
 void blb_stats_init(struct blb_stats *s, uint64_t op_size,
 		    uint64_t object_size, bool is_read)
 {
@@ -57,6 +66,7 @@ void blb_stats_init(struct blb_stats *s, uint64_t op_size,
 	s->min_lat = 9999.0;
 	s->min_bw = DBL_MAX;
 	s->min_iops = INT_MAX;
+	s->copied0 = copied_now();
 }
 
 void blb_stats_free(struct blb_stats *s)
@@ -238,6 +248,40 @@ void blb_stats_tick(struct blb_stats *s, struct blb_out *o, double now)
 	s->cycles_since_change++;
 }
 
+void blb_stats_merge(struct blb_stats *dst, const struct blb_stats *src)
+{
+	int n = dst->finished + src->finished;
+	double mean;
+
+	if (src->finished) {
+		/* Chan et al.'s pairwise update of Welford's sums */
+		mean = (dst->total_lat + src->total_lat) / n;
+		dst->lat_m2 += src->lat_m2 +
+			       (double)dst->finished * (dst->avg_lat - mean) *
+				       (dst->avg_lat - mean) +
+			       (double)src->finished * (src->avg_lat - mean) *
+				       (src->avg_lat - mean);
+		dst->total_lat += src->total_lat;
+		dst->avg_lat = mean;
+		dst->finished = n;
+		if (src->min_lat < dst->min_lat)
+			dst->min_lat = src->min_lat;
+		if (src->max_lat > dst->max_lat)
+			dst->max_lat = src->max_lat;
+		dst->cur_lat = src->cur_lat;
+	}
+	dst->lat_hist.count += src->lat_hist.count;
+	if (src->lat_hist.min_ns < dst->lat_hist.min_ns)
+		dst->lat_hist.min_ns = src->lat_hist.min_ns;
+	if (src->lat_hist.max_ns > dst->lat_hist.max_ns)
+		dst->lat_hist.max_ns = src->lat_hist.max_ns;
+	for (size_t i = 0; i < BLB_HIST_BUCKETS; i++)
+		dst->lat_hist.b[i] += src->lat_hist.b[i];
+	dst->started += src->started;
+	dst->stored_bytes += src->stored_bytes;
+	dst->logical_bytes += src->logical_bytes;
+}
+
 void blb_stats_final_sample(struct blb_stats *s, double now)
 {
 	struct blb_sample x;
@@ -319,22 +363,33 @@ void blb_out_close(struct blb_out *o)
 	fflush(o->f);
 }
 
-void blb_out_datas_begin(struct blb_out *o)
+void blb_out_array_begin(struct blb_out *o, const char *key)
 {
 	if (!o->json)
 		return;
 	json_sep(o);
-	fputs("\"datas\":[", o->f);
+	json_string(o->f, key);
+	fputs(":[", o->f);
 	o->depth++;
 	o->first[o->depth] = true;
 }
 
-void blb_out_datas_end(struct blb_out *o)
+void blb_out_array_end(struct blb_out *o)
 {
 	if (!o->json)
 		return;
 	fputc(']', o->f);
 	o->depth--;
+}
+
+void blb_out_datas_begin(struct blb_out *o)
+{
+	blb_out_array_begin(o, "datas");
+}
+
+void blb_out_datas_end(struct blb_out *o)
+{
+	blb_out_array_end(o);
 }
 
 void blb_out_kv(struct blb_out *o, const char *key, const char *fmt, ...)
@@ -488,6 +543,13 @@ void blb_out_summary(struct blb_out *o, struct blb_stats *s, double time_run)
 	for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++)
 		blb_out_kv(o, pcts[i].key, "%f",
 			   hist_s(&s->lat_hist, pcts[i].q));
+	/*
+	 * What the library copied while the ops ran (the pattern made
+	 * before is not counted): 0 on the zero-copy paths, whatever lz4,
+	 * a rebuild for O_DIRECT or a verification copied otherwise
+	 */
+	blb_out_kv(o, "client_copied_bytes", "%llu",
+		   (unsigned long long)(copied_now() - s->copied0));
 }
 
 /* ---- the SVG plot ------------------------------------------------------------ */

@@ -585,7 +585,8 @@ int blb_rados_open(struct blb_target **out, const char *pool,
 				    pool);
 		}
 	}
-	if (o->mode == BLB_WRITE) {
+	/* the clients of --jobs write under client 0's lock */
+	if (o->mode == BLB_WRITE && !o->lock_held) {
 		r = writer_lock(rt, o->run_name, err, errlen);
 		if (r < 0) {
 			rt_close(&rt->t);

@@ -262,7 +262,7 @@ static int start_write(struct blb_bench *b, struct blb_op *op)
 	ssize_t n;
 	int r;
 
-	op->objno = op->index / b->opo;
+	op->objno = blb_objno(b, op->index / b->opo);
 	op->off = (op->index % b->opo) * b->stride;
 	blb_op_name(b, op->objno, op->name, sizeof(op->name));
 
@@ -345,7 +345,7 @@ static int start_read(struct blb_bench *b, struct blb_op *op)
 {
 	size_t len = b->stride;
 
-	op->objno = op->index / b->opo;
+	op->objno = blb_objno(b, op->index / b->opo);
 	op->off = (op->index % b->opo) * b->stride;
 	blb_op_name(b, op->objno, op->name, sizeof(op->name));
 	bl_list_clear(&op->data);
@@ -370,8 +370,11 @@ static bool may_start(struct blb_bench *b, double now)
 		if (b->wrap_ops && !b->wrapped &&
 		    (uint64_t)b->st.started >= b->wrap_ops) {
 			b->wrapped = true;
-			fprintf(stderr, "blbench: reached the end of %s after %llu ops; writing on from its start for the time asked (as fio's time_based)\n",
-				b->t->desc, (unsigned long long)b->wrap_ops);
+			/* the clients of --jobs have equal shares: once */
+			if (b->job == 0)
+				fprintf(stderr, "blbench: reached the end of %s after %llu ops; writing on from its start for the time asked (as fio's time_based)\n",
+					b->t->desc,
+					(unsigned long long)b->wrap_ops);
 		}
 		return b->st.started < INT_MAX;
 	case BLB_SEQ:
@@ -416,7 +419,36 @@ static int start_op(struct blb_bench *b, struct blb_op *op)
 	op->busy = true;
 	b->st.started++;
 	b->st.in_flight++;
+	if (b->sh) {
+		pthread_mutex_lock(&b->sh->lock);
+		b->sh->started++;
+		b->sh->in_flight++;
+		pthread_mutex_unlock(&b->sh->lock);
+	}
 	return 0;
+}
+
+/*
+ * --jobs: the aggregate's share of an op that ended (@ok: with a
+ * result).  One lock per op: a client's ops are I/O of at least a block,
+ * and the lock is held for a few stores.
+ */
+static void shared_done(struct blb_bench *b, bool ok, double lat)
+{
+	struct blb_shared *sh = b->sh;
+
+	pthread_mutex_lock(&sh->lock);
+	sh->in_flight--;
+	if (ok) {
+		sh->finished++;
+		sh->cur_lat = lat;
+		sh->total_lat += lat;
+		if (lat > sh->max_lat)
+			sh->max_lat = lat;
+		if (lat < sh->min_lat)
+			sh->min_lat = lat;
+	}
+	pthread_mutex_unlock(&sh->lock);
 }
 
 /* First byte of @l from @off on that differs from @want, or -1. */
@@ -457,6 +489,8 @@ static int verify(struct blb_bench *b, struct blb_op *op, bool full, char *why,
 		pattern_off(b, op->index);
 	struct bl_list body, plain;
 	unsigned char raw[BLB_HDR_MIN];
+	struct bl_iter it;
+	const char *hp;
 	struct op_hdr h;
 	size_t got = bl_list_length(&op->data);
 	long long d;
@@ -488,8 +522,13 @@ static int verify(struct blb_bench *b, struct blb_op *op, bool full, char *why,
 		}
 		return 0;
 	}
-	bl_list_copy_out(&op->data, 0, BLB_HDR_MIN, raw);
-	if (decode_hdr(raw, &h) < 0) {
+	/* the header in place when its segment holds it (no copy) */
+	bl_iter_init(&it, &op->data, 0);
+	if (bl_iter_get_ptr_and_advance(&it, BLB_HDR_MIN, &hp) < BLB_HDR_MIN) {
+		bl_list_copy_out(&op->data, 0, BLB_HDR_MIN, raw);
+		hp = (const char *)raw;
+	}
+	if (decode_hdr((const unsigned char *)hp, &h) < 0) {
 		snprintf(why, len, "op %" PRIu64 ": the header is damaged",
 			 op->index);
 		return -1;
@@ -564,10 +603,14 @@ static void finish_op(struct blb_bench *b, struct blb_op *op, double now)
 		if (!b->failed)
 			b->failed = err;
 		b->st.in_flight--;
+		if (b->sh)
+			shared_done(b, false, 0);
 		bl_list_clear(&op->data);
 		return;
 	}
 	blb_stats_op_done(&b->st, op->lat);
+	if (b->sh)
+		shared_done(b, true, op->lat);
 	/* a write's reply carries no data; a peer that sends some anyway
 	 * must not make it pile up in the op */
 	if (b->mode == BLB_WRITE)
@@ -614,7 +657,11 @@ static bool op_timed_out(struct blb_bench *b, double now)
 	return false;
 }
 
-/* The loop all three modes share: rados bench's, on one thread. */
+/*
+ * The loop all three modes share: rados bench's, on one thread.  A client
+ * of --jobs (@b->sh) prints nothing: the thread that started it prints
+ * the aggregate from what the clients share.
+ */
 double blb_run_loop(struct blb_bench *b)
 {
 	struct blb_stats *s = &b->st;
@@ -624,8 +671,10 @@ double blb_run_loop(struct blb_bench *b)
 
 	s->start = blb_now();
 	b->end = s->start + b->o->seconds;
-	blb_out_datas_begin(&b->out);
-	blb_stats_tick(s, &b->out, s->start);
+	if (!b->sh) {
+		blb_out_datas_begin(&b->out);
+		blb_stats_tick(s, &b->out, s->start);
+	}
 	next_tick = s->start + 1;
 	for (i = 0; i < b->nops && may_start(b, s->start); i++)
 		if (start_op(b, &b->ops[i]) < 0)
@@ -643,7 +692,8 @@ double blb_run_loop(struct blb_bench *b)
 		}
 		now = blb_now();
 		if (now >= next_tick) {
-			blb_stats_tick(s, &b->out, now);
+			if (!b->sh)
+				blb_stats_tick(s, &b->out, now);
 			next_tick += 1;
 			if (op_timed_out(b, now))
 				break;
@@ -661,9 +711,17 @@ double blb_run_loop(struct blb_bench *b)
 		while ((op = pop_done(b)))
 			finish_op(b, op, now);
 	}
+	/* stopped before an op started (or between two): the run failed */
+	if (blb_stop > 1 && !b->failed) {
+		if (b->job == 0)
+			fprintf(stderr, "blbench: stopped by a signal\n");
+		b->failed = -EINTR;
+	}
 	now = blb_now();
-	blb_out_datas_end(&b->out);
-	blb_stats_final_sample(s, now);
+	if (!b->sh) {
+		blb_out_datas_end(&b->out);
+		blb_stats_final_sample(s, now);
+	}
 	return now - s->start;
 }
 

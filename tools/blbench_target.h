@@ -75,7 +75,8 @@ struct blb_opts {
 	unsigned idle_timeout;		/* serve: --idle-timeout s; 0: none */
 	const char *conf;		/* -c: ceph.conf for rados: (NULL: $CEPH_CONF) */
 	/* file: this process holds the file's lock already (serve's O_DIRECT
-	 * target, opened beside its buffered one) */
+	 * target, opened beside its buffered one, or a client of --jobs);
+	 * rados: a client of --jobs writes under client 0's run lock */
 	bool lock_held;
 	/* --fsync N / --fdatasync N: a sync linked behind every Nth write
 	 * (0: none); --sync dsync|sync: RWF_DSYNC or RWF_SYNC on every write
@@ -83,6 +84,8 @@ struct blb_opts {
 	unsigned fsync_every;
 	unsigned fsync_kind;		/* BL_URING_SYNC_FSYNC or _FDATASYNC */
 	int rw_flags;
+	/* --jobs N: clients in one run (0: not given, as 1 for write) */
+	unsigned jobs;
 	char cmdline[1024];		/* for the plot's title */
 };
 

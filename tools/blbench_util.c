@@ -16,7 +16,7 @@
 #include <time.h>
 #include "blbench_util.h"
 
-volatile sig_atomic_t blb_stop;
+_Atomic int blb_stop;
 
 double blb_now(void)
 {

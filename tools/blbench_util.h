@@ -20,9 +20,12 @@ double blb_now(void);
 /*
  * Set by the signal handler: 1 after a first SIGINT (start no more
  * operations, let those in flight finish), 2 after a second SIGINT or a
- * SIGTERM (stop now: whatever waits gives up).
+ * SIGTERM (stop now: whatever waits gives up).  Atomic: the jobs of
+ * --jobs, librados' callback threads and serve's threads read it while a
+ * handler on another thread writes it (a lock-free atomic int is safe in
+ * a signal handler).
  */
-extern volatile sig_atomic_t blb_stop;
+extern _Atomic int blb_stop;
 
 /* Parses "SIZE" with K/M/G/T suffixes (powers of 1024).  0 or -EINVAL. */
 int blb_parse_size(const char *s, uint64_t *out);
