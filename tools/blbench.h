@@ -2,7 +2,7 @@
 /*
  * blbench.h - what the parts of blbench above the targets share (never
  * installed): main and the options (blbench.c), the modes (blbench_mode.c),
- * the op loop (blbench_run.c), the metadata object (blbench_meta.c), the
+ * a client's steps before and after its loop (blbench_setup.c), the op loop (blbench_run.c), the metadata object (blbench_meta.c), the
  * output (blbench_out.c, its latency histogram in blbench_hist.c), the
  * clients of --jobs (blbench_jobs.c) and `blbench serve`
  * (blbench_serve.c).  Targets never include it: what they
@@ -252,6 +252,8 @@ int blb_meta_prefix(struct blb_target *t, const char *run, char *prefix,
 int blb_mode_write(struct blb_bench *b);
 int blb_mode_read(struct blb_bench *b);		/* seq and rand */
 int blb_mode_cleanup(struct blb_bench *b);
+
+/* ---- a client's steps (blbench_setup.c) ---------------------------------- */
 
 /*
  * The steps of a mode that --jobs runs once per client: the layout, the
