@@ -35,38 +35,13 @@ static uint64_t seed;
 
 static void tdir_setup(void)
 {
-	strcpy(tdir, "/tmp/bl-io-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tdir));
+	tu_tdir_make(tdir, sizeof(tdir), "/tmp/bl-io-XXXXXX");
 }
 
 /* Runs in the parent, so it also cleans up after a test that failed. */
 static void tdir_teardown(void)
 {
-	DIR *d = opendir(tdir);
-	struct dirent *e;
-	char p[PATH_MAX];
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", tdir, e->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	rmdir(tdir);
-}
-
-/* A new empty file in tdir, open read-write; its name in @path. */
-static int tmp_open(char *path, size_t size)
-{
-	int fd;
-
-	snprintf(path, size, "%s/f-XXXXXX", tdir);
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	return fd;
+	tu_tdir_remove(tdir);
 }
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -165,7 +140,7 @@ START_TEST(test_one_segment_round_trip_at_unaligned_offset)
 	struct bl_ptr p;
 	char path[PATH_MAX];
 	size_t done = 1;
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	bl_list_init(&l);
 	ck_assert_int_eq(bl_ptr_alloc(&p, len), 0);
@@ -200,7 +175,7 @@ START_TEST(test_many_segments_round_trip_through_write_fd_and_read_fd)
 	struct bl_list l, in;
 	char path[PATH_MAX];
 	size_t done = 0;
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	ck_assert_uint_gt(make_list(&l, want, len, 777, &rng), 100);
 	/* the write starts where the file offset is, and moves it */
@@ -235,7 +210,7 @@ START_TEST(test_more_than_iov_max_segments_round_trip)
 	char path[PATH_MAX];
 	size_t done = 0;
 	unsigned nseg;
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	/* segments of 1..99 bytes: about 3000 of them, three IOV_MAX batches */
 	nseg = make_list(&l, want, len, 99, &rng);
@@ -283,7 +258,7 @@ START_TEST(test_pwrite_writes_at_offsets_and_keeps_file_offset)
 	struct bl_list la, lb, in;
 	char path[PATH_MAX];
 	size_t done = 0;
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	make_list(&la, a, 5000, 300, &rng);
 	make_list(&lb, b, 3000, 300, &rng);
@@ -336,7 +311,7 @@ START_TEST(test_write_file_creates_truncates_and_read_file_uses_one_raw)
 	char path[PATH_MAX];
 	struct stat st;
 	mode_t um;
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	close(fd);
 	unlink(path);
@@ -402,7 +377,7 @@ START_TEST(test_read_appends_after_existing_content)
 	unsigned char *want = rand_buf(5005, &rng);
 	struct bl_list l, in;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	make_list(&l, want + 5, 5000, 1000, &rng);
 	ck_assert_int_eq(bl_list_write_fd(&l, fd, NULL), 0);
@@ -429,7 +404,7 @@ START_TEST(test_read_of_zero_bytes_and_at_eof_return_zero)
 {
 	struct bl_list l;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	ck_assert_int_eq(write(fd, "0123456789", 10), 10);
 	bl_list_init(&l);
@@ -468,7 +443,7 @@ START_TEST(test_large_read_is_split_into_raws_of_at_most_1_mib)
 	struct bl_list in;
 	struct bl_ptr p;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	ck_assert_int_eq(write(fd, want, len), (ssize_t)len);
 	ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
@@ -500,7 +475,7 @@ START_TEST(test_io_copies_nothing_and_writing_allocates_nothing)
 	char path[PATH_MAX];
 	size_t done = 0;
 	uint64_t before;
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	make_list(&l, want, len, 79, &rng);
 	ck_assert_uint_gt(bl_list_num_buffers(&l), IOV_MAX);
@@ -539,7 +514,7 @@ START_TEST(test_write_to_read_only_fd_is_ebadf_with_nothing_done)
 	struct bl_list l;
 	char path[PATH_MAX];
 	size_t done = 99;
-	int fd = tmp_open(path, sizeof(path)), ro;
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), ro;
 
 	close(fd);
 	ro = open(path, O_RDONLY);
@@ -572,7 +547,7 @@ START_TEST(test_negative_offset_is_einval_before_any_io)
 	struct bl_list l;
 	char path[PATH_MAX];
 	size_t done = 99;
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	bl_list_init(&l);
 	ck_assert_int_eq(bl_list_append(&l, "hello", 5), 0);
@@ -602,7 +577,7 @@ START_TEST(test_rlimit_fsize_gives_efbig_with_bytes_done_up_to_limit)
 	struct fsize_result res;
 	struct bl_list l;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path)), pfd[2], status;
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), pfd[2], status;
 	pid_t pid;
 
 	make_list(&l, want, len, 700, &rng);
@@ -655,7 +630,7 @@ START_TEST(test_read_from_write_only_fd_is_ebadf_and_list_unchanged)
 {
 	struct bl_list l;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path)), wo;
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), wo;
 
 	ck_assert_int_eq(write(fd, "0123456789", 10), 10);
 	wo = open(path, O_WRONLY);
@@ -702,7 +677,7 @@ START_TEST(test_read_allocation_failure_is_enomem_list_unchanged_no_leak)
 	struct bl_list l;
 	char path[PATH_MAX];
 	ssize_t r = -1;
-	int fd = tmp_open(path, sizeof(path)), lowfd;
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), lowfd;
 	uint64_t n;
 
 	ck_assert_int_eq(write(fd, want, len), (ssize_t)len);

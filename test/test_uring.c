@@ -47,14 +47,12 @@ static bool uring_ok;		/* io_uring can be set up here */
 static char uring_reason[256];
 static char tdir[64];
 static uint64_t seed;
-static int seq;			/* orders callbacks and free callbacks */
 
 /* ---- fixtures ------------------------------------------------------------ */
 
 static void tdir_make(void)
 {
-	strcpy(tdir, "/tmp/bl-uring-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tdir));
+	tu_tdir_make(tdir, sizeof(tdir), "/tmp/bl-uring-XXXXXX");
 }
 
 static void setup_uring(void)
@@ -72,55 +70,10 @@ static void setup_blocking(void)
 /* Runs in the parent, so it also cleans up after a test that failed. */
 static void tdir_teardown(void)
 {
-	DIR *d = opendir(tdir);
-	struct dirent *e;
-	char p[PATH_MAX + 256];
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", tdir, e->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	rmdir(tdir);
-}
-
-static int tmp_open(char *path, size_t size)
-{
-	int fd;
-
-	snprintf(path, size, "%s/f-XXXXXX", tdir);
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	return fd;
+	tu_tdir_remove(tdir);
 }
 
 /* ---- helpers ------------------------------------------------------------ */
-
-/* A ring on the TCase's back end; @spin_us as bl_uring_params has it. */
-static struct bl_uring *new_ring_spin(size_t zc_threshold, unsigned spin_us)
-{
-	struct bl_uring_params p;
-	struct bl_uring *u;
-
-	memset(&p, 0, sizeof(p));
-	p.force_blocking = blocking;
-	p.zc_threshold = zc_threshold;
-	p.spin_us = spin_us;
-	u = bl_uring_create(&p);
-	ck_assert_ptr_nonnull(u);
-	ck_assert_int_eq(bl_uring_backend(u),
-			 blocking ? BL_URING_BLOCKING : BL_URING_IO_URING);
-	return u;
-}
-
-static struct bl_uring *new_ring(size_t zc_threshold)
-{
-	return new_ring_spin(zc_threshold, 0);
-}
 
 static unsigned char *rand_buf(size_t len, uint64_t *rng)
 {
@@ -256,57 +209,21 @@ static void add_two_segments(struct bl_list *l)
 	}
 }
 
-/* ---- a callback that records what it got ------------------------------- */
-
-struct rec {
-	int calls;
-	ssize_t res;
-	int seq;
-	struct bl_list data;
-};
-
-static void rec_init(struct rec *r)
-{
-	memset(r, 0, sizeof(*r));
-	bl_list_init(&r->data);
-}
-
-static void rec_cb(void *arg, ssize_t res, struct bl_list *data)
-{
-	struct rec *r = arg;
-
-	r->calls++;
-	r->res = res;
-	r->seq = ++seq;
-	if (data)
-		ck_assert_int_eq(bl_list_claim_append(&r->data, data), 0);
-}
-
 static void pooled_rec_cb(void *arg, ssize_t res, struct bl_list *data,
 			  bool more)
 {
 	ck_assert(!more);
-	rec_cb(arg, res, data);
-}
-
-/* Runs @u until *@flag reaches @want (at most 20 s: a hang fails). */
-static void run_until(struct bl_uring *u, const int *flag, int want)
-{
-	time_t end = time(NULL) + 20;
-
-	while (*flag < want && time(NULL) < end)
-		ck_assert_int_ge(bl_uring_run(u, 1, 500), 0);
-	ck_assert_int_ge(*flag, want);
+	tu_rec_cb(arg, res, data);
 }
 
 static void write_sync(struct bl_uring *u, int fd, off_t off,
 		       const struct bl_list *l, ssize_t want)
 {
-	struct rec r;
+	struct tu_rec r;
 
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write(u, fd, off, l, rec_cb, &r), 0);
-	run_until(u, &r.calls, 1);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write(u, fd, off, l, tu_rec_cb, &r), 0);
+	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.calls, 1);
 	ck_assert_int_eq(r.res, want);
 }
@@ -353,9 +270,9 @@ START_TEST(test_write_read_round_trip_one_many_and_over_iov_max_segments)
 {
 	static const unsigned nsegs[] = { 1, 37, 3000 };
 	uint64_t rng = seed;
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	for (unsigned k = 0; k < 3; k++) {
 		unsigned nseg = nsegs[k];
@@ -364,7 +281,7 @@ START_TEST(test_write_read_round_trip_one_many_and_over_iov_max_segments)
 		unsigned char *want = rand_buf(len, &rng), *got;
 		struct bl__uring_counters c0 = counters(u), c1;
 		struct bl_list l;
-		struct rec r;
+		struct tu_rec r;
 
 		make_list(&l, want, len, nseg, &rng);
 		write_sync(u, fd, off, &l, (ssize_t)len);
@@ -375,9 +292,9 @@ START_TEST(test_write_read_round_trip_one_many_and_over_iov_max_segments)
 		ck_assert_mem_eq(got, want, len);
 		free(got);
 
-		rec_init(&r);
-		ck_assert_int_eq(bl_uring_read(u, fd, off, len, 0, rec_cb, &r), 0);
-		run_until(u, &r.calls, 1);
+		tu_rec_init(&r);
+		ck_assert_int_eq(bl_uring_read(u, fd, off, len, 0, tu_rec_cb, &r), 0);
+		tu_run_until(u, &r.calls, 1);
 		ck_assert_int_eq(r.res, (ssize_t)len);
 		tu_assert_list_eq(&r.data, want, len);
 		bl_list_clear(&r.data);
@@ -395,25 +312,25 @@ START_TEST(test_caller_clears_its_list_right_after_submit)
 	uint64_t rng = seed + 1;
 	const size_t len = 200000;
 	unsigned char *want = rand_buf(len, &rng), *got;
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_raw *first;
 	struct bl_ptr p;
 	struct bl_list l;
-	struct rec r;
+	struct tu_rec r;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	make_list(&l, want, len, 64, &rng);
 	ck_assert_int_eq(bl_list_get_ptr(&l, 0, &p), 0);
 	first = p.raw;		/* our own reference, through p */
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write(u, fd, 777, &l, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write(u, fd, 777, &l, tu_rec_cb, &r), 0);
 	/* the op holds its own reference: the list may go at once */
 	ck_assert_uint_eq(bl_raw_nref(first), 3);
 	bl_list_clear(&l);
 	/* and its bytes may be reused: the op keeps the raw alive */
 	ck_assert_uint_eq(bl_raw_nref(first), 2);
-	run_until(u, &r.calls, 1);
+	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, (ssize_t)len);
 	ck_assert_uint_eq(bl_raw_nref(first), 1);
 	got = file_bytes(fd, 777, len);
@@ -431,30 +348,30 @@ START_TEST(test_read_is_short_only_at_end_of_file)
 	uint64_t rng = seed + 2;
 	const size_t len = 5000;
 	unsigned char *want = rand_buf(len, &rng);
-	struct bl_uring *u = new_ring(0);
-	struct rec r;
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
+	struct tu_rec r;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	ck_assert_int_eq(pwrite(fd, want, len, 0), (ssize_t)len);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_read(u, fd, 1000, 100000, 0, rec_cb, &r), 0);
-	run_until(u, &r.calls, 1);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_read(u, fd, 1000, 100000, 0, tu_rec_cb, &r), 0);
+	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, (ssize_t)(len - 1000));
 	tu_assert_list_eq(&r.data, want + 1000, len - 1000);
 	bl_list_clear(&r.data);
 
 	/* at end of file: 0 and an empty list */
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_read(u, fd, (off_t)len, 10, 0, rec_cb, &r), 0);
-	run_until(u, &r.calls, 1);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_read(u, fd, (off_t)len, 10, 0, tu_rec_cb, &r), 0);
+	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, 0);
 	ck_assert_uint_eq(bl_list_length(&r.data), 0);
 
 	/* nothing asked: 0 without touching the fd */
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_read(u, -1, 0, 0, 0, rec_cb, &r), 0);
-	run_until(u, &r.calls, 1);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_read(u, -1, 0, 0, 0, tu_rec_cb, &r), 0);
+	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, 0);
 	bl_uring_destroy(u);
 	close(fd);
@@ -464,13 +381,13 @@ END_TEST
 
 START_TEST(test_write_of_empty_list_completes_with_zero)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_list l;
-	struct rec r;
+	struct tu_rec r;
 
 	bl_list_init(&l);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write(u, -1, 0, &l, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write(u, -1, 0, &l, tu_rec_cb, &r), 0);
 	/* callbacks run from bl_uring_run, never inside the submit call */
 	ck_assert_int_eq(r.calls, 0);
 	ck_assert_int_eq(bl_uring_run(u, 1, -1), 1);
@@ -499,12 +416,12 @@ START_TEST(test_null_callback_is_fire_and_forget_on_every_submission)
 	struct bl_uring_bufring *br;
 	struct bl_list l;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path)), sv[2];
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), sv[2];
 	ssize_t n;
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	tu_alloc_install(0, 0);
-	u = new_ring(0);
+	u = tu_ring_new(blocking, 0, 0);
 	br = bl_uring_bufring_create(u, 4, 4096, 7);
 	ck_assert_ptr_nonnull(br);
 	make_list(&l, want, len, 30, &rng);
@@ -539,22 +456,22 @@ END_TEST
 
 START_TEST(test_null_ring_or_list_is_einval_at_submission)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_list l;
-	struct rec r;
+	struct tu_rec r;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	bl_list_init(&l);
 	ck_assert_int_eq(bl_list_append(&l, "x", 1), 0);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write(u, fd, 0, NULL, rec_cb, &r), -EINVAL);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write(u, fd, 0, NULL, tu_rec_cb, &r), -EINVAL);
 	ck_assert_int_eq(bl_uring_write(u, fd, -1, NULL, NULL, NULL), -EINVAL);
-	ck_assert_int_eq(bl_uring_send(u, fd, NULL, 0, rec_cb, &r), -EINVAL);
-	ck_assert_int_eq(bl_uring_write(NULL, fd, 0, &l, rec_cb, &r), -EINVAL);
-	ck_assert_int_eq(bl_uring_send(NULL, fd, &l, 0, rec_cb, &r), -EINVAL);
-	ck_assert_int_eq(bl_uring_read(NULL, fd, 0, 1, 0, rec_cb, &r), -EINVAL);
-	ck_assert_int_eq(bl_uring_recv(NULL, fd, 1, rec_cb, &r), -EINVAL);
+	ck_assert_int_eq(bl_uring_send(u, fd, NULL, 0, tu_rec_cb, &r), -EINVAL);
+	ck_assert_int_eq(bl_uring_write(NULL, fd, 0, &l, tu_rec_cb, &r), -EINVAL);
+	ck_assert_int_eq(bl_uring_send(NULL, fd, &l, 0, tu_rec_cb, &r), -EINVAL);
+	ck_assert_int_eq(bl_uring_read(NULL, fd, 0, 1, 0, tu_rec_cb, &r), -EINVAL);
+	ck_assert_int_eq(bl_uring_recv(NULL, fd, 1, tu_rec_cb, &r), -EINVAL);
 	ck_assert_int_eq(bl_uring_recv_pooled(NULL, fd, NULL, false, NULL,
 					      NULL), -EINVAL);
 	bl_uring_expect_answer(NULL);	/* a no-op */
@@ -602,7 +519,7 @@ static void pend_rcb(void *arg, ssize_t res, struct bl_list *data, bool more)
  */
 START_TEST(test_pending_sees_completions_not_yet_handled)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_uring_bufring *br = NULL;
 	char path[PATH_MAX];
 	int fd = -1, sv[2][2];
@@ -612,7 +529,7 @@ START_TEST(test_pending_sees_completions_not_yet_handled)
 	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
 	ck_assert(!bl__uring_pending(u));
 	if (_i == 0) {
-		fd = tmp_open(path, sizeof(path));
+		fd = tu_tmp_open(tdir, path, sizeof(path));
 		/* at two offsets: neither waits for the other */
 		ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, pend_cb, NULL),
 				 0);
@@ -640,7 +557,7 @@ START_TEST(test_pending_sees_completions_not_yet_handled)
 	}
 	pend_u = u;
 	pend_n = 0;
-	run_until(u, &pend_n, 2);
+	tu_run_until(u, &pend_n, 2);
 	ck_assert(pend_seen[0]);
 	ck_assert(!pend_seen[1]);
 	ck_assert(!bl__uring_pending(u));
@@ -660,19 +577,19 @@ END_TEST
 
 START_TEST(test_inflight_counts_ops_until_their_callback_ran)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 	struct bl_list l;
-	struct rec r[2];
+	struct tu_rec r[2];
 	unsigned char *got;
 
 	bl_list_init(&l);
 	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
-	rec_init(&r[0]);
-	rec_init(&r[1]);
-	ck_assert_int_eq(bl_uring_write(u, fd, -1, &l, rec_cb, &r[0]), 0);
-	ck_assert_int_eq(bl_uring_write(u, fd, -1, &l, rec_cb, &r[1]), 0);
+	tu_rec_init(&r[0]);
+	tu_rec_init(&r[1]);
+	ck_assert_int_eq(bl_uring_write(u, fd, -1, &l, tu_rec_cb, &r[0]), 0);
+	ck_assert_int_eq(bl_uring_write(u, fd, -1, &l, tu_rec_cb, &r[1]), 0);
 	ck_assert_uint_eq(bl_uring_inflight(u), 2);
 	if (blocking) {
 		/* both done already, in the submit calls */
@@ -691,7 +608,7 @@ START_TEST(test_inflight_counts_ops_until_their_callback_ran)
 	}
 	ck_assert_uint_eq(bl_uring_inflight(u), 2);
 	ck_assert_int_eq(r[0].calls + r[1].calls, 0);
-	run_until(u, &r[1].calls, 1);
+	tu_run_until(u, &r[1].calls, 1);
 	ck_assert_int_eq(r[0].calls, 1);
 	ck_assert_uint_eq(bl_uring_inflight(u), 0);
 	bl_list_clear(&l);
@@ -726,13 +643,13 @@ static const char *dio_dir(char *buf, size_t size)
 START_TEST(test_o_direct_round_trip_copies_only_misaligned_runs)
 {
 	uint64_t rng = seed + 3;
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	size_t mem, offa, len;
 	unsigned char *want;
 	struct bl_list l, aligned;
 	struct bl_ptr p;
 	struct bl_stats s0, s1;
-	struct rec r;
+	struct tu_rec r;
 	char path[PATH_MAX];
 	const char *dir = dio_dir(path, sizeof(path));
 	int fd;
@@ -744,7 +661,7 @@ START_TEST(test_o_direct_round_trip_copies_only_misaligned_runs)
 		 */
 		fprintf(stderr, "test_uring: no filesystem accepts O_DIRECT; "
 				"checking the alignment fallback only\n");
-		fd = tmp_open(path, sizeof(path));
+		fd = tu_tmp_open(tdir, path, sizeof(path));
 		ck_assert_int_eq(bl_fd_dio_align(fd, &mem, &offa), 0);
 		ck_assert(mem == 4096 || bl__is_pow2(mem));
 		close(fd);
@@ -799,10 +716,10 @@ START_TEST(test_o_direct_round_trip_copies_only_misaligned_runs)
 	ck_assert_int_eq(bl_list_prepare_dio(&l, fd), 0);
 
 	write_sync(u, fd, (off_t)(8 * offa), &l, (ssize_t)len);
-	rec_init(&r);
+	tu_rec_init(&r);
 	ck_assert_int_eq(bl_uring_read(u, fd, (off_t)(8 * offa), len, mem,
-				       rec_cb, &r), 0);
-	run_until(u, &r.calls, 1);
+				       tu_rec_cb, &r), 0);
+	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, (ssize_t)len);
 	tu_assert_list_eq(&r.data, want, len);
 	/* reads land in raws aligned for the device */
@@ -922,10 +839,10 @@ END_TEST
 
 START_TEST(test_write_on_read_only_fd_gives_ebadf_in_callback)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_list l;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path)), ro;
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), ro;
 
 	ro = open(path, O_RDONLY);
 	ck_assert_int_ge(ro, 0);
@@ -946,7 +863,7 @@ START_TEST(test_rlimit_fsize_gives_efbig_in_callback)
 	const size_t len = 50000;
 	unsigned char *want = rand_buf(len, &rng), *got;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path)), status;
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), status;
 	pid_t pid;
 
 	pid = fork();
@@ -957,7 +874,7 @@ START_TEST(test_rlimit_fsize_gives_efbig_in_callback)
 		struct bl_uring_params p;
 		struct bl_uring *u;
 		struct bl_list l;
-		struct rec r;
+		struct tu_rec r;
 		time_t end = time(NULL) + 20;
 
 		signal(SIGXFSZ, SIG_IGN);
@@ -969,8 +886,8 @@ START_TEST(test_rlimit_fsize_gives_efbig_in_callback)
 		if (!u)
 			_exit(3);
 		make_list(&l, want, len, 50, &rng);
-		rec_init(&r);
-		if (bl_uring_write(u, fd, 0, &l, rec_cb, &r))
+		tu_rec_init(&r);
+		if (bl_uring_write(u, fd, 0, &l, tu_rec_cb, &r))
 			_exit(4);
 		while (!r.calls && time(NULL) < end)
 			bl_uring_run(u, 1, 500);
@@ -996,22 +913,22 @@ START_TEST(test_injected_short_counts_are_resumed_to_the_end)
 	uint64_t rng = seed + 5;
 	const size_t len = 300000;
 	unsigned char *want = rand_buf(len, &rng), *got;
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl__uring_counters c0 = counters(u), c1;
 	struct bl_list l;
-	struct rec r;
+	struct tu_rec r;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	make_list(&l, want, len, 2500, &rng);
-	rec_init(&r);
+	tu_rec_init(&r);
 	hook_mode = HOOK_SHORT;
 	hook_hits = 0;
 	hook_target = &r;
 	bl__uring_set_cqe_hook(test_hook);
-	ck_assert_int_eq(bl_uring_write(u, fd, 999, &l, rec_cb, &r), 0);
+	ck_assert_int_eq(bl_uring_write(u, fd, 999, &l, tu_rec_cb, &r), 0);
 	bl_list_clear(&l);
-	run_until(u, &r.calls, 1);
+	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, (ssize_t)len);
 	ck_assert_int_eq(hook_hits, 2);
 	c1 = counters(u);
@@ -1021,11 +938,11 @@ START_TEST(test_injected_short_counts_are_resumed_to_the_end)
 	free(got);
 
 	/* a read told it got half comes back for the rest */
-	rec_init(&r);
+	tu_rec_init(&r);
 	hook_hits = 0;
 	hook_target = &r;
-	ck_assert_int_eq(bl_uring_read(u, fd, 999, len, 0, rec_cb, &r), 0);
-	run_until(u, &r.calls, 1);
+	ck_assert_int_eq(bl_uring_read(u, fd, 999, len, 0, tu_rec_cb, &r), 0);
+	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, (ssize_t)len);
 	ck_assert_int_eq(hook_hits, 2);
 	tu_assert_list_eq(&r.data, want, len);
@@ -1044,27 +961,27 @@ START_TEST(test_injected_eio_and_enospc_reach_the_callback_and_release_refs)
 	const size_t len = 40000;
 	unsigned char *want = rand_buf(len, &rng);
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	tu_alloc_install(0, 0);
 	for (unsigned k = 0; k < 2; k++) {
-		struct bl_uring *u = new_ring(0);
+		struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 		struct bl_list l;
 		struct bl_ptr p;
-		struct rec r;
+		struct tu_rec r;
 
 		make_list(&l, want, len, 100, &rng);
 		ck_assert_int_eq(bl_list_get_ptr(&l, 50, &p), 0);
-		rec_init(&r);
+		tu_rec_init(&r);
 		hook_mode = HOOK_ERR;
 		hook_err = errs[k];
 		hook_hits = 0;
 		hook_target = &r;
 		bl__uring_set_cqe_hook(test_hook);
-		ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, rec_cb, &r), 0);
+		ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, tu_rec_cb, &r), 0);
 		bl_list_clear(&l);
 		ck_assert_uint_eq(bl_raw_nref(p.raw), 2);
-		run_until(u, &r.calls, 1);
+		tu_run_until(u, &r.calls, 1);
 		bl__uring_set_cqe_hook(NULL);
 		ck_assert_int_eq(r.calls, 1);
 		ck_assert_int_eq(r.res, errs[k]);
@@ -1086,22 +1003,22 @@ START_TEST(test_injected_eagain_is_retried)
 	uint64_t rng = seed + 7;
 	const size_t len = 10000;
 	unsigned char *want = rand_buf(len, &rng), *got;
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl__uring_counters c0 = counters(u);
 	struct bl_list l;
-	struct rec r;
+	struct tu_rec r;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	make_list(&l, want, len, 10, &rng);
-	rec_init(&r);
+	tu_rec_init(&r);
 	hook_mode = HOOK_ERR_ONCE;
 	hook_err = -EAGAIN;
 	hook_hits = 0;
 	hook_target = &r;
 	bl__uring_set_cqe_hook(test_hook);
-	ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, rec_cb, &r), 0);
-	run_until(u, &r.calls, 1);
+	ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, tu_rec_cb, &r), 0);
+	tu_run_until(u, &r.calls, 1);
 	bl__uring_set_cqe_hook(NULL);
 	ck_assert_int_eq(r.res, (ssize_t)len);
 	ck_assert_int_ge(hook_hits, 2);
@@ -1143,7 +1060,7 @@ static void seen_rcb(void *arg, ssize_t res, struct bl_list *data, bool more)
 
 static void seen_run(struct bl_uring *u, struct seen *w)
 {
-	run_until(u, &w->calls, 1);
+	tu_run_until(u, &w->calls, 1);
 	ck_assert_int_eq(w->calls, 1);
 	ck_assert(!w->data_null);
 	ck_assert_uint_eq(w->data_len, 0);
@@ -1165,10 +1082,10 @@ static int short_then_eio(struct io_uring_cqe *cqe, void *arg)
  */
 START_TEST(test_failed_read_passes_an_empty_list_not_null)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_uring_bufring *br = bl_uring_bufring_create(u, 2, 4096, 5);
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path)), wo;
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), wo;
 	struct seen w;
 
 	ck_assert_ptr_nonnull(br);
@@ -1219,27 +1136,27 @@ START_TEST(test_allocation_failure_at_submit_is_enomem_and_leaks_nothing)
 	uint64_t rng = seed + 8;
 	const size_t len = 30000;
 	unsigned char *want = rand_buf(len, &rng);
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_list l;
 	struct bl_ptr p;
-	struct rec r;
+	struct tu_rec r;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path)), sv[2];
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), sv[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	make_list(&l, want, len, 40, &rng);
 	ck_assert_int_eq(bl_list_get_ptr(&l, 3, &p), 0);
-	rec_init(&r);
+	tu_rec_init(&r);
 	tu_alloc_install(1, 1);
-	ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, rec_cb, &r), -ENOMEM);
-	ck_assert_int_eq(bl_uring_send(u, sv[0], &l, 0, rec_cb, &r), -ENOMEM);
-	ck_assert_int_eq(bl_uring_read(u, fd, 0, 100, 0, rec_cb, &r), -ENOMEM);
-	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, rec_cb, &r), -ENOMEM);
+	ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, tu_rec_cb, &r), -ENOMEM);
+	ck_assert_int_eq(bl_uring_send(u, sv[0], &l, 0, tu_rec_cb, &r), -ENOMEM);
+	ck_assert_int_eq(bl_uring_read(u, fd, 0, 100, 0, tu_rec_cb, &r), -ENOMEM);
+	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, tu_rec_cb, &r), -ENOMEM);
 	/* the op allocates, then the raw does: fail the second */
 	tu_alloc_fail_at(2, 1);
-	ck_assert_int_eq(bl_uring_read(u, fd, 0, 100, 0, rec_cb, &r), -ENOMEM);
+	ck_assert_int_eq(bl_uring_read(u, fd, 0, 100, 0, tu_rec_cb, &r), -ENOMEM);
 	tu_alloc_fail_at(2, 1);
-	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, rec_cb, &r), -ENOMEM);
+	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, tu_rec_cb, &r), -ENOMEM);
 	ck_assert_uint_eq(live_bytes(), 0);
 	ck_assert_ptr_null(bl_uring_create(NULL));
 	tu_alloc_uninstall();
@@ -1297,7 +1214,7 @@ START_TEST(test_short_writes_through_a_pipe_to_a_slow_reader)
 	 * ring's thread returns from io_uring_enter): still short writes */
 	const size_t len = getenv("BL_TEST_QUICK") ? 1 << 18 : 1 << 20;
 	unsigned char *want = rand_buf(len, &rng);
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct drain d = { 0, len, malloc(len), 0, true };
 	struct bl_list l;
 	pthread_t t;
@@ -1326,7 +1243,7 @@ START_TEST(test_write_to_nonblocking_socketpair_resumes_until_done)
 	uint64_t rng = seed + 10;
 	const size_t len = 4 << 20;
 	unsigned char *want = rand_buf(len, &rng);
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct drain d = { 0, len, malloc(len), 0, false };
 	struct bl_list l;
 	pthread_t t;
@@ -1363,10 +1280,10 @@ static void full_then_drained(bool sock)
 	uint64_t rng = seed + 15;
 	const size_t len = sock ? 4 << 20 : 300000;
 	unsigned char *want = rand_buf(len, &rng);
-	struct bl_uring *u = new_ring(SIZE_MAX);
+	struct bl_uring *u = tu_ring_new(blocking, SIZE_MAX, 0);
 	struct drain d = { 0, len, malloc(len), 0, false };
 	struct bl_list l;
-	struct rec r;
+	struct tu_rec r;
 	pthread_t t;
 	time_t end = time(NULL) + 20;
 	int fds[2];
@@ -1378,12 +1295,12 @@ static void full_then_drained(bool sock)
 	set_nonblock(fds[1]);
 	d.fd = fds[0];
 	make_list(&l, want, len, 40, &rng);
-	rec_init(&r);
+	tu_rec_init(&r);
 	if (sock)
 		ck_assert_int_eq(bl_uring_send(u, fds[1], &l, MSG_DONTWAIT,
-					       rec_cb, &r), 0);
+					       tu_rec_cb, &r), 0);
 	else
-		ck_assert_int_eq(bl_uring_write(u, fds[1], -1, &l, rec_cb, &r),
+		ck_assert_int_eq(bl_uring_write(u, fds[1], -1, &l, tu_rec_cb, &r),
 				 0);
 	while (sock && !counters(u).retries && time(NULL) < end)
 		ck_assert_int_ge(bl_uring_run(u, 0, 10), 0);
@@ -1392,7 +1309,7 @@ static void full_then_drained(bool sock)
 	if (sock)
 		ck_assert_uint_ge(counters(u).retries, 1);
 	ck_assert_int_eq(pthread_create(&t, NULL, drain_thread, &d), 0);
-	run_until(u, &r.calls, 1);
+	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, (ssize_t)len);
 	pthread_join(t, NULL);
 	ck_assert_uint_eq(d.n, len);
@@ -1452,7 +1369,7 @@ static void send_recv(struct bl_uring *u, const int fds[2], size_t len,
 	unsigned char *want = rand_buf(len, rng);
 	struct sink s;
 	struct bl_list l;
-	struct rec r;
+	struct tu_rec r;
 
 	memset(&s, 0, sizeof(s));
 	s.u = u;
@@ -1460,13 +1377,13 @@ static void send_recv(struct bl_uring *u, const int fds[2], size_t len,
 	s.want = len;
 	bl_list_init(&s.got);
 	make_list(&l, want, len, nseg, rng);
-	rec_init(&r);
+	tu_rec_init(&r);
 	ck_assert_int_eq(bl_uring_recv(u, fds[1], 65536, sink_cb, &s), 0);
-	ck_assert_int_eq(bl_uring_send(u, fds[0], &l, 0, rec_cb, &r), 0);
+	ck_assert_int_eq(bl_uring_send(u, fds[0], &l, 0, tu_rec_cb, &r), 0);
 	bl_list_clear(&l);
-	run_until(u, &r.calls, 1);
+	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, (ssize_t)len);
-	run_until(u, &s.done, 1);
+	tu_run_until(u, &s.done, 1);
 	ck_assert_int_eq(s.err, 0);
 	tu_assert_list_eq(&s.got, want, len);
 	bl_list_clear(&s.got);
@@ -1476,7 +1393,7 @@ static void send_recv(struct bl_uring *u, const int fds[2], size_t len,
 START_TEST(test_send_and_recv_over_tcp_by_copy)
 {
 	uint64_t rng = seed + 11;
-	struct bl_uring *u = new_ring(SIZE_MAX);
+	struct bl_uring *u = tu_ring_new(blocking, SIZE_MAX, 0);
 	int fds[2];
 
 	tcp_pair(fds);
@@ -1492,7 +1409,7 @@ END_TEST
 START_TEST(test_zero_copy_send_over_tcp_delivers_the_bytes)
 {
 	uint64_t rng = seed + 12;
-	struct bl_uring *u = new_ring(1);
+	struct bl_uring *u = tu_ring_new(blocking, 1, 0);
 	struct bl__uring_features f;
 	struct bl__uring_counters c1, c2;
 	int fds[2];
@@ -1536,12 +1453,12 @@ END_TEST
 
 START_TEST(test_zero_copy_the_kernel_copies_anyway_is_retried_every_1024_sends)
 {
-	struct bl_uring *u = new_ring(1);
+	struct bl_uring *u = tu_ring_new(blocking, 1, 0);
 	struct bl__uring_features f;
 	struct bl__uring_counters c;
 	char buf[2048];
 	struct bl_list l;
-	struct rec r;
+	struct tu_rec r;
 	int fds[2];
 	size_t got = 0;
 
@@ -1550,9 +1467,9 @@ START_TEST(test_zero_copy_the_kernel_copies_anyway_is_retried_every_1024_sends)
 	bl_list_init(&l);
 	ck_assert_int_eq(bl_list_append(&l, "z", 1), 0);
 	for (int i = 0; i < 1026; i++) {
-		rec_init(&r);
-		ck_assert_int_eq(bl_uring_send(u, fds[0], &l, 0, rec_cb, &r), 0);
-		run_until(u, &r.calls, 1);
+		tu_rec_init(&r);
+		ck_assert_int_eq(bl_uring_send(u, fds[0], &l, 0, tu_rec_cb, &r), 0);
+		tu_run_until(u, &r.calls, 1);
 		ck_assert_int_eq(r.res, 1);
 		while (bl__uring_retiring(u))
 			ck_assert_int_ge(bl_uring_run(u, 1, 500), 0);
@@ -1586,7 +1503,7 @@ END_TEST
 START_TEST(test_zero_copy_on_unix_socket_falls_back_to_copy)
 {
 	uint64_t rng = seed + 13;
-	struct bl_uring *u = new_ring(1);
+	struct bl_uring *u = tu_ring_new(blocking, 1, 0);
 	struct bl__uring_features f;
 	struct bl__uring_counters c;
 	int sv[2];
@@ -1624,7 +1541,7 @@ static void zc_free(void *data, size_t len, void *opaque)
 	struct zc_watch *w = opaque;
 
 	w->freed++;
-	w->free_seq = ++seq;
+	w->free_seq = ++tu_seq;
 	w->notifs_at_free = counters(w->u).notifs;
 	free(data);
 }
@@ -1634,13 +1551,13 @@ static void zc_send_cb(void *arg, ssize_t res, struct bl_list *data)
 	struct zc_watch *w = arg;
 
 	ck_assert_int_eq(res, 200000);
-	w->send_seq = ++seq;
+	w->send_seq = ++tu_seq;
 	w->freed_at_send = w->freed;
 }
 
 START_TEST(test_zero_copy_raw_is_freed_only_after_the_notification)
 {
-	struct bl_uring *u = new_ring(1);
+	struct bl_uring *u = tu_ring_new(blocking, 1, 0);
 	struct bl__uring_features f;
 	struct zc_watch w;
 	struct bl_list l;
@@ -1720,7 +1637,7 @@ static void stranded_cb(void *arg, ssize_t res, struct bl_list *data)
 START_TEST(test_destroy_gives_up_a_notification_a_stalled_peer_holds)
 {
 	const size_t len = 128 << 10;
-	struct bl_uring *u = new_ring(1);
+	struct bl_uring *u = tu_ring_new(blocking, 1, 0);
 	struct zc_watch w;
 	struct stranded st = { 0, 0 };
 	struct bl_list l;
@@ -1778,16 +1695,16 @@ END_TEST
 
 START_TEST(test_recv_sees_zero_when_the_peer_closes)
 {
-	struct bl_uring *u = new_ring(0);
-	struct rec r;
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
+	struct tu_rec r;
 	int fds[2];
 
 	tcp_pair(fds);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_recv(u, fds[1], 100, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv(u, fds[1], 100, tu_rec_cb, &r), 0);
 	ck_assert_int_eq(bl_uring_run(u, 0, 0), 0);
 	close(fds[0]);
-	run_until(u, &r.calls, 1);
+	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, 0);
 	ck_assert_uint_eq(bl_list_length(&r.data), 0);
 	bl_uring_destroy(u);
@@ -1804,16 +1721,16 @@ END_TEST
  */
 START_TEST(test_recv_armed_on_a_closed_descriptor_keeps_its_socket)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	time_t end = time(NULL) + 20;
-	struct rec r;
+	struct tu_rec r;
 	int a[2], b[2], num;
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
-	rec_init(&r);
+	tu_rec_init(&r);
 	num = a[1];
-	ck_assert_int_eq(bl_uring_recv(u, num, 100, rec_cb, &r), 0);
+	ck_assert_int_eq(bl_uring_recv(u, num, 100, tu_rec_cb, &r), 0);
 	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
 	ck_assert_int_eq(r.calls, 0);
 	/* the number now names another socket, with bytes waiting */
@@ -1864,17 +1781,17 @@ START_TEST(test_run_with_min_complete_zero_advances_waiting_ops)
 	uint64_t rng = seed + 21;
 	const size_t len = 4 << 20;
 	unsigned char *want = rand_buf(len, &rng), *got = malloc(len);
-	struct bl_uring *u = new_ring(SIZE_MAX);
+	struct bl_uring *u = tu_ring_new(blocking, SIZE_MAX, 0);
 	time_t end = time(NULL) + 20;
 	struct bl_list l;
-	struct rec r, s;
+	struct tu_rec r, s;
 	size_t have = 0;
 	int sv[2];
 
 	ck_assert_ptr_nonnull(got);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, tu_rec_cb, &r), 0);
 	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
 	ck_assert_int_eq(r.calls, 0);
 	ck_assert_int_eq(write(sv[0], "ping", 4), 4);
@@ -1886,8 +1803,8 @@ START_TEST(test_run_with_min_complete_zero_advances_waiting_ops)
 	bl_list_clear(&r.data);
 
 	make_list(&l, want, len, 64, &rng);
-	rec_init(&s);
-	ck_assert_int_eq(bl_uring_send(u, sv[0], &l, 0, rec_cb, &s), 0);
+	tu_rec_init(&s);
+	ck_assert_int_eq(bl_uring_send(u, sv[0], &l, 0, tu_rec_cb, &s), 0);
 	bl_list_clear(&l);
 	set_nonblock(sv[1]);
 	while ((!s.calls || have < len) && time(NULL) < end) {
@@ -1926,7 +1843,7 @@ static bool sigpipe_pending(void)
 static void epipe_no_signal(struct bl_uring *u)
 {
 	struct bl_list l;
-	struct rec r;
+	struct tu_rec r;
 	int fds[2];
 
 	bl_list_init(&l);
@@ -1938,14 +1855,14 @@ static void epipe_no_signal(struct bl_uring *u)
 		else
 			ck_assert_int_eq(pipe(fds), 0);
 		close(fds[0]);
-		rec_init(&r);
+		tu_rec_init(&r);
 		if (k < 2)
 			ck_assert_int_eq(bl_uring_write(u, fds[1], -1, &l,
-							rec_cb, &r), 0);
+							tu_rec_cb, &r), 0);
 		else
-			ck_assert_int_eq(bl_uring_send(u, fds[1], &l, 0, rec_cb,
+			ck_assert_int_eq(bl_uring_send(u, fds[1], &l, 0, tu_rec_cb,
 						       &r), 0);
-		run_until(u, &r.calls, 1);
+		tu_run_until(u, &r.calls, 1);
 		ck_assert_int_eq(r.res, -EPIPE);
 		ck_assert_uint_eq(bl_list_length(&r.data), 0);
 		/* a signal raised by the kernel's task work comes at a later
@@ -1962,7 +1879,7 @@ static void epipe_no_signal(struct bl_uring *u)
  * lives: no write or send of the library raises it. */
 START_TEST(test_write_to_a_gone_reader_is_epipe_without_sigpipe)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct sigaction dfl, old;
 
 	memset(&dfl, 0, sizeof(dfl));
@@ -1989,12 +1906,12 @@ static int eopnotsupp_once(struct io_uring_cqe *cqe, void *arg)
  */
 START_TEST(test_write_refused_rwf_nosignal_goes_again_without_it)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct sigaction ign, old;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 	struct bl_list l;
-	struct rec r;
+	struct tu_rec r;
 	unsigned char *got;
 
 	memset(&ign, 0, sizeof(ign));
@@ -2005,9 +1922,9 @@ START_TEST(test_write_refused_rwf_nosignal_goes_again_without_it)
 	ck_assert_int_eq(bl_list_append(&l, "hello", 5), 0);
 	hook_hits = 0;
 	bl__uring_set_cqe_hook(eopnotsupp_once);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write(u, fd, -1, &l, rec_cb, &r), 0);
-	run_until(u, &r.calls, 1);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write(u, fd, -1, &l, tu_rec_cb, &r), 0);
+	tu_run_until(u, &r.calls, 1);
 	bl__uring_set_cqe_hook(NULL);
 	ck_assert_int_eq(r.res, 5);
 	ck_assert_int_eq(hook_hits, 2);
@@ -2067,11 +1984,11 @@ START_TEST(test_writes_at_the_file_position_land_whole_and_in_order)
 {
 	const size_t pipe_seg = getenv("BL_TEST_QUICK") ? 8 : LETTER_SEG;
 	const size_t most = (size_t)LETTER_SEGS * LETTER_SEG;
-	struct bl_uring *u = new_ring(0);
-	struct rec r[NLETTERS];
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
+	struct tu_rec r[NLETTERS];
 	struct bl_list l;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path)), pfd[2];
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), pfd[2];
 	struct drain d = { 0, NLETTERS * LETTER_SEGS * pipe_seg,
 			   malloc(NLETTERS * most), 0, true };
 	unsigned char *got;
@@ -2090,13 +2007,13 @@ START_TEST(test_writes_at_the_file_position_land_whole_and_in_order)
 							&d), 0);
 		}
 		for (int i = 0; i < NLETTERS; i++) {
-			rec_init(&r[i]);
+			tu_rec_init(&r[i]);
 			letter_list(&l, (char)('A' + i), seg);
-			ck_assert_int_eq(bl_uring_write(u, wfd, -1, &l, rec_cb,
+			ck_assert_int_eq(bl_uring_write(u, wfd, -1, &l, tu_rec_cb,
 							&r[i]), 0);
 			bl_list_clear(&l);
 		}
-		run_until(u, &r[NLETTERS - 1].calls, 1);
+		tu_run_until(u, &r[NLETTERS - 1].calls, 1);
 		for (int i = 0; i < NLETTERS; i++) {
 			ck_assert_int_eq(r[i].calls, 1);
 			ck_assert_int_eq(r[i].res, (ssize_t)each);
@@ -2143,10 +2060,10 @@ START_TEST(test_sends_in_flight_on_one_socket_keep_the_stream_in_order)
 				       SEND_LEN };
 
 	for (int z = 0; z < 2; z++) {
-		struct bl_uring *u = new_ring(thresholds[z]);
+		struct bl_uring *u = tu_ring_new(blocking, thresholds[z], 0);
 		struct drain d = { 0, NSENDS * SEND_LEN,
 				   malloc(NSENDS * SEND_LEN), 0, false };
-		struct rec r[NSENDS];
+		struct tu_rec r[NSENDS];
 		pthread_t t;
 		int fds[2];
 
@@ -2167,14 +2084,14 @@ START_TEST(test_sends_in_flight_on_one_socket_keep_the_stream_in_order)
 				ck_assert_int_eq(bl_list_append_ptr_move(&l, &p),
 						 0);
 			}
-			rec_init(&r[i]);
-			ck_assert_int_eq(bl_uring_send(u, fds[0], &l, 0, rec_cb,
+			tu_rec_init(&r[i]);
+			ck_assert_int_eq(bl_uring_send(u, fds[0], &l, 0, tu_rec_cb,
 						       &r[i]), 0);
 			bl_list_clear(&l);
 		}
 		ck_assert_int_eq(pthread_create(&t, NULL, drain_thread, &d), 0);
 		for (unsigned i = 0; i < NSENDS; i++) {
-			run_until(u, &r[i].calls, 1);
+			tu_run_until(u, &r[i].calls, 1);
 			ck_assert_int_eq(r[i].res, (ssize_t)SEND_LEN);
 			if (i)
 				ck_assert_int_gt(r[i].seq, r[i - 1].seq);
@@ -2306,7 +2223,7 @@ static void framer_cb(void *arg, ssize_t res, struct bl_list *data,
 
 START_TEST(test_pooled_multishot_receives_10000_framed_messages)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_uring_bufring *br;
 	struct sender snd;
 	struct framer f;
@@ -2329,7 +2246,7 @@ START_TEST(test_pooled_multishot_receives_10000_framed_messages)
 	ck_assert_int_eq(bl_uring_recv_pooled(u, fds[1], br, true, framer_cb,
 					      &f), 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, frame_sender, &snd), 0);
-	run_until(u, &f.eof, 1);
+	tu_run_until(u, &f.eof, 1);
 	pthread_join(t, NULL);
 	ck_assert_int_eq(f.errors, 0);
 	ck_assert_uint_eq(f.frames, NFRAMES);
@@ -2370,7 +2287,7 @@ static void recv_one(struct bl_uring *u, int fd,
 	memset(c, 0, sizeof(*c));
 	bl_list_init(&c->data);
 	ck_assert_int_eq(bl_uring_recv_pooled(u, fd, br, false, chunk_cb, c), 0);
-	run_until(u, &c->calls, 1);
+	tu_run_until(u, &c->calls, 1);
 	ck_assert_int_eq(c->calls, 1);
 	ck_assert(!c->more);
 }
@@ -2383,7 +2300,7 @@ static void *release_thread(void *arg)
 
 START_TEST(test_buffer_released_on_another_thread_returns_to_the_ring)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_uring_bufring *br = bl_uring_bufring_create(u, 4, 4096, 3);
 	struct chunk_rec c[5];
 	unsigned char *buf = calloc(1, 64 * 1024);
@@ -2431,7 +2348,7 @@ END_TEST
 
 START_TEST(test_multishot_ends_with_enobufs_when_the_ring_runs_dry)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_uring_bufring *br = bl_uring_bufring_create(u, 2, 1024, 4);
 	unsigned char *buf = calloc(1, 16384);
 	struct chunk_rec c;
@@ -2465,7 +2382,7 @@ END_TEST
 
 START_TEST(test_detach_pooled_copies_ring_segments_and_frees_buffers)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_uring_bufring *br = bl_uring_bufring_create(u, 4, 1000, 5);
 	unsigned char msg[3000];
 	struct chunk_rec c[2];
@@ -2571,7 +2488,7 @@ END_TEST
 START_TEST(test_detach_pooled_copies_into_the_lists_pool)
 {
 	struct bl_pool *pool = bl_pool_create("test_uring_detach", NULL);
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_uring_bufring *br = bl_uring_bufring_create(u, 4, 1000, 6);
 	struct bl_pool_stats ps0, ps1;
 	unsigned char msg[700];
@@ -2688,7 +2605,7 @@ START_TEST(test_pooled_receive_raws_follow_the_threads_setting)
 	int fds[2];
 
 	ck_assert(!bl_raw_set_thread_local(on));
-	u = new_ring(0);
+	u = tu_ring_new(blocking, 0, 0);
 	br = bl_uring_bufring_create(u, 8, 1024, 8);
 	ck_assert_ptr_nonnull(br);
 	for (unsigned i = 0; i < sizeof(msg); i++)
@@ -2802,16 +2719,16 @@ END_TEST
 
 START_TEST(test_registered_raws_know_their_index_and_use_fixed_io)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_uring_regpool *rp = bl_uring_regpool_create(u, 4, 65536);
 	struct bl__uring_counters c0, c1;
 	struct bl_raw *r[5];
 	struct bl_list l;
 	struct bl_ptr p;
-	struct rec rr;
+	struct tu_rec rr;
 	unsigned char *got;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path)), seen = 0;
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), seen = 0;
 
 	ck_assert_ptr_nonnull(rp);
 	/* one table per ring */
@@ -2865,9 +2782,9 @@ START_TEST(test_registered_raws_know_their_index_and_use_fixed_io)
 	/* a read that fits a free registered buffer: READ_FIXED into it */
 	bl_raw_put(r[1]);
 	c0 = counters(u);
-	rec_init(&rr);
-	ck_assert_int_eq(bl_uring_read(u, fd, 333, 5000, 0, rec_cb, &rr), 0);
-	run_until(u, &rr.calls, 1);
+	tu_rec_init(&rr);
+	ck_assert_int_eq(bl_uring_read(u, fd, 333, 5000, 0, tu_rec_cb, &rr), 0);
+	tu_run_until(u, &rr.calls, 1);
 	ck_assert_int_eq(rr.res, 5000);
 	tu_assert_list_eq(&rr.data, bl_raw_data(r[0]) + 100, 5000);
 	ck_assert_int_eq(bl_list_get_ptr(&rr.data, 0, &p), 0);
@@ -2906,12 +2823,12 @@ START_TEST(test_destroy_frees_the_bufrings_and_regpool_left_to_it)
 	struct bl_uring_bufring *br, *br2;
 	struct bl_uring_regpool *rp;
 	struct bl_raw *held;
-	struct rec r;
+	struct tu_rec r;
 	int sv[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	tu_alloc_install(0, 0);
-	u = new_ring(0);
+	u = tu_ring_new(blocking, 0, 0);
 	br = bl_uring_bufring_create(u, 4, 4096, 3);
 	br2 = bl_uring_bufring_create(u, 8, 1024, 4);
 	rp = bl_uring_regpool_create(u, 2, 8192);
@@ -2920,11 +2837,11 @@ START_TEST(test_destroy_frees_the_bufrings_and_regpool_left_to_it)
 	ck_assert_ptr_nonnull(rp);
 	held = bl_uring_regpool_get(rp);
 	ck_assert_ptr_nonnull(held);
-	rec_init(&r);
+	tu_rec_init(&r);
 	ck_assert_int_eq(write(sv[0], "chunk", 5), 5);
 	ck_assert_int_eq(bl_uring_recv_pooled(u, sv[1], br, false, pooled_rec_cb,
 					      &r), 0);
-	run_until(u, &r.calls, 1);
+	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, 5);
 	ck_assert_uint_eq(bl_uring_bufring_available(br), 3);
 
@@ -2961,7 +2878,7 @@ END_TEST
 START_TEST(test_seccomp_denying_io_uring_setup_selects_blocking_back_end)
 {
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path)), status;
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), status;
 	pid_t pid = fork();
 
 	ck_assert_int_ge(pid, 0);
@@ -2977,7 +2894,7 @@ START_TEST(test_seccomp_denying_io_uring_setup_selects_blocking_back_end)
 		struct sock_fprog prog = { 4, filt };
 		struct bl_uring *u;
 		struct bl_list l;
-		struct rec r;
+		struct tu_rec r;
 		char back[6] = "";
 
 		unsetenv("BL_URING_FORCE_BLOCKING");
@@ -2994,8 +2911,8 @@ START_TEST(test_seccomp_denying_io_uring_setup_selects_blocking_back_end)
 		/* and the same API works */
 		bl_list_init(&l);
 		bl_list_append(&l, "hello", 5);
-		rec_init(&r);
-		if (bl_uring_write(u, fd, 0, &l, rec_cb, &r) ||
+		tu_rec_init(&r);
+		if (bl_uring_write(u, fd, 0, &l, tu_rec_cb, &r) ||
 		    bl_uring_run(u, 1, -1) != 1 || r.res != 5)
 			_exit(6);
 		if (pread(fd, back, 5, 0) != 5 || memcmp(back, "hello", 5))
@@ -3033,9 +2950,9 @@ START_TEST(test_attached_ring_shares_the_application_event_loop)
 	struct io_uring_cqe *cqe;
 	struct bl_uring *u;
 	struct bl_list l;
-	struct rec r;
+	struct tu_rec r;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path)), app = 0;
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), app = 0;
 
 	ck_assert_int_eq(io_uring_queue_init(64, &ring, 0), 0);
 	u = bl_uring_attach(&ring, NULL);
@@ -3048,8 +2965,8 @@ START_TEST(test_attached_ring_shares_the_application_event_loop)
 	sqe = io_uring_get_sqe(&ring);
 	io_uring_prep_nop(sqe);
 	io_uring_sqe_set_data64(sqe, 2);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, tu_rec_cb, &r), 0);
 	ck_assert_int_eq(io_uring_submit(&ring), 2);
 	while (!r.calls || !app) {
 		ck_assert_int_eq(io_uring_wait_cqe(&ring, &cqe), 0);
@@ -3066,9 +2983,9 @@ START_TEST(test_attached_ring_shares_the_application_event_loop)
 	io_uring_prep_nop(sqe);
 	io_uring_sqe_set_data64(sqe, 4);
 	ck_assert_int_eq(io_uring_submit(&ring), 1);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write(u, fd, 8, &l, rec_cb, &r), 0);
-	run_until(u, &r.calls, 1);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write(u, fd, 8, &l, tu_rec_cb, &r), 0);
+	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, 8);
 	ck_assert_int_eq(io_uring_peek_cqe(&ring, &cqe), 0);
 	ck_assert_uint_eq(cqe->user_data, 4);
@@ -3088,7 +3005,7 @@ START_TEST(test_destroy_of_attached_ring_leaves_the_application_cqes)
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
 	struct bl_uring *u;
-	struct rec r;
+	struct tu_rec r;
 	int sv[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -3098,8 +3015,8 @@ START_TEST(test_destroy_of_attached_ring_leaves_the_application_cqes)
 	sqe = io_uring_get_sqe(&ring);
 	io_uring_prep_nop(sqe);
 	io_uring_sqe_set_data64(sqe, 6);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_recv(u, sv[1], 10, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv(u, sv[1], 10, tu_rec_cb, &r), 0);
 	ck_assert_int_eq(io_uring_submit(&ring), 2);
 	/* the NOP's CQE is in the queue when the library's recv is cancelled */
 	bl_uring_destroy(u);
@@ -3132,9 +3049,9 @@ START_TEST(test_taskrun_rings_see_completions_without_waiting)
 	struct bl_uring_params p;
 	struct bl_uring *u;
 	struct bl_list l;
-	struct rec w, r;
+	struct tu_rec w, r;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path)), sv[2], spins;
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), sv[2], spins;
 	unsigned want = 0, fl;
 
 	memset(&p, 0, sizeof(p));
@@ -3169,10 +3086,10 @@ START_TEST(test_taskrun_rings_see_completions_without_waiting)
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	bl_list_init(&l);
 	ck_assert_int_eq(bl_list_append(&l, "hello", 5), 0);
-	rec_init(&w);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, rec_cb, &w), 0);
-	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, rec_cb, &r), 0);
+	tu_rec_init(&w);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, tu_rec_cb, &w), 0);
+	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, tu_rec_cb, &r), 0);
 	/* polling with no wait must make progress */
 	for (spins = 0; !w.calls && spins < 100000; spins++)
 		ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
@@ -3216,16 +3133,16 @@ static void *write_late(void *arg)
  */
 START_TEST(test_a_wait_spins_and_an_answer_in_the_window_ends_it)
 {
-	struct bl_uring *u = new_ring_spin(0, 200000);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 200000);
 	struct late_writer w;
 	double t0, took;
-	struct rec r;
+	struct tu_rec r;
 	pthread_t t;
 	int sv[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, tu_rec_cb, &r), 0);
 	/* submitted: a wait with submissions pending does not spin */
 	ck_assert_int_eq(bl_uring_run(u, 0, 0), 0);
 	w.fd = sv[0];
@@ -3262,14 +3179,14 @@ END_TEST
 START_TEST(test_waits_that_outlast_the_window_back_off_from_spinning)
 {
 	for (int never = 0; never < 2; never++) {
-		struct bl_uring *u = new_ring_spin(0, never ? UINT_MAX : 0);
+		struct bl_uring *u = tu_ring_new(blocking, 0, never ? UINT_MAX : 0);
 		struct bl__uring_counters c;
-		struct rec r;
+		struct tu_rec r;
 		int sv[2];
 
 		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-		rec_init(&r);
-		ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, rec_cb, &r), 0);
+		tu_rec_init(&r);
+		ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, tu_rec_cb, &r), 0);
 		ck_assert_int_eq(bl_uring_run(u, 0, 0), 0);
 		for (int i = 0; i < 20; i++)
 			ck_assert_int_eq(bl_uring_run(u, 1, 2), 0);
@@ -3360,12 +3277,12 @@ static void assert_slept(struct bl_uring *u, struct spin_tally t)
  */
 START_TEST(test_a_wait_spins_only_where_an_answer_is_due)
 {
-	struct bl_uring *u = new_ring_spin(0, 1000);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 1000);
 	struct bl_uring_bufring *br = bl_uring_bufring_create(u, 4, 4096, 11);
 	struct spin_tally t;
 	struct chunk_rec k;
 	struct bl_list l;
-	struct rec r;
+	struct tu_rec r;
 	char sink[64];
 	int sv[2];
 
@@ -3400,9 +3317,9 @@ START_TEST(test_a_wait_spins_only_where_an_answer_is_due)
 	/* two sends the ring issued: their completions ran, two answers due */
 	bl_list_init(&l);
 	ck_assert_int_eq(bl_list_append(&l, "ping", 4), 0);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_send(u, sv[1], &l, 0, rec_cb, &r), 0);
-	ck_assert_int_eq(bl_uring_send(u, sv[1], &l, 0, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_send(u, sv[1], &l, 0, tu_rec_cb, &r), 0);
+	ck_assert_int_eq(bl_uring_send(u, sv[1], &l, 0, tu_rec_cb, &r), 0);
 	while (r.calls < 2)
 		ck_assert_int_ge(bl_uring_run(u, 0, 100), 0);
 	ck_assert_int_eq(r.res, 4);
@@ -3449,7 +3366,7 @@ START_TEST(test_destroy_from_a_thread_a_single_issuer_ring_refuses_returns)
 	struct bl_uring *u;
 	unsigned before = bl__uring_lost_rings();
 	bool refuses;
-	struct rec r;
+	struct tu_rec r;
 	pthread_t t;
 	int sv[2];
 
@@ -3461,8 +3378,8 @@ START_TEST(test_destroy_from_a_thread_a_single_issuer_ring_refuses_returns)
 	refuses = bl_uring_backend(u) == BL_URING_IO_URING &&
 		  (bl_uring_ring(u)->flags & IORING_SETUP_SINGLE_ISSUER);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv(u, sv[1], 100, tu_rec_cb, &r), 0);
 	ck_assert_int_eq(bl_uring_run(u, 0, 0), 0);	/* in the kernel */
 	ck_assert_int_eq(r.calls, 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, destroy_ring, u), 0);
@@ -3522,7 +3439,7 @@ START_TEST(test_destroy_with_io_in_flight_cancels_everything_without_leaks)
 	set_nonblock(pfd[1]);
 
 	tu_alloc_install(0, 0);
-	u = new_ring(0);
+	u = tu_ring_new(blocking, 0, 0);
 	br = bl_uring_bufring_create(u, 8, 4096, 9);
 	ck_assert_ptr_nonnull(br);
 	make_list(&l, want, len, 300, &rng);
@@ -3569,7 +3486,7 @@ START_TEST(test_destroy_cancels_the_ops_waiting_their_turn_on_a_descriptor)
 	uint64_t rng = seed + 22;
 	const size_t len = 8 << 20;
 	unsigned char *want = rand_buf(len, &rng);
-	struct rec rw[4], rs[4];
+	struct tu_rec rw[4], rs[4];
 	struct bl_uring *u;
 	struct bl_list l;
 	int sv[2], pfd[2];
@@ -3579,14 +3496,14 @@ START_TEST(test_destroy_cancels_the_ops_waiting_their_turn_on_a_descriptor)
 	/* the blocking back end would block in a write to a blocking pipe */
 	set_nonblock(pfd[1]);
 	tu_alloc_install(0, 0);
-	u = new_ring(0);
+	u = tu_ring_new(blocking, 0, 0);
 	make_list(&l, want, len, 100, &rng);
 	for (int i = 0; i < 4; i++) {
-		rec_init(&rw[i]);
-		rec_init(&rs[i]);
-		ck_assert_int_eq(bl_uring_write(u, pfd[1], -1, &l, rec_cb,
+		tu_rec_init(&rw[i]);
+		tu_rec_init(&rs[i]);
+		ck_assert_int_eq(bl_uring_write(u, pfd[1], -1, &l, tu_rec_cb,
 						&rw[i]), 0);
-		ck_assert_int_eq(bl_uring_send(u, sv[0], &l, 0, rec_cb, &rs[i]),
+		ck_assert_int_eq(bl_uring_send(u, sv[0], &l, 0, tu_rec_cb, &rs[i]),
 				 0);
 	}
 	bl_list_clear(&l);
@@ -3628,7 +3545,7 @@ START_TEST(test_destroy_waits_for_zero_copy_notifications)
 	memset(mem, 'n', 100000);
 	tcp_pair(fds);
 	tu_alloc_install(0, 0);
-	u = new_ring(1);
+	u = tu_ring_new(blocking, 1, 0);
 	memset(&w, 0, sizeof(w));
 	w.u = u;
 	bl_list_init(&l);
@@ -3673,7 +3590,7 @@ END_TEST
 
 START_TEST(test_constructors_return_null_with_errno)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_uring_bufring *br;
 	struct bl_uring_regpool *rp;
 	struct bl_raw *r[2];
@@ -3751,7 +3668,7 @@ static void in_destroy_cb(void *arg, ssize_t res, struct bl_list *data)
 
 START_TEST(test_constructors_during_destroy_are_ecanceled)
 {
-	struct in_destroy d = { .u = new_ring(0) };
+	struct in_destroy d = { .u = tu_ring_new(blocking, 0, 0) };
 	int sv[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -3775,10 +3692,10 @@ START_TEST(test_write_wait_and_read_wait_round_trip)
 	uint64_t rng = seed + 40;
 	const size_t len = 37 * 1000 + 11;
 	unsigned char *want = rand_buf(len, &rng), *got;
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_list l, out;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	make_list(&l, want, len, 37, &rng);
 	ck_assert_int_eq(bl_uring_write_wait(u, fd, 4096, &l), (ssize_t)len);
@@ -3813,10 +3730,10 @@ END_TEST
 
 START_TEST(test_wait_returns_the_operations_error)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_list l, out;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path)), ro;
+	int fd = tu_tmp_open(tdir, path, sizeof(path)), ro;
 
 	ro = open(path, O_RDONLY);
 	ck_assert_int_ge(ro, 0);
@@ -3856,17 +3773,17 @@ END_TEST
 /* Another operation's callback runs inside the waiting call. */
 START_TEST(test_wait_runs_other_callbacks_meanwhile)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_list l, empty;
-	struct rec r;
+	struct tu_rec r;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
 	bl_list_init(&l);
 	bl_list_init(&empty);
 	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write(u, fd, 0, &empty, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write(u, fd, 0, &empty, tu_rec_cb, &r), 0);
 	ck_assert_int_eq(r.calls, 0);
 	ck_assert_int_eq(bl_uring_write_wait(u, fd, 0, &l), 3);
 	ck_assert_int_eq(r.calls, 1);
@@ -3907,14 +3824,14 @@ static void nested_cb(void *arg, ssize_t res, struct bl_list *data)
 
 START_TEST(test_wait_from_a_callback_is_edeadlk)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_list l;
 	char path[PATH_MAX];
-	struct nested n = { .u = u, .fd = tmp_open(path, sizeof(path)) };
+	struct nested n = { .u = u, .fd = tu_tmp_open(tdir, path, sizeof(path)) };
 
 	bl_list_init(&l);
 	ck_assert_int_eq(bl_uring_write(u, n.fd, 0, &l, nested_cb, &n), 0);
-	run_until(u, &n.calls, 1);
+	tu_run_until(u, &n.calls, 1);
 	ck_assert_int_eq(n.wret, -EDEADLK);
 	ck_assert_int_eq(n.rret, -EDEADLK);
 	ck_assert_uint_eq(bl_uring_inflight(u), 0);
@@ -3925,11 +3842,11 @@ END_TEST
 
 START_TEST(test_wait_allocation_failure_is_enomem_and_leaks_nothing)
 {
-	struct bl_uring *u = new_ring(0);
+	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct tu_alloc_stats st;
 	struct bl_list l, out;
 	char path[PATH_MAX];
-	int fd = tmp_open(path, sizeof(path));
+	int fd = tu_tmp_open(tdir, path, sizeof(path));
 	uint64_t n;
 
 	bl_list_init(&l);

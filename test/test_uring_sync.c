@@ -37,8 +37,8 @@ static uint64_t seed;
 static void setup_uring(void)
 {
 	blocking = false;
-	strcpy(tdir, "bl-usync-XXXXXX");	/* on the build's file system */
-	ck_assert_ptr_nonnull(mkdtemp(tdir));
+	/* on the build's file system */
+	tu_tdir_make(tdir, sizeof(tdir), "bl-usync-XXXXXX");
 }
 
 static void setup_blocking(void)
@@ -49,76 +49,20 @@ static void setup_blocking(void)
 
 static void teardown(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "test_uring_sync: could not remove %s\n", tdir);
-}
-
-static struct bl_uring *new_ring(void)
-{
-	struct bl_uring_params p;
-	struct bl_uring *u;
-
-	memset(&p, 0, sizeof(p));
-	p.force_blocking = blocking;
-	p.spin_us = UINT_MAX;
-	u = bl_uring_create(&p);
-	ck_assert_ptr_nonnull(u);
-	ck_assert_int_eq(bl_uring_backend(u),
-			 blocking ? BL_URING_BLOCKING : BL_URING_IO_URING);
-	return u;
+	tu_tdir_remove(tdir);
 }
 
 static int tmp_file(void)
 {
 	char path[128];
-	int fd;
 
-	snprintf(path, sizeof(path), "%s/f-XXXXXX", tdir);
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	return fd;
+	return tu_tmp_open(tdir, path, sizeof(path));
 }
 
-struct rec {
-	int calls;
-	ssize_t res;
-	bool had_data;		/* the callback got a list */
-	size_t data_len;
-	struct bl_list data;
-};
-
-static void rec_init(struct rec *r)
+/* Runs @u until @r was called back, once. */
+static void run_until(struct bl_uring *u, struct tu_rec *r)
 {
-	memset(r, 0, sizeof(*r));
-	bl_list_init(&r->data);
-}
-
-static void rec_cb(void *arg, ssize_t res, struct bl_list *data)
-{
-	struct rec *r = arg;
-
-	r->calls++;
-	r->res = res;
-	r->had_data = data != NULL;
-	if (data) {
-		r->data_len = bl_list_length(data);
-		ck_assert_int_eq(bl_list_claim_append(&r->data, data), 0);
-	}
-}
-
-static void rec_free(struct rec *r)
-{
-	bl_list_clear(&r->data);
-}
-
-/* Runs @u until @r was called back (at most 10 s). */
-static void run_until(struct bl_uring *u, struct rec *r)
-{
-	for (int i = 0; i < 1000 && !r->calls; i++)
-		ck_assert_int_ge(bl_uring_run(u, 1, 10), 0);
+	tu_run_until(u, &r->calls, 1);
 	ck_assert_int_eq(r->calls, 1);
 }
 
@@ -194,37 +138,37 @@ static void hook_on(int nth, int res, bool halves)
 
 START_TEST(test_fsync_fdatasync_and_sync_range_of_a_file_succeed)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	int fd = tmp_file();
 	struct bl_uring_opts o;
 	struct bl_list l;
 	struct bl_raw *raw = list_of_raw(&l, 8192);
-	struct rec r;
+	struct tu_rec r;
 
 	ck_assert_int_eq(bl_uring_write_wait(u, fd, 0, &l), 8192);
 	for (int i = 0; i < 3; i++) {
-		rec_init(&r);
+		tu_rec_init(&r);
 		memset(&o, 0, sizeof(o));
 		if (i < 2)
 			ck_assert_int_eq(bl_uring_fsync(u, fd,
 					 i ? BL_URING_FSYNC_DATASYNC : 0, &o,
-					 rec_cb, &r), 0);
+					 tu_rec_cb, &r), 0);
 		else
 			ck_assert_int_eq(bl_uring_sync_range(u, fd, 0, 8192,
 					 SYNC_FILE_RANGE_WAIT_BEFORE |
 					 SYNC_FILE_RANGE_WRITE |
 					 SYNC_FILE_RANGE_WAIT_AFTER, &o,
-					 rec_cb, &r), 0);
+					 tu_rec_cb, &r), 0);
 		ck_assert_uint_ne(o.id, 0);
 		run_until(u, &r);
 		ck_assert_int_eq(r.res, 0);
 		ck_assert(!r.had_data);	/* a sync has no data list */
 	}
 	/* NULL options and a range to the end of the file (0) */
-	rec_init(&r);
+	tu_rec_init(&r);
 	ck_assert_int_eq(bl_uring_sync_range(u, fd, 4096, 0,
 					     SYNC_FILE_RANGE_WRITE, NULL,
-					     rec_cb, &r), 0);
+					     tu_rec_cb, &r), 0);
 	run_until(u, &r);
 	ck_assert_int_eq(r.res, 0);
 	check_file(fd, 0, raw);
@@ -238,28 +182,28 @@ END_TEST
 
 START_TEST(test_a_sync_of_a_pipe_fails_in_its_callback)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	int p[2];
-	struct rec r;
+	struct tu_rec r;
 
 	ck_assert_int_eq(pipe(p), 0);
 	for (int i = 0; i < 3; i++) {
-		rec_init(&r);
+		tu_rec_init(&r);
 		if (i < 2)
 			ck_assert_int_eq(bl_uring_fsync(u, p[1],
 					 i ? BL_URING_FSYNC_DATASYNC : 0,
-					 NULL, rec_cb, &r), 0);
+					 NULL, tu_rec_cb, &r), 0);
 		else
 			ck_assert_int_eq(bl_uring_sync_range(u, p[1], 0, 0,
 					 SYNC_FILE_RANGE_WRITE, NULL,
-					 rec_cb, &r), 0);
+					 tu_rec_cb, &r), 0);
 		run_until(u, &r);
 		/* fsync(2): EINVAL; sync_file_range(2): ESPIPE */
 		ck_assert_int_eq(r.res, i < 2 ? -EINVAL : -ESPIPE);
 	}
 	/* a descriptor that is not open */
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_fsync(u, 100000, 0, NULL, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_fsync(u, 100000, 0, NULL, tu_rec_cb, &r), 0);
 	run_until(u, &r);
 	ck_assert_int_eq(r.res, -EBADF);
 	run_idle(u);
@@ -271,7 +215,7 @@ END_TEST
 
 START_TEST(test_bad_options_and_arguments_are_einval_with_nothing_submitted)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	struct bl_uring_opts o;
 	struct bl_list l;
 	struct bl_raw *raw = list_of_raw(&l, 100);
@@ -279,37 +223,37 @@ START_TEST(test_bad_options_and_arguments_are_einval_with_nothing_submitted)
 
 	memset(&o, 0, sizeof(o));
 	o.rw_flags = RWF_APPEND;	/* not one of the three */
-	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, rec_cb, NULL),
+	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, tu_rec_cb, NULL),
 			 -EINVAL);
 	o.rw_flags = 0;
 	o.sync = 3;
-	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, rec_cb, NULL),
+	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, tu_rec_cb, NULL),
 			 -EINVAL);
 	/* rw_flags and syncs belong to writes only */
 	o.sync = BL_URING_SYNC_FSYNC;
-	ck_assert_int_eq(bl_uring_read_opts(u, fd, 0, 10, 0, &o, rec_cb, NULL),
+	ck_assert_int_eq(bl_uring_read_opts(u, fd, 0, 10, 0, &o, tu_rec_cb, NULL),
 			 -EINVAL);
-	ck_assert_int_eq(bl_uring_recv_opts(u, fd, 10, &o, rec_cb, NULL),
+	ck_assert_int_eq(bl_uring_recv_opts(u, fd, 10, &o, tu_rec_cb, NULL),
 			 -EINVAL);
-	ck_assert_int_eq(bl_uring_send_opts(u, fd, &l, 0, &o, rec_cb, NULL),
+	ck_assert_int_eq(bl_uring_send_opts(u, fd, &l, 0, &o, tu_rec_cb, NULL),
 			 -EINVAL);
-	ck_assert_int_eq(bl_uring_fsync(u, fd, 0, &o, rec_cb, NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_fsync(u, fd, 0, &o, tu_rec_cb, NULL), -EINVAL);
 	o.sync = 0;
 	o.rw_flags = RWF_DSYNC;
-	ck_assert_int_eq(bl_uring_sync_range(u, fd, 0, 0, 0, &o, rec_cb, NULL),
+	ck_assert_int_eq(bl_uring_sync_range(u, fd, 0, 0, 0, &o, tu_rec_cb, NULL),
 			 -EINVAL);
-	ck_assert_int_eq(bl_uring_timer(u, 1, &o, rec_cb, NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_timer(u, 1, &o, tu_rec_cb, NULL), -EINVAL);
 	o.rw_flags = 0;
 	o.timeout_ms = 5;	/* a timer is its own timeout */
-	ck_assert_int_eq(bl_uring_timer(u, 1, &o, rec_cb, NULL), -EINVAL);
-	ck_assert_int_eq(bl_uring_fsync(u, fd, 2, NULL, rec_cb, NULL), -EINVAL);
-	ck_assert_int_eq(bl_uring_sync_range(u, fd, -1, 0, 0, NULL, rec_cb,
+	ck_assert_int_eq(bl_uring_timer(u, 1, &o, tu_rec_cb, NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_fsync(u, fd, 2, NULL, tu_rec_cb, NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_sync_range(u, fd, -1, 0, 0, NULL, tu_rec_cb,
 					     NULL), -EINVAL);
-	ck_assert_int_eq(bl_uring_sync_range(u, fd, 0, -1, 0, NULL, rec_cb,
+	ck_assert_int_eq(bl_uring_sync_range(u, fd, 0, -1, 0, NULL, tu_rec_cb,
 					     NULL), -EINVAL);
 	ck_assert_int_eq(bl_uring_sync_range(u, fd, 0, (off_t)1 << 32, 0, NULL,
-					     rec_cb, NULL), -EINVAL);
-	ck_assert_int_eq(bl_uring_sync_range(u, fd, 0, 0, 8, NULL, rec_cb,
+					     tu_rec_cb, NULL), -EINVAL);
+	ck_assert_int_eq(bl_uring_sync_range(u, fd, 0, 0, 8, NULL, tu_rec_cb,
 					     NULL), -EINVAL);
 	/* NULL ring */
 	ck_assert_int_eq(bl_uring_write_opts(NULL, fd, 0, &l, NULL, NULL, NULL),
@@ -345,18 +289,18 @@ END_TEST
 START_TEST(test_writes_with_rwf_dsync_and_rwf_sync_land)
 {
 	static const int flags[3] = { RWF_DSYNC, RWF_SYNC, RWF_NOWAIT };
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	int fd = tmp_file();
 
 	for (int i = 0; i < 3; i++) {
 		struct bl_uring_opts o = { .rw_flags = flags[i] };
 		struct bl_list l;
 		struct bl_raw *raw = list_of_raw(&l, 65536);
-		struct rec r;
+		struct tu_rec r;
 
-		rec_init(&r);
+		tu_rec_init(&r);
 		ck_assert_int_eq(bl_uring_write_opts(u, fd, i * 65536, &l, &o,
-						     rec_cb, &r), 0);
+						     tu_rec_cb, &r), 0);
 		bl_list_clear(&l);	/* the op keeps its own reference */
 		run_until(u, &r);
 		/* a buffered write to a file may still say it would block */
@@ -391,16 +335,16 @@ static void full_pipe(int p[2])
 
 START_TEST(test_rwf_nowait_on_a_full_pipe_is_eagain_not_a_wait)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	struct bl_uring_opts o = { .rw_flags = RWF_NOWAIT };
 	struct bl_list l;
 	struct bl_raw *raw = list_of_raw(&l, 100);
-	struct rec r;
+	struct tu_rec r;
 	int p[2];
 
 	full_pipe(p);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write_opts(u, p[1], -1, &l, &o, rec_cb, &r),
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write_opts(u, p[1], -1, &l, &o, tu_rec_cb, &r),
 			 0);
 	run_until(u, &r);
 	ck_assert_int_eq(r.res, -EAGAIN);
@@ -418,22 +362,22 @@ END_TEST
 
 START_TEST(test_linked_write_and_sync_report_the_writes_result)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	int fd = tmp_file();
 
 	for (int i = 0; i < 2; i++) {
 		struct bl_uring_opts o;
 		struct bl_list l;
 		struct bl_raw *raw = list_of_raw(&l, 1 << 20);
-		struct rec r;
+		struct tu_rec r;
 
 		memset(&o, 0, sizeof(o));
 		o.sync = i ? BL_URING_SYNC_FDATASYNC : BL_URING_SYNC_FSYNC;
 		/* the second also bounded in time: write, timeout, sync */
 		o.timeout_ms = i ? 10000 : 0;
-		rec_init(&r);
+		tu_rec_init(&r);
 		ck_assert_int_eq(bl_uring_write_opts(u, fd, 4096, &l, &o,
-						     rec_cb, &r), 0);
+						     tu_rec_cb, &r), 0);
 		ck_assert_uint_ne(o.id, 0);
 		bl_list_clear(&l);
 		run_until(u, &r);
@@ -451,11 +395,11 @@ END_TEST
 
 START_TEST(test_linked_sync_over_iov_max_segments_and_short_writes)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	struct bl_uring_opts o = { .sync = BL_URING_SYNC_FDATASYNC };
 	unsigned char *want = malloc(3000 * 64);
 	struct bl_list l;
-	struct rec r;
+	struct tu_rec r;
 	int fd = tmp_file();
 	char *got = malloc(3000 * 64);
 
@@ -468,8 +412,8 @@ START_TEST(test_linked_sync_over_iov_max_segments_and_short_writes)
 	ck_assert_uint_ge(bl_list_num_buffers(&l), 2000);
 	/* and the first request comes back short: resumed, not reported */
 	hook_on(1, 0, true);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, tu_rec_cb, &r), 0);
 	run_until(u, &r);
 	bl__uring_set_cqe_hook(NULL);
 	ck_assert_int_eq(r.res, 3000 * 64);
@@ -486,42 +430,42 @@ END_TEST
 
 START_TEST(test_a_linked_syncs_error_reaches_the_callback)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	struct bl_uring_opts o = { .sync = BL_URING_SYNC_FSYNC };
 	struct bl_list l;
 	struct bl_raw *raw = list_of_raw(&l, 4096);
-	struct rec r;
+	struct tu_rec r;
 	int fd = tmp_file(), p[2];
 
 	/* injected: the write's completion, then the sync's gets -EIO */
 	hook_on(2, -EIO, false);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, tu_rec_cb, &r), 0);
 	run_until(u, &r);
 	bl__uring_set_cqe_hook(NULL);
 	ck_assert_int_eq(r.res, -EIO);
 	run_idle(u);
 	/* for real: a pipe takes the write, and refuses the sync */
 	ck_assert_int_eq(pipe(p), 0);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write_opts(u, p[1], -1, &l, &o, rec_cb, &r),
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write_opts(u, p[1], -1, &l, &o, tu_rec_cb, &r),
 			 0);
 	run_until(u, &r);
 	ck_assert_int_eq(r.res, -EINVAL);
 	ck_assert_int_eq(read(p[0], bl_raw_data(raw), 4096), 4096);
 	/* a write that fails is not synced: its own error */
 	close(p[0]);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_write_opts(u, p[1], -1, &l, &o, rec_cb, &r),
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_write_opts(u, p[1], -1, &l, &o, tu_rec_cb, &r),
 			 0);
 	run_until(u, &r);
 	ck_assert_int_eq(r.res, -EPIPE);
 	/* an empty write with a sync is the sync alone */
 	bl_list_clear(&l);
-	rec_init(&r);
+	tu_rec_init(&r);
 	memset(&o, 0, sizeof(o));
 	o.sync = BL_URING_SYNC_FDATASYNC;
-	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, rec_cb, &r), 0);
+	ck_assert_int_eq(bl_uring_write_opts(u, fd, 0, &l, &o, tu_rec_cb, &r), 0);
 	ck_assert_uint_ne(o.id, 0);
 	run_until(u, &r);
 	ck_assert_int_eq(r.res, 0);
@@ -538,15 +482,15 @@ END_TEST
 
 START_TEST(test_cancel_ends_a_receive_with_ecanceled)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	struct bl_uring_opts o;
-	struct rec r;
+	struct tu_rec r;
 	int sv[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	memset(&o, 0, sizeof(o));
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, &o, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, &o, tu_rec_cb, &r), 0);
 	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
 	ck_assert_int_eq(r.calls, 0);
 	ck_assert_int_eq(bl_uring_cancel(u, o.id), 0);
@@ -560,11 +504,11 @@ START_TEST(test_cancel_ends_a_receive_with_ecanceled)
 	run_idle(u);
 	/* the socket lost nothing: a new receive gets what comes */
 	ck_assert_int_eq(write(sv[1], "abc", 3), 3);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, NULL, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, NULL, tu_rec_cb, &r), 0);
 	run_until(u, &r);
 	ck_assert_int_eq(r.res, 3);
-	rec_free(&r);
+	tu_rec_free(&r);
 	close(sv[0]);
 	close(sv[1]);
 	bl_uring_destroy(u);
@@ -573,22 +517,22 @@ END_TEST
 
 START_TEST(test_cancel_of_a_send_waiting_its_turn_keeps_the_stream_whole)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	struct bl_uring_opts o;
 	struct bl_list big, small;
 	struct bl_raw *rb = list_of_raw(&big, 4 << 20);
 	struct bl_raw *rs = list_of_raw(&small, 1000);
-	struct rec r1, r2;
+	struct tu_rec r1, r2;
 	size_t got = 0;
 	char buf[65536];
 	int sv[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	rec_init(&r1);
-	rec_init(&r2);
-	ck_assert_int_eq(bl_uring_send(u, sv[0], &big, 0, rec_cb, &r1), 0);
+	tu_rec_init(&r1);
+	tu_rec_init(&r2);
+	ck_assert_int_eq(bl_uring_send(u, sv[0], &big, 0, tu_rec_cb, &r1), 0);
 	memset(&o, 0, sizeof(o));
-	ck_assert_int_eq(bl_uring_send_opts(u, sv[0], &small, 0, &o, rec_cb,
+	ck_assert_int_eq(bl_uring_send_opts(u, sv[0], &small, 0, &o, tu_rec_cb,
 					    &r2), 0);
 	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
 	ck_assert_int_eq(bl_uring_cancel(u, o.id), 0);
@@ -623,16 +567,16 @@ END_TEST
 
 START_TEST(test_a_receive_with_no_data_times_out_with_etime)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	struct bl_uring_opts o = { .timeout_ms = 20 };
-	struct rec r;
+	struct tu_rec r;
 	double t0, dt;
 	int sv[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	rec_init(&r);
+	tu_rec_init(&r);
 	t0 = now_s();
-	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, &o, rec_cb, &r), 0);
+	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, &o, tu_rec_cb, &r), 0);
 	while (!r.calls)
 		ck_assert_int_ge(bl_uring_run(u, 1, -1), 0);
 	dt = now_s() - t0;
@@ -643,12 +587,12 @@ START_TEST(test_a_receive_with_no_data_times_out_with_etime)
 	/* a timed receive that gets its data in time is a plain one */
 	ck_assert_int_eq(write(sv[1], "hello", 5), 5);
 	o.timeout_ms = 5000;
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, &o, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, &o, tu_rec_cb, &r), 0);
 	run_until(u, &r);
 	ck_assert_int_eq(r.res, 5);
 	tu_assert_list_eq(&r.data, "hello", 5);
-	rec_free(&r);
+	tu_rec_free(&r);
 	/* its link timeout is gone with it: nothing left, nothing held */
 	run_idle(u);
 	close(sv[0]);
@@ -659,16 +603,16 @@ END_TEST
 
 START_TEST(test_a_nonblocking_socket_times_out_while_waiting_for_data)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	struct bl_uring_opts o = { .timeout_ms = 20 };
-	struct rec r;
+	struct tu_rec r;
 	int sv[2];
 
 	/* -EAGAIN: the op waits for readiness, and the time bounds that */
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
 				    sv), 0);
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, &o, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, &o, tu_rec_cb, &r), 0);
 	while (!r.calls)
 		ck_assert_int_ge(bl_uring_run(u, 1, -1), 0);
 	ck_assert_int_eq(r.res, -ETIME);
@@ -683,15 +627,15 @@ END_TEST
 
 START_TEST(test_a_timer_calls_back_after_its_time)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	struct bl_uring_opts o;
-	struct rec r;
+	struct tu_rec r;
 	double t0, dt;
 
 	memset(&o, 0, sizeof(o));
-	rec_init(&r);
+	tu_rec_init(&r);
 	t0 = now_s();
-	ck_assert_int_eq(bl_uring_timer(u, 30, &o, rec_cb, &r), 0);
+	ck_assert_int_eq(bl_uring_timer(u, 30, &o, tu_rec_cb, &r), 0);
 	ck_assert_uint_ne(o.id, 0);
 	ck_assert_uint_eq(bl_uring_inflight(u), 1);
 	/* a run that waits for one callback waits for the timer */
@@ -703,8 +647,8 @@ START_TEST(test_a_timer_calls_back_after_its_time)
 	ck_assert_msg(dt >= 0.029 && dt < 2.0, "fired after %.3f s", dt);
 	ck_assert_int_eq(bl_uring_cancel(u, o.id), -ENOENT);
 	/* 0 ms: at the next run */
-	rec_init(&r);
-	ck_assert_int_eq(bl_uring_timer(u, 0, NULL, rec_cb, &r), 0);
+	tu_rec_init(&r);
+	ck_assert_int_eq(bl_uring_timer(u, 0, NULL, tu_rec_cb, &r), 0);
 	run_until(u, &r);
 	ck_assert_int_eq(r.res, 0);
 	run_idle(u);
@@ -714,16 +658,16 @@ END_TEST
 
 START_TEST(test_a_cancelled_timer_calls_back_with_ecanceled)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	struct bl_uring_opts o;
-	struct rec r, r2;
+	struct tu_rec r, r2;
 	double t0;
 
 	memset(&o, 0, sizeof(o));
-	rec_init(&r);
-	rec_init(&r2);
-	ck_assert_int_eq(bl_uring_timer(u, 10000, &o, rec_cb, &r), 0);
-	ck_assert_int_eq(bl_uring_timer(u, 10, NULL, rec_cb, &r2), 0);
+	tu_rec_init(&r);
+	tu_rec_init(&r2);
+	ck_assert_int_eq(bl_uring_timer(u, 10000, &o, tu_rec_cb, &r), 0);
+	ck_assert_int_eq(bl_uring_timer(u, 10, NULL, tu_rec_cb, &r2), 0);
 	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
 	t0 = now_s();
 	ck_assert_int_eq(bl_uring_cancel(u, o.id), 0);
@@ -740,17 +684,17 @@ END_TEST
 
 START_TEST(test_destroy_ends_pending_timers_and_timed_ops_with_ecanceled)
 {
-	struct bl_uring *u = new_ring();
+	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
 	struct bl_uring_opts o = { .timeout_ms = 60000 };
-	struct rec r, r2;
+	struct tu_rec r, r2;
 	double t0;
 	int sv[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	rec_init(&r);
-	rec_init(&r2);
-	ck_assert_int_eq(bl_uring_timer(u, 60000, NULL, rec_cb, &r), 0);
-	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 10, &o, rec_cb, &r2), 0);
+	tu_rec_init(&r);
+	tu_rec_init(&r2);
+	ck_assert_int_eq(bl_uring_timer(u, 60000, NULL, tu_rec_cb, &r), 0);
+	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 10, &o, tu_rec_cb, &r2), 0);
 	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
 	t0 = now_s();
 	bl_uring_destroy(u);
@@ -759,7 +703,7 @@ START_TEST(test_destroy_ends_pending_timers_and_timed_ops_with_ecanceled)
 	ck_assert_int_eq(r.res, -ECANCELED);
 	ck_assert_int_eq(r2.calls, 1);
 	ck_assert_int_eq(r2.res, -ECANCELED);
-	rec_free(&r2);
+	tu_rec_free(&r2);
 	close(sv[0]);
 	close(sv[1]);
 }

@@ -3,8 +3,10 @@
 #ifndef BL_TESTUTIL_H
 #define BL_TESTUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <check.h>
 #include "list_int.h"	/* bl__list_validate() and the list internals */
 #include <bufferlist.h>
@@ -78,5 +80,42 @@ TCase *tu_tcase_create(const char *name);
  * Return: the child's wait status (as waitpid gives it).
  */
 int tu_run_child(void (*fn)(void), char *err, size_t errsz);
+
+/* ---- temporary directories (tu_fs.c) ------------------------------------ */
+
+/* A new directory from mkdtemp(3)'s template @tmpl, its name in @dir
+ * (@size bytes); a relative template puts it on the build's file system. */
+void tu_tdir_make(char *dir, size_t size, const char *tmpl);
+/* Removes @dir and the files in it; for a teardown that runs in the parent,
+ * so that it also cleans up after a test that failed. */
+void tu_tdir_remove(const char *dir);
+/* A new empty file in @dir, open read-write; its name in @path. */
+int tu_tmp_open(const char *dir, char *path, size_t size);
+
+/* ---- a ring and what its callbacks got (tu_uring.c) ---------------------- */
+
+/* A ring on the blocking back end or on io_uring (asserted, so that a ring
+ * that fell back does not pass for the other); the two numbers as
+ * struct bl_uring_params has them. */
+struct bl_uring *tu_ring_new(bool blocking, size_t zc_threshold,
+			     unsigned spin_us);
+
+/* What tu_rec_cb() was called with. */
+struct tu_rec {
+	int calls;
+	ssize_t res;		/* of the last call */
+	int seq;		/* ++tu_seq at the last call: orders callbacks */
+	bool had_data;		/* the last call got a list */
+	size_t data_len;	/* its length */
+	struct bl_list data;	/* every list the calls got, claimed */
+};
+/* Counts callbacks (tu_rec_cb and a suite's own) in the order they ran. */
+extern int tu_seq;
+void tu_rec_init(struct tu_rec *r);
+/* A bl_uring_cb: records into the struct tu_rec @arg. */
+void tu_rec_cb(void *arg, ssize_t res, struct bl_list *data);
+void tu_rec_free(struct tu_rec *r);
+/* Runs @u until *@flag reaches @want; at most 20 s: a hang fails. */
+void tu_run_until(struct bl_uring *u, const int *flag, int want);
 
 #endif
