@@ -14,29 +14,11 @@
 
 /* ---- helpers ----------------------------------------------------------- */
 
-/* Appends @len bytes as segments of @seg bytes, each over its own raw. */
-static void add_segs(struct bl_list *l, const void *data, size_t len,
-		     size_t seg)
-{
-	const char *p = data;
-
-	while (len) {
-		size_t n = len < seg ? len : seg;
-		struct bl_ptr bp = BL_PTR_INIT;
-
-		ck_assert_int_eq(bl_ptr_alloc(&bp, n), 0);
-		memcpy(bl_ptr_data(&bp), p, n);
-		ck_assert_int_eq(bl_list_append_ptr_move(l, &bp), 0);
-		p += n;
-		len -= n;
-	}
-}
-
 /* "ABCDEFGHIJ" as ABC DEF GHI J. */
 static void make_abc(struct bl_list *l)
 {
 	bl_list_init(l);
-	add_segs(l, "ABCDEFGHIJ", 10, 3);
+	tu_append_fixed(l, "ABCDEFGHIJ", 10, 3);
 }
 
 /* Each of @l's four raws back to the list's and @seg's references only
@@ -54,7 +36,7 @@ static void release_abc(struct bl_list *l, struct bl_ptr seg[4])
 static void make_bytes(struct bl_list *l, const void *data, size_t len)
 {
 	bl_list_init(l);
-	add_segs(l, data, len, 1);
+	tu_append_fixed(l, data, len, 1);
 }
 
 /* Re-cuts @l into segments of @seg bytes (own raws). */
@@ -64,7 +46,7 @@ static void recut(struct bl_list *l, size_t seg)
 	size_t len = bl_list_length(l);
 
 	bl_list_clear(l);
-	add_segs(l, flat, len, seg);
+	tu_append_fixed(l, flat, len, seg);
 	free(flat);
 }
 
@@ -695,7 +677,7 @@ START_TEST(test_inline_decodes_split_at_every_seam)
 				uint64_t v = 0, want = 0;
 
 				bl_list_init(&l);
-				add_segs(&l, data, at + (size_t)w + 1, seg);
+				tu_append_fixed(&l, data, at + (size_t)w + 1, seg);
 				for (int b = w - 1; b >= 0; b--)
 					want = want << 8 | data[at + (size_t)b];
 				ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
@@ -733,8 +715,8 @@ START_TEST(test_inline_decode_after_a_segment_used_up_copies_nothing)
 	uint64_t v, c0;
 
 	bl_list_init(&l);
-	add_segs(&l, b, 4, 4);
-	add_segs(&l, b + 4, 8, 6);	/* 4 | 6 | 2 */
+	tu_append_fixed(&l, b, 4, 4);
+	tu_append_fixed(&l, b + 4, 8, 6);	/* 4 | 6 | 2 */
 	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
 	c0 = copied_now();
 	ck_assert_int_eq(decode_w(o, &it, 4, &v), 0);
@@ -927,9 +909,9 @@ START_TEST(test_decode_fixed_inside_at_end_and_across_segments)
 
 	/* segments of 5, 5, 10 bytes */
 	bl_list_init(&l);
-	add_segs(&l, b, 5, 5);
-	add_segs(&l, b + 5, 5, 5);
-	add_segs(&l, b + 10, 10, 10);
+	tu_append_fixed(&l, b, 5, 5);
+	tu_append_fixed(&l, b + 5, 5, 5);
+	tu_append_fixed(&l, b + 10, 10, 10);
 	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
 	/* inside the first segment */
 	ck_assert_int_eq(bl_decode_u32(&it, &v32), 0);
@@ -1072,7 +1054,7 @@ START_TEST(test_varint_decodes_leb128_across_seams)
 			uint64_t v = 12345;
 
 			bl_list_init(&l);
-			add_segs(&l, varints[i].b, varints[i].n, seg);
+			tu_append_fixed(&l, varints[i].b, varints[i].n, seg);
 			ck_assert_int_eq(bl_encode_u8(&l, 0x5A), 0);
 			ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
 			ck_assert_int_eq(bl_decode_varint(&it, &v), 0);
@@ -1124,7 +1106,7 @@ static void varint_bad(const unsigned char *b, size_t n, int want)
 
 		bl_list_init(&l);
 		ck_assert_int_eq(bl_encode_u8(&l, 0x42), 0);
-		add_segs(&l, b, n, seg);
+		tu_append_fixed(&l, b, n, seg);
 		ck_assert_int_eq(bl_iter_init(&it, &l, 1), 0);
 		ck_assert_int_eq(bl_decode_varint(&it, &v), want);
 		assert_at(&it, 1, n);
@@ -1419,7 +1401,7 @@ START_TEST(test_decode_bytes_truncated_changes_nothing)
 
 			bl_list_init(&l);
 			ck_assert_int_eq(bl_encode_u8(&l, 0x42), 0);
-			add_segs(&l, cases[i].b, cases[i].n, seg);
+			tu_append_fixed(&l, cases[i].b, cases[i].n, seg);
 			bl_list_init(&out);
 			ck_assert_int_eq(bl_list_append(&out, "keep", 4), 0);
 			ck_assert_int_eq(bl_iter_init(&it, &l, 1), 0);
@@ -1448,7 +1430,7 @@ START_TEST(test_encode_list_shares_body)
 	bl_list_init(&l);
 	bl_list_init(&src);
 	bl_list_init(&out);
-	add_segs(&src, body, sizeof(body), 400);
+	tu_append_fixed(&src, body, sizeof(body), 400);
 	ck_assert_int_eq(bl_list_get_ptr(&src, 0, &p), 0);
 	r = p.raw;
 	bl_ptr_release(&p);

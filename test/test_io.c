@@ -46,16 +46,6 @@ static void tdir_teardown(void)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* Random bytes in a new malloc'd buffer. */
-static unsigned char *rand_buf(size_t len, uint64_t *rng)
-{
-	unsigned char *p = malloc(len ? len : 1);
-
-	ck_assert_ptr_nonnull(p);
-	tu_fill(p, len, rng);
-	return p;
-}
-
 /*
  * @l = @len bytes of @data in segments of 1..@max_seg bytes, each its own
  * raw (so no two merge).  Returns the segment count.
@@ -67,38 +57,6 @@ static unsigned make_list(struct bl_list *l, const void *data, size_t len,
 	tu_append_segmented(l, data, len, max_seg, 1, rng);
 	ck_assert_int_eq(bl__list_validate(l), 0);
 	return bl_list_num_buffers(l);
-}
-
-/* @l = @len bytes of @data in segments of @seg bytes (the last shorter). */
-static void make_fixed_list(struct bl_list *l, const unsigned char *data,
-			    size_t len, size_t seg)
-{
-	bl_list_init(l);
-	for (size_t off = 0; off < len; off += seg) {
-		size_t n = len - off < seg ? len - off : seg;
-		struct bl_ptr p;
-
-		ck_assert_int_eq(bl_ptr_alloc(&p, n), 0);
-		memcpy(bl_ptr_data(&p), data + off, n);
-		ck_assert_int_eq(bl_list_append_ptr_move(l, &p), 0);
-	}
-	ck_assert_int_eq(bl__list_validate(l), 0);
-}
-
-/* Exactly @len bytes of @fd at @off into a new buffer (plain pread). */
-static unsigned char *file_bytes(int fd, off_t off, size_t len)
-{
-	unsigned char *p = malloc(len ? len : 1);
-	size_t got = 0;
-
-	ck_assert_ptr_nonnull(p);
-	while (got < len) {
-		ssize_t n = pread(fd, p + got, len - got, off + (off_t)got);
-
-		ck_assert_int_gt(n, 0);
-		got += (size_t)n;
-	}
-	return p;
 }
 
 static off_t file_size(int fd)
@@ -135,7 +93,7 @@ START_TEST(test_one_segment_round_trip_at_unaligned_offset)
 	uint64_t rng = seed;
 	const size_t len = 100003;
 	const off_t off = 4097;
-	unsigned char *want = rand_buf(len, &rng), *got;
+	unsigned char *want = tu_rand_buf(len, &rng), *got;
 	struct bl_list l, in;
 	struct bl_ptr p;
 	char path[PATH_MAX];
@@ -151,7 +109,7 @@ START_TEST(test_one_segment_round_trip_at_unaligned_offset)
 	ck_assert_int_eq(bl_list_pwrite(&l, fd, off, &done), 0);
 	ck_assert_uint_eq(done, len);
 	ck_assert_int_eq(file_size(fd), off + (off_t)len);
-	got = file_bytes(fd, off, len);
+	got = tu_file_bytes(fd, off, len);
 	ck_assert_mem_eq(got, want, len);
 	free(got);
 
@@ -171,7 +129,7 @@ START_TEST(test_many_segments_round_trip_through_write_fd_and_read_fd)
 {
 	uint64_t rng = seed + 1;
 	const size_t len = 200001;
-	unsigned char *want = rand_buf(len, &rng), *got;
+	unsigned char *want = tu_rand_buf(len, &rng), *got;
 	struct bl_list l, in;
 	char path[PATH_MAX];
 	size_t done = 0;
@@ -183,7 +141,7 @@ START_TEST(test_many_segments_round_trip_through_write_fd_and_read_fd)
 	ck_assert_int_eq(bl_list_write_fd(&l, fd, &done), 0);
 	ck_assert_uint_eq(done, len);
 	ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 13 + (off_t)len);
-	got = file_bytes(fd, 13, len);
+	got = tu_file_bytes(fd, 13, len);
 	ck_assert_mem_eq(got, want, len);
 	free(got);
 
@@ -205,7 +163,7 @@ START_TEST(test_more_than_iov_max_segments_round_trip)
 {
 	uint64_t rng = seed + 2;
 	const size_t len = 3000 * 50;
-	unsigned char *want = rand_buf(len, &rng), *got;
+	unsigned char *want = tu_rand_buf(len, &rng), *got;
 	struct bl_list l, in;
 	char path[PATH_MAX];
 	size_t done = 0;
@@ -219,7 +177,7 @@ START_TEST(test_more_than_iov_max_segments_round_trip)
 	ck_assert_int_eq(bl_list_pwrite(&l, fd, 12345, &done), 0);
 	ck_assert_uint_eq(done, len);
 	ck_assert_int_eq(file_size(fd), 12345 + (off_t)len);
-	got = file_bytes(fd, 12345, len);
+	got = tu_file_bytes(fd, 12345, len);
 	ck_assert_mem_eq(got, want, len);
 	free(got);
 
@@ -232,7 +190,7 @@ START_TEST(test_more_than_iov_max_segments_round_trip)
 	ck_assert_int_eq(lseek(fd, 777, SEEK_SET), 777);
 	ck_assert_int_eq(bl_list_write_fd(&l, fd, &done), 0);
 	ck_assert_uint_eq(done, len);
-	got = file_bytes(fd, 777, len);
+	got = tu_file_bytes(fd, 777, len);
 	ck_assert_mem_eq(got, want, len);
 	free(got);
 
@@ -253,7 +211,7 @@ END_TEST
 START_TEST(test_pwrite_writes_at_offsets_and_keeps_file_offset)
 {
 	uint64_t rng = seed + 3;
-	unsigned char *a = rand_buf(5000, &rng), *b = rand_buf(3000, &rng);
+	unsigned char *a = tu_rand_buf(5000, &rng), *b = tu_rand_buf(3000, &rng);
 	unsigned char *got, zeros[1000] = { 0 };
 	struct bl_list la, lb, in;
 	char path[PATH_MAX];
@@ -272,7 +230,7 @@ START_TEST(test_pwrite_writes_at_offsets_and_keeps_file_offset)
 	ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 42);
 	ck_assert_int_eq(file_size(fd), 9000);
 
-	got = file_bytes(fd, 0, 9000);
+	got = tu_file_bytes(fd, 0, 9000);
 	ck_assert_mem_eq(got, a, 5000);
 	ck_assert_mem_eq(got + 5000, zeros, 1000);
 	ck_assert_mem_eq(got + 6000, b, 3000);
@@ -306,7 +264,7 @@ START_TEST(test_write_file_creates_truncates_and_read_file_uses_one_raw)
 {
 	uint64_t rng = seed + 4;
 	const size_t len = 70000;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct bl_list l, small, in;
 	char path[PATH_MAX];
 	struct stat st;
@@ -374,7 +332,7 @@ END_TEST
 START_TEST(test_read_appends_after_existing_content)
 {
 	uint64_t rng = seed + 5;
-	unsigned char *want = rand_buf(5005, &rng);
+	unsigned char *want = tu_rand_buf(5005, &rng);
 	struct bl_list l, in;
 	char path[PATH_MAX];
 	int fd = tu_tmp_open(tdir, path, sizeof(path));
@@ -439,7 +397,7 @@ START_TEST(test_large_read_is_split_into_raws_of_at_most_1_mib)
 {
 	uint64_t rng = seed + 6;
 	const size_t len = 3 * (1u << 20) + 5;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct bl_list in;
 	struct bl_ptr p;
 	char path[PATH_MAX];
@@ -469,7 +427,7 @@ START_TEST(test_io_copies_nothing_and_writing_allocates_nothing)
 {
 	uint64_t rng = seed + 7;
 	const size_t len = 3000 * 40;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct tu_alloc_stats st;
 	struct bl_list l, in;
 	char path[PATH_MAX];
@@ -573,7 +531,7 @@ START_TEST(test_rlimit_fsize_gives_efbig_with_bytes_done_up_to_limit)
 	const rlim_t limit = 10007;
 	uint64_t rng = seed + 8;
 	const size_t len = 50000;
-	unsigned char *want = rand_buf(len, &rng), *got;
+	unsigned char *want = tu_rand_buf(len, &rng), *got;
 	struct fsize_result res;
 	struct bl_list l;
 	char path[PATH_MAX];
@@ -614,7 +572,7 @@ START_TEST(test_rlimit_fsize_gives_efbig_with_bytes_done_up_to_limit)
 	ck_assert_int_eq(res.ret_pwrite, -EFBIG);
 	ck_assert_uint_eq(res.done_pwrite, limit - 4000);
 	ck_assert_int_eq(file_size(fd), (off_t)limit);
-	got = file_bytes(fd, 0, limit);
+	got = tu_file_bytes(fd, 0, limit);
 	ck_assert_mem_eq(got, want, 4000);
 	ck_assert_mem_eq(got + 4000, want, limit - 4000);
 	free(got);
@@ -672,7 +630,7 @@ START_TEST(test_read_allocation_failure_is_enomem_list_unchanged_no_leak)
 {
 	uint64_t rng = seed + 9;
 	const size_t len = 3 * (1u << 20) + 10;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct tu_alloc_stats st;
 	struct bl_list l;
 	char path[PATH_MAX];
@@ -806,7 +764,7 @@ START_TEST(test_read_file_of_fifo_reads_to_eof)
 {
 	uint64_t rng = seed + 10;
 	const size_t len = 300001;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct fifo_writer w;
 	struct bl_list l, in;
 	char path[PATH_MAX];
@@ -869,7 +827,7 @@ START_TEST(test_list_larger_than_pipe_reaches_a_slow_reader_whole)
 {
 	uint64_t rng = seed + 11;
 	const size_t len = 1u << 20;
-	unsigned char *want = rand_buf(len, &rng), *got = malloc(len);
+	unsigned char *want = tu_rand_buf(len, &rng), *got = malloc(len);
 	struct writer w = { .close_after = true, .ret = 1 };
 	struct bl_list l;
 	size_t have = 0;
@@ -946,7 +904,7 @@ START_TEST(test_read_fd_from_a_dribbling_pipe_is_short_only_at_eof)
 {
 	uint64_t rng = seed + 12;
 	const size_t len = 200000;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct dribbler d;
 	struct bl_list in;
 	pthread_t th;
@@ -1000,7 +958,7 @@ START_TEST(test_nonblocking_socket_gives_eagain_with_progress_then_resumes)
 {
 	uint64_t rng = seed + 13;
 	const size_t len = 1u << 20;
-	unsigned char *want = rand_buf(len, &rng), *got = malloc(len + 1);
+	unsigned char *want = tu_rand_buf(len, &rng), *got = malloc(len + 1);
 	struct bl_list l, rest;
 	size_t done = 0, pos, have = 0;
 	int sv[2], sndbuf = 4096, r, rounds = 0;
@@ -1254,7 +1212,7 @@ START_TEST(test_eintr_during_blocked_write_is_retried)
 {
 	uint64_t rng = seed + 14;
 	const size_t len = 64 * 1024;
-	unsigned char *want = rand_buf(len, &rng), *got, fill[4096];
+	unsigned char *want = tu_rand_buf(len, &rng), *got, fill[4096];
 	struct sigaction old;
 	struct writer w = { .close_after = true, .ret = 1 };
 	struct bl_list l;
@@ -1334,7 +1292,7 @@ START_TEST(test_short_writes_cut_by_signals_resume_mid_segment)
 {
 	uint64_t rng = seed + 16;
 	const size_t len = 64 * 1024, page = 4096;
-	unsigned char *want = rand_buf(len, &rng), *got = malloc(len);
+	unsigned char *want = tu_rand_buf(len, &rng), *got = malloc(len);
 	const struct timespec ms = { 0, 1000000 };
 	struct writer w = { .close_after = true, .ret = 1 };
 	struct sigaction old;
@@ -1350,7 +1308,8 @@ START_TEST(test_short_writes_cut_by_signals_resume_mid_segment)
 		free(want);
 		return;
 	}
-	make_fixed_list(&l, want, len, 1000);
+	bl_list_init(&l);
+	tu_append_fixed(&l, want, len, 1000);
 	small_pipe(p);
 	install_sigusr1(&old);
 	w.l = &l;
@@ -1419,7 +1378,7 @@ START_TEST(test_eintr_during_blocked_read_is_retried)
 {
 	uint64_t rng = seed + 15;
 	const size_t len = 10000;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct sigaction old;
 	struct reader rd = { .len = len, .ret = 1 };
 	struct bl_list in;

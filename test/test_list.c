@@ -22,24 +22,6 @@ static void assert_str(const struct bl_list *l, const char *s)
 	tu_assert_list_eq(l, s, strlen(s));
 }
 
-/* Appends @len bytes as segments of @seg bytes, each over its own raw. */
-static void add_segs(struct bl_list *l, const void *data, size_t len,
-		     size_t seg)
-{
-	const char *p = data;
-
-	while (len) {
-		size_t n = len < seg ? len : seg;
-		struct bl_ptr bp = BL_PTR_INIT;
-
-		ck_assert_int_eq(bl_ptr_alloc(&bp, n), 0);
-		memcpy(bl_ptr_data(&bp), p, n);
-		ck_assert_int_eq(bl_list_append_ptr_move(l, &bp), 0);
-		p += n;
-		len -= n;
-	}
-}
-
 /* Appends a segment of @len bytes at address offset @skew of a new raw. */
 static struct bl_raw *add_skewed(struct bl_list *l, const void *data,
 				 size_t len, size_t skew)
@@ -98,7 +80,7 @@ static struct bl_ptr seg_of(const struct bl_list *l, unsigned i)
 static void make_abc(struct bl_list *l)
 {
 	bl_list_init(l);
-	add_segs(l, "ABCDEFGHIJ", 10, 3);
+	tu_append_fixed(l, "ABCDEFGHIJ", 10, 3);
 	ck_assert_uint_eq(bl_list_num_buffers(l), 4);
 }
 
@@ -595,7 +577,7 @@ START_TEST(test_swap_exchanges_inline_and_chunked_lists)
 	bl_list_init(&b);
 	bl_list_init(&e);
 	ck_assert_int_eq(bl_list_append(&a, "one", 3), 0);
-	add_segs(&b, big, 300, 3);
+	tu_append_fixed(&b, big, 300, 3);
 	ck_assert_uint_eq(bl_list_num_buffers(&b), 100);
 	bl_list_swap(&a, &b);
 	tu_assert_list_eq(&a, big, 300);
@@ -604,7 +586,7 @@ START_TEST(test_swap_exchanges_inline_and_chunked_lists)
 	/* both keep working after the move of their inline chunk */
 	ck_assert_int_eq(bl_list_append(&a, "!", 1), 0);
 	ck_assert_int_eq(bl_list_append(&b, "two", 3), 0);
-	add_segs(&b, "xyz", 3, 1);
+	tu_append_fixed(&b, "xyz", 3, 1);
 	assert_str(&b, "onetwoxyz");
 	ck_assert_int_eq(bl__list_validate(&a), 0);
 	ck_assert_uint_eq(bl_list_length(&a), 301);
@@ -627,7 +609,7 @@ START_TEST(test_clear_frees_every_raw)
 
 	bl_list_init(&l);
 	s0 = stats_now();
-	add_segs(&l, data, sizeof(data), 10);
+	tu_append_fixed(&l, data, sizeof(data), 10);
 	bl_list_clear(&l);
 	s1 = stats_now();
 	ck_assert_uint_eq(s1.raws_created - s0.raws_created, 500);
@@ -644,7 +626,7 @@ START_TEST(test_claim_append_moves_without_copy)
 	uint64_t c0;
 
 	bl_list_init(&l);
-	add_segs(&l, "abc", 3, 2);
+	tu_append_fixed(&l, "abc", 3, 2);
 	make_abc(&src);
 	for (unsigned i = 0; i < 4; i++)
 		r[i] = seg_of(&src, i).raw;
@@ -701,7 +683,7 @@ static void claim_many(const char *pre, bool prepend)
 	bl_list_init(&l);
 	bl_list_init(&src);
 	ck_assert_int_eq(bl_list_append(&l, pre, plen), 0);
-	add_segs(&src, data, sizeof(data), 4);
+	tu_append_fixed(&src, data, sizeof(data), 4);
 	ck_assert_uint_eq(bl_list_num_buffers(&src), 1000);
 	r0 = seg_of(&src, 0).raw;
 	c0 = copied_now();
@@ -768,7 +750,7 @@ START_TEST(test_claim_prepend_moves_without_copy)
 	uint64_t c0;
 
 	bl_list_init(&l);
-	add_segs(&l, "xyz", 3, 1);
+	tu_append_fixed(&l, "xyz", 3, 1);
 	make_abc(&src);
 	r = seg_of(&src, 1).raw;
 	c0 = copied_now();
@@ -1050,7 +1032,7 @@ START_TEST(test_splice_large_list)
 	tu_fill(data, sizeof(data), &rng);
 	bl_list_init(&l);
 	bl_list_init(&c);
-	add_segs(&l, data, sizeof(data), 4);
+	tu_append_fixed(&l, data, sizeof(data), 4);
 	ck_assert_uint_eq(bl_list_num_buffers(&l), 3000);
 	c0 = copied_now();
 	ck_assert_int_eq(bl_list_splice(&l, 3001, 5000, &c), 0);
@@ -1083,7 +1065,7 @@ static void make_chunked(struct bl_list *l, unsigned char *data)
 
 	tu_fill(data, 2 * CH_NSEG, &rng);
 	bl_list_init(l);
-	add_segs(l, data, 2 * CH_NSEG, 2);
+	tu_append_fixed(l, data, 2 * CH_NSEG, 2);
 	ck_assert_uint_eq(bl_list_num_buffers(l), CH_NSEG);
 }
 
@@ -2147,7 +2129,7 @@ START_TEST(test_seg_cursor_walks_every_segment_in_order)
 		data[i] = (char)i;
 	bl_list_init(&l);
 	ck_assert_ptr_null(bl__seg_first(&l, &cur));
-	add_segs(&l, data, sizeof(data), 2);	/* 100 segments, 3 chunks */
+	tu_append_fixed(&l, data, sizeof(data), 2);	/* 100 segments, 3 chunks */
 	/* cut the first two: the inline chunk is empty, heap chunks follow */
 	ck_assert_int_eq(bl_list_splice(&l, 0, 4, NULL), 0);
 	BL__LIST_FOREACH_SEG(&l, cur, s) {
@@ -2296,7 +2278,7 @@ START_TEST(test_contents_equal_ignores_segmentation)
 	bl_list_init(&e1);
 	bl_list_init(&e2);
 	ck_assert_int_eq(bl_list_append(&a, data, sizeof(data)), 0);
-	add_segs(&b, data, sizeof(data), 1);
+	tu_append_fixed(&b, data, sizeof(data), 1);
 	tu_append_segmented(&c, data, sizeof(data), 17, 1, &rng);
 	ck_assert(bl_list_contents_equal(&a, &b));
 	ck_assert(bl_list_contents_equal(&b, &c));
@@ -2330,9 +2312,9 @@ START_TEST(test_compare_orders_like_memcmp)
 	bl_list_init(&e);
 	bl_list_init(&abc2);
 	ck_assert_int_eq(bl_list_append(&abc, "abc", 3), 0);
-	add_segs(&abd, "abd", 3, 1);
+	tu_append_fixed(&abd, "abd", 3, 1);
 	ck_assert_int_eq(bl_list_append(&ab, "ab", 2), 0);
-	add_segs(&abc2, "a\xff" "c", 3, 2);
+	tu_append_fixed(&abc2, "a\xff" "c", 3, 2);
 	ck_assert_int_lt(bl_list_compare(&abc, &abd), 0);
 	ck_assert_int_gt(bl_list_compare(&abd, &abc), 0);
 	ck_assert_int_lt(bl_list_compare(&ab, &abc), 0);
@@ -2413,7 +2395,7 @@ START_TEST(test_to_iovec_resume_over_3000_segments)
 
 	tu_fill(data, sizeof(data), &rng);
 	bl_list_init(&l);
-	add_segs(&l, data, sizeof(data), 5);
+	tu_append_fixed(&l, data, sizeof(data), 5);
 	ck_assert_uint_eq(bl_list_num_buffers(&l), 3000);
 	c0 = copied_now();
 	while ((n = bl_list_to_iovec(&l, off, iov, 1024)) > 0) {
@@ -2448,7 +2430,7 @@ START_TEST(test_to_iovec_every_count_and_start_across_chunks)
 		size_t n = 1 + i % 3;
 
 		segoff[i] = len;
-		add_segs(&l, data + len, n, n);
+		tu_append_fixed(&l, data + len, n, n);
 		len += n;
 	}
 	segoff[60] = len;
@@ -2550,18 +2532,18 @@ START_TEST(test_crc32c_independent_of_segmentation)
 		bl_list_init(&l);
 		switch (layout) {
 		case 0:
-			add_segs(&l, data, sizeof(data), sizeof(data));
+			tu_append_fixed(&l, data, sizeof(data), sizeof(data));
 			break;
 		case 1:
-			add_segs(&l, data, sizeof(data), 1000);
+			tu_append_fixed(&l, data, sizeof(data), 1000);
 			break;
 		case 2:
 			tu_append_segmented(&l, data, sizeof(data), 3000, 1,
 					    &rng);
 			break;
 		default:
-			add_segs(&l, data, 3000, 1);
-			add_segs(&l, data + 3000, sizeof(data) - 3000, 4096);
+			tu_append_fixed(&l, data, 3000, 1);
+			tu_append_fixed(&l, data + 3000, sizeof(data) - 3000, 4096);
 			break;
 		}
 		for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
@@ -2585,7 +2567,7 @@ START_TEST(test_crc32c_cache_keyed_by_range)
 	tu_fill(data, sizeof(data), &rng);
 	bl_list_init(&l);
 	bl_list_init(&sub);
-	add_segs(&l, data, sizeof(data), sizeof(data));
+	tu_append_fixed(&l, data, sizeof(data), sizeof(data));
 	ck_assert_uint_eq(bl_list_crc32c(&l, 0), bl_crc32c(0, data, 4096));
 	ck_assert_int_eq(bl_list_substr_of(&sub, &l, 100, 3000), 0);
 	ck_assert_uint_eq(bl_list_crc32c(&sub, 0),
@@ -2607,7 +2589,7 @@ START_TEST(test_crc32c_follows_copy_in_through_sharer)
 	tu_fill(data, sizeof(data), &rng);
 	bl_list_init(&l);
 	bl_list_init(&other);
-	add_segs(&l, data, sizeof(data), 2048);
+	tu_append_fixed(&l, data, sizeof(data), 2048);
 	ck_assert_int_eq(bl_list_append_list(&other, &l), 0);
 	ck_assert_uint_eq(bl_list_crc32c(&other, 0),
 			  bl_crc32c(0, data, sizeof(data)));
@@ -2637,7 +2619,7 @@ START_TEST(test_invalidate_crc_after_direct_write)
 
 	tu_fill(data, sizeof(data), &rng);
 	bl_list_init(&l);
-	add_segs(&l, data, sizeof(data), 2000);
+	tu_append_fixed(&l, data, sizeof(data), 2000);
 	ck_assert_uint_eq(bl_list_crc32c(&l, 0),
 			  bl_crc32c(0, data, sizeof(data)));
 	p = seg_of(&l, 1);
@@ -2817,7 +2799,7 @@ START_TEST(test_hexdump_matches_hexdump_C)
 				ck_assert_int_eq(bl_list_append(&l, buf, len),
 						 0);
 			else if (layout == 1)
-				add_segs(&l, buf, len, len > 1000 ? 999 : 1);
+				tu_append_fixed(&l, buf, len, len > 1000 ? 999 : 1);
 			else
 				tu_append_segmented(&l, buf, len, 21, 1, &rng);
 			text = hexdump_text(&l);
@@ -3104,7 +3086,7 @@ START_TEST(test_list_larger_than_iov_max)
 	bl_list_init(&sub);
 	bl_list_init(&c);
 	s0 = stats_now();
-	add_segs(&l, data, sizeof(data), 3);
+	tu_append_fixed(&l, data, sizeof(data), 3);
 	ck_assert_uint_eq(bl_list_num_buffers(&l), 5000);
 	ck_assert_uint_gt(bl_list_num_buffers(&l), IOV_MAX);
 	tu_assert_list_eq(&l, data, sizeof(data));
@@ -3203,15 +3185,15 @@ static int fail_each_allocation(void (*build)(struct bl_list *,
 /* l: two segments (inline chunk full); m: one segment. */
 static void build_two_one(struct bl_list *l, struct bl_list *m)
 {
-	add_segs(l, "abcdef", 6, 3);
-	add_segs(m, "XYZ", 3, 3);
+	tu_append_fixed(l, "abcdef", 6, 3);
+	tu_append_fixed(m, "XYZ", 3, 3);
 }
 
 static void build_static(struct bl_list *l, struct bl_list *m)
 {
 	static const char text[] = "static!";
 
-	add_segs(l, "ab", 2, 2);
+	tu_append_fixed(l, "ab", 2, 2);
 	add_static(l, text, 7);
 	(void)m;
 }
@@ -3302,8 +3284,8 @@ START_TEST(test_failed_substr_leaves_dst_unchanged)
 		tu_alloc_install(0, 0);
 		bl_list_init(&l);
 		bl_list_init(&d);
-		add_segs(&l, "abcdefghij", 10, 2);
-		add_segs(&d, "old", 3, 1);
+		tu_append_fixed(&l, "abcdefghij", 10, 2);
+		tu_append_fixed(&d, "old", 3, 1);
 		tu_alloc_fail_at(n, 1);
 		ret = bl_list_substr_of(&d, &l, 1, 8);
 		tu_alloc_fail_at(0, 0);
@@ -3396,7 +3378,7 @@ START_TEST(test_foreach_seg_lends_every_segment_in_order)
 	BL_LIST_FOREACH_SEG(&l, it, s)
 		ck_abort_msg("an empty list has no segment");
 	ck_assert_ptr_null(bl_list_seg_next(&it));
-	add_segs(&l, data, sizeof(data), 2);	/* 100 segments, 3 chunks */
+	tu_append_fixed(&l, data, sizeof(data), 2);	/* 100 segments, 3 chunks */
 	/* cut the first two: the inline chunk is empty, heap chunks follow */
 	ck_assert_int_eq(bl_list_splice(&l, 0, 4, NULL), 0);
 	BL_LIST_FOREACH_SEG(&l, it, s) {
@@ -3425,7 +3407,7 @@ START_TEST(test_foreach_seg_of_inline_list)
 	size_t total = 0;
 	unsigned n = 0;
 
-	add_segs(&l, "hello world", 11, 6);	/* two inline segments */
+	tu_append_fixed(&l, "hello world", 11, 6);	/* two inline segments */
 	BL_LIST_FOREACH_SEG(&l, it, s) {
 		total += s->len;
 		n++;
@@ -3452,7 +3434,7 @@ START_TEST(test_ptr_from_seg_outlives_the_list)
 
 	for (unsigned i = 0; i < sizeof(data); i++)
 		data[i] = (char)('a' + i % 26);
-	add_segs(&l, data, sizeof(data), 16);	/* 4 segments, 4 raws */
+	tu_append_fixed(&l, data, sizeof(data), 16);	/* 4 segments, 4 raws */
 	ck_assert_uint_eq(bl_list_num_buffers(&l), 4);
 	BL_LIST_FOREACH_SEG(&l, it, s) {
 		ck_assert_int_eq(bl_ptr_from_seg(&kept[n], s), 0);
@@ -3558,7 +3540,7 @@ START_TEST(test_validate_catches_a_slot_outside_its_raw)
 	struct bl_list l = BL_LIST_INIT(l);
 	struct bl_seg *s, keep;
 
-	add_segs(&l, "0123456789", 10, 10);
+	tu_append_fixed(&l, "0123456789", 10, 10);
 	s = (struct bl_seg *)bl__list_front(&l);	/* the test breaks it */
 	keep = *s;
 	ck_assert_int_eq(bl__list_validate(&l), 0);
@@ -3669,7 +3651,7 @@ START_TEST(test_pad_to_of_appended_bytes)
 		struct bl_list l;
 
 		bl_list_init(&l);
-		add_segs(&l, data, 2500, 2500);
+		tu_append_fixed(&l, data, 2500, 2500);
 		ck_assert_int_eq(bl_list_append(&l, data + 2500, 500), 0);
 		ck_assert_int_eq(bl_list_pad_to(&l, al), (ssize_t)pad);
 		tu_assert_list_eq(&l, want, sizeof(data) + pad);
@@ -3768,7 +3750,7 @@ START_TEST(test_pad_to_allocates_in_the_list_pool)
 	ck_assert_ptr_nonnull(p);
 	bl_list_init(&l);
 	bl_list_set_pool(&l, p);
-	add_segs(&l, "abc", 3, 3);
+	tu_append_fixed(&l, "abc", 3, 3);
 	ck_assert_int_eq(bl_list_pad_to(&l, 8), 5);
 	ck_assert_ptr_eq(bl_raw_pool(seg_of(&l, 0).raw), p);
 	tu_assert_list_eq(&l, "abc\0\0\0\0\0", 8);

@@ -75,15 +75,6 @@ static void tdir_teardown(void)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static unsigned char *rand_buf(size_t len, uint64_t *rng)
-{
-	unsigned char *p = malloc(len ? len : 1);
-
-	ck_assert_ptr_nonnull(p);
-	tu_fill(p, len, rng);
-	return p;
-}
-
 /* @l = @len bytes of @data in exactly @nseg segments, each its own raw. */
 static void make_list(struct bl_list *l, const unsigned char *data,
 		      size_t len, unsigned nseg, uint64_t *rng)
@@ -113,21 +104,6 @@ static void make_list(struct bl_list *l, const unsigned char *data,
 	}
 	ck_assert_uint_eq(bl_list_num_buffers(l), nseg);
 	ck_assert_uint_eq(bl_list_length(l), len);
-}
-
-static unsigned char *file_bytes(int fd, off_t off, size_t len)
-{
-	unsigned char *p = malloc(len ? len : 1);
-	size_t got = 0;
-
-	ck_assert_ptr_nonnull(p);
-	while (got < len) {
-		ssize_t n = pread(fd, p + got, len - got, off + (off_t)got);
-
-		ck_assert_int_gt(n, 0);
-		got += (size_t)n;
-	}
-	return p;
 }
 
 static void set_nonblock(int fd)
@@ -278,7 +254,7 @@ START_TEST(test_write_read_round_trip_one_many_and_over_iov_max_segments)
 		unsigned nseg = nsegs[k];
 		size_t len = nseg * 53 + 1001;
 		off_t off = 12345 + 7 * (off_t)k;
-		unsigned char *want = rand_buf(len, &rng), *got;
+		unsigned char *want = tu_rand_buf(len, &rng), *got;
 		struct bl__uring_counters c0 = counters(u), c1;
 		struct bl_list l;
 		struct tu_rec r;
@@ -288,7 +264,7 @@ START_TEST(test_write_read_round_trip_one_many_and_over_iov_max_segments)
 		c1 = counters(u);
 		/* one request per IOV_MAX segments, more only if short */
 		ck_assert_uint_ge(c1.sqes - c0.sqes, (nseg + 1023) / 1024);
-		got = file_bytes(fd, off, len);
+		got = tu_file_bytes(fd, off, len);
 		ck_assert_mem_eq(got, want, len);
 		free(got);
 
@@ -311,7 +287,7 @@ START_TEST(test_caller_clears_its_list_right_after_submit)
 {
 	uint64_t rng = seed + 1;
 	const size_t len = 200000;
-	unsigned char *want = rand_buf(len, &rng), *got;
+	unsigned char *want = tu_rand_buf(len, &rng), *got;
 	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_raw *first;
 	struct bl_ptr p;
@@ -333,7 +309,7 @@ START_TEST(test_caller_clears_its_list_right_after_submit)
 	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, (ssize_t)len);
 	ck_assert_uint_eq(bl_raw_nref(first), 1);
-	got = file_bytes(fd, 777, len);
+	got = tu_file_bytes(fd, 777, len);
 	ck_assert_mem_eq(got, want, len);
 	free(got);
 	bl_ptr_release(&p);
@@ -347,7 +323,7 @@ START_TEST(test_read_is_short_only_at_end_of_file)
 {
 	uint64_t rng = seed + 2;
 	const size_t len = 5000;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct tu_rec r;
 	char path[PATH_MAX];
@@ -411,7 +387,7 @@ START_TEST(test_null_callback_is_fire_and_forget_on_every_submission)
 {
 	uint64_t rng = seed + 20;
 	const size_t len = 70000;
-	unsigned char *want = rand_buf(len, &rng), *got;
+	unsigned char *want = tu_rand_buf(len, &rng), *got;
 	struct bl_uring *u;
 	struct bl_uring_bufring *br;
 	struct bl_list l;
@@ -427,7 +403,7 @@ START_TEST(test_null_callback_is_fire_and_forget_on_every_submission)
 	make_list(&l, want, len, 30, &rng);
 	ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, NULL, NULL), 0);
 	run_idle(u);
-	got = file_bytes(fd, 0, len);
+	got = tu_file_bytes(fd, 0, len);
 	ck_assert_mem_eq(got, want, len);
 	free(got);
 	/* what a read or receive got is released with nobody to take it */
@@ -593,7 +569,7 @@ START_TEST(test_inflight_counts_ops_until_their_callback_ran)
 	ck_assert_uint_eq(bl_uring_inflight(u), 2);
 	if (blocking) {
 		/* both done already, in the submit calls */
-		got = file_bytes(fd, 0, 6);
+		got = tu_file_bytes(fd, 0, 6);
 		ck_assert_mem_eq(got, "abcabc", 6);
 		free(got);
 	} else {
@@ -602,7 +578,7 @@ START_TEST(test_inflight_counts_ops_until_their_callback_ran)
 
 		ck_assert_int_ge(bl_uring_submit(u), 1);
 		ck_assert_int_eq(io_uring_wait_cqe(bl_uring_ring(u), &cqe), 0);
-		got = file_bytes(fd, 0, 3);
+		got = tu_file_bytes(fd, 0, 3);
 		ck_assert_mem_eq(got, "abc", 3);
 		free(got);
 	}
@@ -680,7 +656,7 @@ START_TEST(test_o_direct_round_trip_copies_only_misaligned_runs)
 
 	/* 1) an aligned page-sized raw, 2) a misaligned run, 3) aligned */
 	len = 4 * offa + 3 * 65536;
-	want = rand_buf(len, &rng);
+	want = tu_rand_buf(len, &rng);
 	bl_list_init(&l);
 	p.raw = bl_raw_create_aligned(65536, 4096);
 	p.off = 0;
@@ -861,7 +837,7 @@ START_TEST(test_rlimit_fsize_gives_efbig_in_callback)
 	const rlim_t limit = 10007;
 	uint64_t rng = seed + 4;
 	const size_t len = 50000;
-	unsigned char *want = rand_buf(len, &rng), *got;
+	unsigned char *want = tu_rand_buf(len, &rng), *got;
 	char path[PATH_MAX];
 	int fd = tu_tmp_open(tdir, path, sizeof(path)), status;
 	pid_t pid;
@@ -900,7 +876,7 @@ START_TEST(test_rlimit_fsize_gives_efbig_in_callback)
 	ck_assert(WIFEXITED(status));
 	ck_assert_int_eq(WEXITSTATUS(status), 0);
 	/* the bytes below the limit arrived (resumed after the short write) */
-	got = file_bytes(fd, 0, limit);
+	got = tu_file_bytes(fd, 0, limit);
 	ck_assert_mem_eq(got, want, limit);
 	free(got);
 	close(fd);
@@ -912,7 +888,7 @@ START_TEST(test_injected_short_counts_are_resumed_to_the_end)
 {
 	uint64_t rng = seed + 5;
 	const size_t len = 300000;
-	unsigned char *want = rand_buf(len, &rng), *got;
+	unsigned char *want = tu_rand_buf(len, &rng), *got;
 	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl__uring_counters c0 = counters(u), c1;
 	struct bl_list l;
@@ -933,7 +909,7 @@ START_TEST(test_injected_short_counts_are_resumed_to_the_end)
 	ck_assert_int_eq(hook_hits, 2);
 	c1 = counters(u);
 	ck_assert_uint_ge(c1.resumes - c0.resumes, 2);
-	got = file_bytes(fd, 999, len);
+	got = tu_file_bytes(fd, 999, len);
 	ck_assert_mem_eq(got, want, len);
 	free(got);
 
@@ -959,7 +935,7 @@ START_TEST(test_injected_eio_and_enospc_reach_the_callback_and_release_refs)
 	static const int errs[] = { -EIO, -ENOSPC };
 	uint64_t rng = seed + 6;
 	const size_t len = 40000;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	char path[PATH_MAX];
 	int fd = tu_tmp_open(tdir, path, sizeof(path));
 
@@ -1002,7 +978,7 @@ START_TEST(test_injected_eagain_is_retried)
 {
 	uint64_t rng = seed + 7;
 	const size_t len = 10000;
-	unsigned char *want = rand_buf(len, &rng), *got;
+	unsigned char *want = tu_rand_buf(len, &rng), *got;
 	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl__uring_counters c0 = counters(u);
 	struct bl_list l;
@@ -1024,7 +1000,7 @@ START_TEST(test_injected_eagain_is_retried)
 	ck_assert_int_ge(hook_hits, 2);
 	if (!blocking)
 		ck_assert_uint_ge(counters(u).retries - c0.retries, 1);
-	got = file_bytes(fd, 0, len);
+	got = tu_file_bytes(fd, 0, len);
 	ck_assert_mem_eq(got, want, len);
 	free(got);
 	bl_list_clear(&l);
@@ -1135,7 +1111,7 @@ START_TEST(test_allocation_failure_at_submit_is_enomem_and_leaks_nothing)
 {
 	uint64_t rng = seed + 8;
 	const size_t len = 30000;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_list l;
 	struct bl_ptr p;
@@ -1213,7 +1189,7 @@ START_TEST(test_short_writes_through_a_pipe_to_a_slow_reader)
 	/* BL_TEST_QUICK (valgrind, where the reader runs only when the
 	 * ring's thread returns from io_uring_enter): still short writes */
 	const size_t len = getenv("BL_TEST_QUICK") ? 1 << 18 : 1 << 20;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct drain d = { 0, len, malloc(len), 0, true };
 	struct bl_list l;
@@ -1242,7 +1218,7 @@ START_TEST(test_write_to_nonblocking_socketpair_resumes_until_done)
 {
 	uint64_t rng = seed + 10;
 	const size_t len = 4 << 20;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct drain d = { 0, len, malloc(len), 0, false };
 	struct bl_list l;
@@ -1279,7 +1255,7 @@ static void full_then_drained(bool sock)
 {
 	uint64_t rng = seed + 15;
 	const size_t len = sock ? 4 << 20 : 300000;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct bl_uring *u = tu_ring_new(blocking, SIZE_MAX, 0);
 	struct drain d = { 0, len, malloc(len), 0, false };
 	struct bl_list l;
@@ -1366,7 +1342,7 @@ static void sink_cb(void *arg, ssize_t res, struct bl_list *data)
 static void send_recv(struct bl_uring *u, const int fds[2], size_t len,
 		      unsigned nseg, uint64_t *rng)
 {
-	unsigned char *want = rand_buf(len, rng);
+	unsigned char *want = tu_rand_buf(len, rng);
 	struct sink s;
 	struct bl_list l;
 	struct tu_rec r;
@@ -1780,7 +1756,7 @@ START_TEST(test_run_with_min_complete_zero_advances_waiting_ops)
 {
 	uint64_t rng = seed + 21;
 	const size_t len = 4 << 20;
-	unsigned char *want = rand_buf(len, &rng), *got = malloc(len);
+	unsigned char *want = tu_rand_buf(len, &rng), *got = malloc(len);
 	struct bl_uring *u = tu_ring_new(blocking, SIZE_MAX, 0);
 	time_t end = time(NULL) + 20;
 	struct bl_list l;
@@ -1929,7 +1905,7 @@ START_TEST(test_write_refused_rwf_nosignal_goes_again_without_it)
 	ck_assert_int_eq(r.res, 5);
 	ck_assert_int_eq(hook_hits, 2);
 	ck_assert(!bl__uring_rwf_nosignal(-1));
-	got = file_bytes(fd, 0, 5);
+	got = tu_file_bytes(fd, 0, 5);
 	ck_assert_mem_eq(got, "hello", 5);
 	free(got);
 	/* without it a gone reader is still -EPIPE */
@@ -2028,7 +2004,7 @@ START_TEST(test_writes_at_the_file_position_land_whole_and_in_order)
 		} else {
 			ck_assert_int_eq(lseek(fd, 0, SEEK_CUR),
 					 (off_t)(NLETTERS * each));
-			got = file_bytes(fd, 0, NLETTERS * each);
+			got = tu_file_bytes(fd, 0, NLETTERS * each);
 			assert_letters(got, NLETTERS * each, each);
 			free(got);
 		}
@@ -2769,7 +2745,7 @@ START_TEST(test_registered_raws_know_their_index_and_use_fixed_io)
 	write_sync(u, fd, 333, &l, 5000);
 	c1 = counters(u);
 	ck_assert_uint_eq(c1.fixed - c0.fixed, blocking ? 0 : 1);
-	got = file_bytes(fd, 333, 5000);
+	got = tu_file_bytes(fd, 333, 5000);
 	ck_assert_mem_eq(got, bl_raw_data(r[0]) + 100, 5000);
 	free(got);
 
@@ -3443,7 +3419,7 @@ START_TEST(test_destroy_with_io_in_flight_cancels_everything_without_leaks)
 {
 	uint64_t rng = seed + 14;
 	const size_t len = 1 << 20;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct counted crecv = { 0 }, cpool = { 0 }, cwrite = { 0 };
 	struct bl_uring_bufring *br;
 	struct bl_uring *u;
@@ -3502,7 +3478,7 @@ START_TEST(test_destroy_cancels_the_ops_waiting_their_turn_on_a_descriptor)
 {
 	uint64_t rng = seed + 22;
 	const size_t len = 8 << 20;
-	unsigned char *want = rand_buf(len, &rng);
+	unsigned char *want = tu_rand_buf(len, &rng);
 	struct tu_rec rw[4], rs[4];
 	struct bl_uring *u;
 	struct bl_list l;
@@ -3708,7 +3684,7 @@ START_TEST(test_write_wait_and_read_wait_round_trip)
 {
 	uint64_t rng = seed + 40;
 	const size_t len = 37 * 1000 + 11;
-	unsigned char *want = rand_buf(len, &rng), *got;
+	unsigned char *want = tu_rand_buf(len, &rng), *got;
 	struct bl_uring *u = tu_ring_new(blocking, 0, 0);
 	struct bl_list l, out;
 	char path[PATH_MAX];
@@ -3717,7 +3693,7 @@ START_TEST(test_write_wait_and_read_wait_round_trip)
 	make_list(&l, want, len, 37, &rng);
 	ck_assert_int_eq(bl_uring_write_wait(u, fd, 4096, &l), (ssize_t)len);
 	ck_assert_uint_eq(bl_uring_inflight(u), 0);
-	got = file_bytes(fd, 4096, len);
+	got = tu_file_bytes(fd, 4096, len);
 	ck_assert_mem_eq(got, want, len);
 	free(got);
 	/* the bytes are appended after what @out holds */

@@ -129,6 +129,47 @@ void tu_assert_list_eq(const struct bl_list *l, const void *want, size_t len)
 	free(got);
 }
 
+void tu_append_fixed(struct bl_list *l, const void *data, size_t len,
+		     size_t seg)
+{
+	const char *p = data;
+
+	while (len) {
+		size_t n = len < seg ? len : seg;
+		struct bl_ptr bp = BL_PTR_INIT;
+
+		ck_assert_int_eq(bl_ptr_alloc(&bp, n), 0);
+		memcpy(bl_ptr_data(&bp), p, n);
+		ck_assert_int_eq(bl_list_append_ptr_move(l, &bp), 0);
+		p += n;
+		len -= n;
+	}
+}
+
+unsigned char *tu_rand_buf(size_t len, uint64_t *rng)
+{
+	unsigned char *p = malloc(len ? len : 1);
+
+	ck_assert_ptr_nonnull(p);
+	tu_fill(p, len, rng);
+	return p;
+}
+
+unsigned char *tu_file_bytes(int fd, off_t off, size_t len)
+{
+	unsigned char *p = malloc(len ? len : 1);
+	size_t got = 0;
+
+	ck_assert_ptr_nonnull(p);
+	while (got < len) {
+		ssize_t n = pread(fd, p + got, len - got, off + (off_t)got);
+
+		ck_assert_int_gt(n, 0);
+		got += (size_t)n;
+	}
+	return p;
+}
+
 uint64_t tu_rand(uint64_t *s)
 {
 	uint64_t x = *s ? *s : 0x9E3779B97F4A7C15ull;

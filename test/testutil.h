@@ -54,10 +54,21 @@ void tu_assert_list_eq(const struct bl_list *l, const void *want, size_t len);
 void tu_append_segmented(struct bl_list *l, const void *data, size_t len,
 			 size_t max_seg, int own_raws, uint64_t *rng);
 
+/* Appends @len bytes of @data to @l as segments of @seg bytes (the last
+ * shorter), each over its own raw, so that no two merge. */
+void tu_append_fixed(struct bl_list *l, const void *data, size_t len,
+		     size_t seg);
+
 /* xorshift64*: deterministic test randomness. */
 uint64_t tu_rand(uint64_t *state);
 /* Fills @buf with pseudo-random bytes. */
 void tu_fill(void *buf, size_t len, uint64_t *rng);
+
+/* @len pseudo-random bytes in a new malloc'd buffer (caller frees). */
+unsigned char *tu_rand_buf(size_t len, uint64_t *rng);
+/* Exactly @len bytes of @fd at @off (plain pread) in a new malloc'd
+ * buffer (caller frees); a short file fails the test. */
+unsigned char *tu_file_bytes(int fd, off_t off, size_t len);
 
 /* Seed: from BL_TEST_SEED if set, else time-based; printed to stderr. */
 uint64_t tu_seed(const char *who);
