@@ -2,11 +2,13 @@
 /*
  * blbench.h - what the parts of blbench above the targets share (never
  * installed): main and the options (blbench.c), the modes (blbench_mode.c),
- * a client's steps before and after its loop (blbench_setup.c), the op loop (blbench_run.c), the metadata object (blbench_meta.c), the
- * output (blbench_out.c, its latency histogram in blbench_hist.c), the
- * clients of --jobs (blbench_jobs.c) and `blbench serve`
- * (blbench_serve.c).  Targets never include it: what they
- * share with these files is blbench_target.h.
+ * a client's steps before and after its loop (blbench_setup.c), the op
+ * loop (blbench_run.c), the metadata object (blbench_meta.c), the output
+ * (blbench_out.c, its latency histogram in blbench_hist.c, the --plot SVG
+ * in blbench_plot.c), the clients of --jobs (blbench_jobs.c) and `blbench
+ * serve` (blbench_serve.c, its requests' replies in blbench_serve_reply.c,
+ * both over blbench_serve.h).  Targets never include it: what they share
+ * with these files is blbench_target.h.
  * Names: blb_ for what these files share; everything else is static.
  */
 #ifndef BLBENCH_H
@@ -128,6 +130,8 @@ void blb_out_summary(struct blb_out *o, struct blb_stats *s,
 		     double time_run);
 void blb_out_kv(struct blb_out *o, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* ---- the --plot SVG (blbench_plot.c) ------------------------------------ */
 
 /*
  * --plot: bandwidth and latency per second, and the latency distribution,

@@ -2,10 +2,11 @@
 /*
  * list_priv.h - what the files of the list layer share: the chunks and
  * their slots, pushing a segment, marks that undo appends, and positions.
- * Included only by list.c, list_append.c, list_reshape.c and list_read.c;
- * never installed (the other layers see list_int.h).  The short names
- * (struct mark, struct pos, inl(), slots(), push_seg() ...) have no
- * linkage and are the layer's own vocabulary.  What a hot path of one file
+ * Included only by the list layer's files (list.c, list_append.c,
+ * list_reshape.c, list_read.c, list_copy.c, list_index.c); never
+ * installed (the other layers see list_int.h).  The short names (struct
+ * mark, struct pos, inl(), slots(), push_seg() ...) have no linkage and
+ * are the layer's own vocabulary.  What a hot path of one file
  * calls in another is static inline here, so that the split into files
  * added no call.
  *

@@ -3,10 +3,12 @@
  * uring.c - lists through io_uring, and the same API on a blocking back
  * end: creating and destroying a struct bl_uring, the submissions, driving
  * it, and its counters.  The rest of the layer: uring_op.c (the operation
- * engine shared by both back ends), uring_kernel.c (issuing and completing
- * on io_uring), uring_blocking.c (the blocking back end), bufring.c
- * (provided-buffer rings), regbuf.c (registered buffers), uring_wait.c
- * (the waited calls, above this file); uring_priv.h is what they share.
+ * engine shared by both back ends), uring_kernel.c (the io_uring back
+ * end's ring: setup, waiting, teardown) and uring_request.c (issuing and
+ * completing its requests), uring_blocking.c (the blocking back end),
+ * bufring.c (provided-buffer rings), regbuf.c (registered buffers),
+ * uring_wait.c (the waited calls, above this file); uring_priv.h is what
+ * they share.
  */
 #include "uring_priv.h"	/* first: config.h sets _GNU_SOURCE */
 #include <errno.h>

@@ -3,9 +3,10 @@
  * uring_op.c - the operation engine that both back ends run: an op's
  * allocation, its references and release, and what a transfer's result
  * means (resume, retry, wait, done), up to the final callback.  It issues
- * nothing itself: uring_kernel.c and uring_blocking.c do, and call down
- * into it; when the engine must start an op on the back end (the next op
- * on a descriptor, a pooled receive to re-arm) it asks through u->be.
+ * nothing itself: the back ends (uring_kernel.c with uring_request.c,
+ * uring_blocking.c) do, and call down into it; when the engine must start
+ * an op on the back end (the next op on a descriptor, a pooled receive to
+ * re-arm) it asks through u->be.
  *
  * An operation (struct uop) is ONE allocation: its header, an iovec per
  * segment and a raw pointer per segment.  Submitting a write or a send

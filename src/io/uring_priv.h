@@ -3,8 +3,8 @@
  * uring_priv.h - what the files of the uring layer share: the ring, the
  * operation, the buffer ring and the registered pool, and the functions
  * one file calls in another.  Included only by uring.c, uring_op.c,
- * uring_kernel.c, uring_blocking.c, uring_wait.c, bufring.c and regbuf.c;
- * never installed (tests see uring_int.h, the messenger uring_msgr.h).
+ * uring_kernel.c, uring_request.c, uring_blocking.c, uring_wait.c,
+ * bufring.c and regbuf.c; never installed (tests see uring_int.h, the messenger uring_msgr.h).
  * The short names (struct uop, OP_*, STEP_*, TAG_*) have no linkage and
  * are the layer's own vocabulary.
  * Helpers that the submission or completion path of two files calls are
@@ -15,6 +15,7 @@
  *   uring_wait.c                     the waited calls, over the API
  *   uring.c                          the API: creation, submissions, run
  *   uring_kernel.c, uring_blocking.c the back ends, side by side
+ *   uring_request.c                  the io_uring back end's requests
  *   uring_op.c                       the op engine both back ends run
  *   bufring.c, regbuf.c              provided buffers, registered buffers
  *
@@ -299,10 +300,13 @@ struct bl__uring_backend {
 
 extern const struct bl__uring_backend bl__uring_backend_blocking;
 
-/* ---- uring_kernel.c: issuing and completing on io_uring ---------------- */
+/* ---- uring_kernel.c: the io_uring back end's ring ---------------------- */
 
 /* @u runs on @ring from now on: the back end, and what the kernel knows */
 void bl__uring_kernel_setup(struct bl_uring *u, struct io_uring *ring);
+
+/* ---- uring_request.c: issuing and completing on io_uring --------------- */
+
 struct io_uring_sqe *bl__uring_get_sqe(struct bl_uring *u);
 /* the first of @n free SQEs (submitting once to make room), or NULL */
 struct io_uring_sqe *bl__uring_get_sqes(struct bl_uring *u, unsigned n);
@@ -312,6 +316,12 @@ void bl__uring_op_prep(struct bl_uring *u, struct uop *op,
 		       struct io_uring_sqe *sqe);
 void bl__uring_flush_backlog(struct bl_uring *u);
 void bl__uring_handle(struct bl_uring *u, const struct io_uring_cqe *kc);
+/* the next request of an op in flight: never fails, may queue the op */
+void bl__uring_issue(struct bl_uring *u, struct uop *op);
+/* the first op waiting for an SQE, taken off the queue, or NULL */
+struct uop *bl__uring_backlog_pop(struct bl_uring *u);
+/* asks the kernel to cancel @op's request, its linked poll and sync */
+void bl__uring_op_cancel(struct bl_uring *u, struct uop *op);
 
 /* ---- uring_blocking.c: the blocking back end ---------------------------- */
 
