@@ -266,6 +266,11 @@ bluestore_fsck_on_mkfs = false
 [osd]
 # the default 4 GiB each is more than a test machine has for three
 osd_memory_target = 1073741824
+# an OSD back after a failure catches up at once: the sparse files look
+# like disks, whose default is a 0.1 s sleep between recovery ops, 3 at a
+# time, so a test waiting for HEALTH_OK after a restart waited minutes
+osd_recovery_sleep_hdd = 0
+osd_recovery_max_active_hdd = 16
 osd_objectstore = bluestore
 bluestore_block_create = true
 bluestore_block_size = $size
@@ -615,7 +620,8 @@ cmd_restart_osd() {
 			sleep 0.5
 		done
 	done
-	wait_ready 90 "${#all[@]}" || exit 1
+	# the OSD's missing writes are recovered before HEALTH_OK
+	wait_ready 180 "${#all[@]}" || exit 1
 }
 
 case "${1:-}" in

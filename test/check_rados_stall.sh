@@ -110,6 +110,25 @@ stop_osd() {	# stop_osd SIGNAL: every OSD gets it
 	echo "$osds" | while read -r _ p; do kill -"$sig" "$p"; done
 }
 
+# Waits up to SECONDS until every OSD signalled has exited or the
+# monitor has them all down: one given SIGTERM tells the monitor, then
+# takes its time to exit, and before it told it still served a short seq.
+osds_gone() {	# osds_gone SECONDS
+	i=0
+	while [ $i -lt $(($1 * 10)) ]; do
+		# a zombie has exited too
+		echo "$osds" | while read -r _ p; do
+			st=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null)
+			[ -n "$st" ] && [ "${st%% *}" != Z ] && exit 1
+		done && return 0
+		ceph osd stat 2>/dev/null | grep -q ' 0 up' && return 0
+		sleep 0.5
+		i=$((i + 5))
+	done
+	echo "# OSDs still up $1 s after SIGTERM" >&2
+	return 1
+}
+
 # A run left to write, to read and to clean up.
 prepare() {
 	# shellcheck disable=SC2086
@@ -134,6 +153,7 @@ for s in STOP TERM; do
 	for mode in "10 seq" cleanup; do
 		prepare || continue
 		stop_osd "$s"
+		[ "$s" = TERM ] && osds_gone 20
 		# shellcheck disable=SC2086
 		start $mode
 		if ends_within $LIMIT && [ "$status" != 0 ]; then
