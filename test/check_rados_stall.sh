@@ -2,12 +2,14 @@
 # SPDX-License-Identifier: MIT
 #
 # check_rados_stall.sh BLBENCH CLUSTER_SCRIPT - blbench's rados:POOL target
-# when the only OSD stops answering: a write, a seq and a cleanup must end
-# within --op-timeout plus a few seconds when the OSD is stopped (SIGSTOP)
-# or killed (SIGTERM), and at once when blbench itself gets a SIGTERM
-# while the OSD is stopped.  The OSD is signalled by the PID the cluster
-# script recorded (DIR/pids) and restarted after (CLUSTER_SCRIPT
-# restart-osd DIR); nothing else is signalled.
+# when no OSD answers: a write, a seq and a cleanup must end within
+# --op-timeout plus a few seconds when every OSD is stopped (SIGSTOP) or
+# killed (SIGTERM), and at once when blbench itself gets a SIGTERM while
+# they are stopped.  Every OSD, not one: with replicas a pool goes on
+# with one OSD gone (check_rados_failover.sh tests that).  The OSDs are
+# signalled by the PIDs the cluster script recorded (DIR/pids) and
+# restarted after (CLUSTER_SCRIPT restart-osd DIR ID...); nothing else is
+# signalled.
 #
 # Needs CEPH_CONF and BL_CEPH_POOL as `scripts/ceph-cluster.sh run` sets
 # them (make check-ceph).  Exit status 0 only when every check passed, 77
@@ -31,7 +33,8 @@ LIMIT=$((T + 8))	# librados' timeout, our grace, the exit
 run=blbench_stall_meta
 opts="-t 4 -b 64K --op-timeout $T --run-name $run --target rados:$BL_CEPH_POOL"
 work=$(mktemp -d "${TMPDIR:-/tmp}/check_rados_stall.XXXXXX") || exit 1
-osd=""
+osds=""		# "osd.N PID" of each OSD signalled
+sig=""			# and the signal
 failed=0
 n=0
 
@@ -43,21 +46,26 @@ not_ok() {
 	sed 's/^/#   /' "$work/err" 2>/dev/null | tail -n 8
 }
 
-# the OSD's PID: the last osd.N the cluster script recorded
-osd_pid() { awk '$2 ~ /^osd\./ { p = $1 } END { print p }' "$dir/pids"; }
+# every OSD the cluster script recorded, "osd.N PID" (its newest PID)
+osd_pids() {
+	awk '$2 ~ /^osd\./ { p[$2] = $1 } END { for (o in p) print o, p[o] }' \
+		"$dir/pids" | sort
+}
 
-# The OSD back: a stopped one continues (one OSD has no peer to report it
-# down), a killed one is started again by the cluster script.
+# The OSDs back: stopped ones continue (stopped together, none can have
+# reported another down), killed ones are started again by the cluster
+# script (which also ends one still shutting down).
 osd_back() {
-	if [ -n "$osd" ]; then
-		if kill -0 "$osd" 2>/dev/null; then
-			kill -CONT "$osd"
-		else
-			"$cluster" restart-osd "$dir" >"$work/restart" 2>&1 ||
-				{ echo "# restart-osd failed:"; sed 's/^/#   /' "$work/restart"; }
-		fi
-		osd=""
+	[ -n "$osds" ] || return 0
+	if [ "$sig" = STOP ]; then
+		echo "$osds" | while read -r _ p; do kill -CONT "$p"; done
+	else
+		# shellcheck disable=SC2046
+		"$cluster" restart-osd "$dir" $(echo "$osds" | cut -d' ' -f1) \
+			>"$work/restart" 2>&1 ||
+			{ echo "# restart-osd failed:"; sed 's/^/#   /' "$work/restart"; }
 	fi
+	osds=""
 }
 trap 'osd_back; rm -rf "$work"' EXIT
 
@@ -89,13 +97,36 @@ ends_within() {
 	return 0
 }
 
-stop_osd() {	# stop_osd SIGNAL
-	osd=$(osd_pid)
-	if [ -z "$osd" ] || ! kill -0 "$osd" 2>/dev/null; then
+stop_osd() {	# stop_osd SIGNAL: every OSD gets it
+	osds=$(osd_pids)
+	sig=$1
+	if [ -z "$osds" ]; then
 		echo "# no OSD PID in $dir/pids" >&2
 		exit 1
 	fi
-	kill -"$1" "$osd"
+	echo "$osds" | while read -r o p; do
+		kill -0 "$p" 2>/dev/null || { echo "# $o ($p) is gone" >&2; exit 1; }
+	done || exit 1
+	echo "$osds" | while read -r _ p; do kill -"$sig" "$p"; done
+}
+
+# Waits up to SECONDS until every OSD signalled has exited or the
+# monitor has them all down: one given SIGTERM tells the monitor, then
+# takes its time to exit, and before it told it still served a short seq.
+osds_gone() {	# osds_gone SECONDS
+	i=0
+	while [ $i -lt $(($1 * 10)) ]; do
+		# a zombie has exited too
+		echo "$osds" | while read -r _ p; do
+			st=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null)
+			[ -n "$st" ] && [ "${st%% *}" != Z ] && exit 1
+		done && return 0
+		ceph osd stat 2>/dev/null | grep -q ' 0 up' && return 0
+		sleep 0.5
+		i=$((i + 5))
+	done
+	echo "# OSDs still up $1 s after SIGTERM" >&2
+	return 1
 }
 
 # A run left to write, to read and to clean up.
@@ -105,29 +136,30 @@ prepare() {
 		{ not_ok "a 1-second write --no-cleanup for the checks"; return 1; }
 }
 
-for sig in STOP TERM; do
-	# a write in progress, the OSD stops answering
+for s in STOP TERM; do
+	# a write in progress, the OSDs stop answering
 	start 60 write
 	sleep 2
-	stop_osd "$sig"
+	stop_osd "$s"
 	if ends_within $LIMIT && [ "$status" != 0 ] &&
 		grep -Eq "op-timeout|timed out" "$work/err"; then
-		ok "write, OSD SIG$sig: ends in ${took} s (--op-timeout $T), status $status"
+		ok "write, OSDs SIG$s: ends in ${took} s (--op-timeout $T), status $status"
 	else
-		not_ok "write, OSD SIG$sig: still running or wrong after ${took} s (status $status)"
+		not_ok "write, OSDs SIG$s: still running or wrong after ${took} s (status $status)"
 	fi
 	osd_back
 
 	# seq and cleanup wait for the metadata object first
 	for mode in "10 seq" cleanup; do
 		prepare || continue
-		stop_osd "$sig"
+		stop_osd "$s"
+		[ "$s" = TERM ] && osds_gone 20
 		# shellcheck disable=SC2086
 		start $mode
 		if ends_within $LIMIT && [ "$status" != 0 ]; then
-			ok "$mode, OSD SIG$sig: ends in ${took} s, status $status"
+			ok "$mode, OSDs SIG$s: ends in ${took} s, status $status"
 		else
-			not_ok "$mode, OSD SIG$sig: still running or wrong after ${took} s (status $status)"
+			not_ok "$mode, OSDs SIG$s: still running or wrong after ${took} s (status $status)"
 		fi
 		osd_back
 	done
@@ -145,18 +177,18 @@ for mode in "60 write" "10 seq" cleanup; do
 	kill -TERM "$pid"
 	t0=$(date +%s)
 	if ends_within 3 && [ "$status" != 0 ]; then
-		ok "$mode, OSD stopped, SIGTERM to blbench: ends in ${took} s, status $status"
+		ok "$mode, OSDs stopped, SIGTERM to blbench: ends in ${took} s, status $status"
 	else
-		not_ok "$mode, OSD stopped, SIGTERM to blbench: still running or wrong after ${took} s (status $status)"
+		not_ok "$mode, OSDs stopped, SIGTERM to blbench: still running or wrong after ${took} s (status $status)"
 	fi
 	osd_back
 done
 
-# what the runs left goes, now that the OSD answers again
+# what the runs left goes, now that the OSDs answer again
 # shellcheck disable=SC2086
 "$bin" $opts cleanup >/dev/null 2>"$work/err" &&
 	"$bin" $opts --prefix benchmark_data_ cleanup >/dev/null 2>>"$work/err" ||
-	not_ok "cleanup with the OSD back"
+	not_ok "cleanup with the OSDs back"
 
 echo "1..$n"
 [ "$failed" = 0 ]
