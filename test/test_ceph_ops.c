@@ -7,7 +7,8 @@
  * (exclusive create, cmpext, version assertions); read ops that fill
  * every output or none; both submitted sync and aio, the op released
  * right after an aio submission; completions waited on; 64-bit aio reads;
- * and the errors (NULL arguments, bad keys, missing objects, spent ops).
+ * a sync read of more than 2 GiB; and the errors (NULL arguments, bad
+ * keys, missing objects, spent ops).
  *
  * Needs CEPH_CONF and BL_CEPH_POOL (`make check-ceph` starts a throw-away
  * cluster and sets both); without them it exits 77 (skipped) at once.
@@ -772,6 +773,115 @@ START_TEST(test_op_steps_send_thread_local_raws_as_a_copy)
 }
 END_TEST
 
+/* Sets (@val non-NULL) or removes the OSDs' option @name, as `ceph
+ * config set osd NAME VAL` / `ceph config rm osd NAME`. */
+static int osd_config(const char *name, const char *val)
+{
+	char cmd[256];
+	const char *cmds[1] = { cmd };
+
+	if (val)
+		snprintf(cmd, sizeof(cmd),
+			 "{\"prefix\": \"config set\", \"who\": \"osd\", "
+			 "\"name\": \"%s\", \"value\": \"%s\"}", name, val);
+	else
+		snprintf(cmd, sizeof(cmd),
+			 "{\"prefix\": \"config rm\", \"who\": \"osd\", "
+			 "\"name\": \"%s\"}", name);
+	return rados_mon_command(bl_rados_cluster(R), cmds, 1, "", 0, NULL,
+				 NULL, NULL, NULL);
+}
+
+static void put_at(const char *o, const char *s, uint64_t off)
+{
+	struct bl_list l;
+
+	bl_list_init(&l);
+	put_str(&l, s);
+	ck_assert_int_eq(bl_rados_write(R, o, &l, off), 0);
+	bl_list_clear(&l);
+}
+
+static void assert_bytes_at(const struct bl_list *l, uint64_t off,
+			    const char *s)
+{
+	char buf[32];
+	size_t n = strlen(s);
+
+	ck_assert_int_eq(bl_list_copy_out(l, off, n, buf), 0);
+	ck_assert_msg(memcmp(buf, s, n) == 0, "bytes at %llu",
+		      (unsigned long long)off);
+}
+
+/*
+ * librados refuses a read over INT_MAX bytes (-EDOM) and aborts on an
+ * answer of 2 GiB or more; bl_rados_read() reads such a range in pieces
+ * and returns its full length.  The object is sparse (OSD memory and
+ * disk stay small): markers at its start, across the 1 GiB piece border
+ * and past 2 GiB.  The OSD takes objects over 128 MiB only once its
+ * osd_max_object_size allows, set here and removed after.
+ */
+START_TEST(test_sync_read_of_more_than_2_gib_returns_its_length)
+{
+	const char *o = oid("2gib");
+	const uint64_t gib = 1ull << 30;
+	struct bl_list got, one;
+	struct bl_rados_completion *c;
+	ssize_t n;
+	int e = -EFBIG;
+
+	bl_list_init(&got);
+	bl_list_init(&one);
+	ck_assert_int_eq(osd_config("osd_max_object_size", "3221225472"), 0);
+	put_str(&one, "tail");
+	/* the OSD hears of the option a moment after the monitor */
+	for (int i = 0; i < 100 && e == -EFBIG; i++) {
+		e = bl_rados_write(R, o, &one, 2 * gib + 4096);
+		if (e == -EFBIG)
+			usleep(100000);
+	}
+	ck_assert_int_eq(e, 0);
+	put_at(o, "head", 0);
+	put_at(o, "border", gib - 3);
+
+	n = bl_rados_read(R, o, 0, 2 * gib + 8192, &got);
+	ck_assert_int_eq(n, 2 * gib + 4100);
+	ck_assert_uint_eq(bl_list_length(&got), 2 * gib + 4100);
+	assert_bytes_at(&got, 0, "head");
+	assert_bytes_at(&got, gib - 3, "border");
+	assert_bytes_at(&got, 2 * gib + 4096, "tail");
+	assert_bytes_at(&got, 2 * gib, "\0\0\0\0");
+	bl_list_clear(&got);
+
+	/* from an offset, and a range the object ends inside */
+	n = bl_rados_read(R, o, gib - 3, (size_t)3 * gib, &got);
+	ck_assert_int_eq(n, gib + 4103);
+	assert_bytes_at(&got, 0, "border");
+	assert_bytes_at(&got, gib + 4099, "tail");
+	bl_list_clear(&got);
+
+	/* a failure leaves @out as it was */
+	ck_assert_int_eq(bl_list_append(&got, "x", 1), 0);
+	ck_assert_int_eq(bl_rados_read(R, oid("none"), 0, 3 * gib, &got),
+			 -ENOENT);
+	ck_assert_uint_eq(bl_list_length(&got), 1);
+	/* the aio reads are librados' single read: over INT_MAX, -EDOM */
+	ck_assert_int_eq(bl_rados_aio_read(R, o, 0, 2 * gib, &got, NULL,
+					   NULL), -EDOM);
+	c = bl_rados_completion_create();
+	ck_assert_int_eq(bl_rados_aio_read2(R, o, 0, 2 * gib, &got,
+					    bl_rados_completion_cb64, c),
+			 -EDOM);
+	bl_rados_completion_release(c);
+	ck_assert_uint_eq(bl_list_length(&got), 1);
+	bl_list_clear(&got);
+	bl_list_clear(&one);
+
+	ck_assert_int_eq(bl_rados_remove(R, o), 0);
+	ck_assert_int_eq(osd_config("osd_max_object_size", NULL), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -807,6 +917,12 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_aio_ops_complete_on_a_completion_after_the_op_is_released);
 	tcase_add_test(tc, test_aio_read2_gives_a_64_bit_result_to_a_completion);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("big");
+	tcase_set_timeout(tc, 900);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_sync_read_of_more_than_2_gib_returns_its_length);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("thread_local");

@@ -142,7 +142,10 @@ BL_API int bl_rados_append(struct bl_rados *r, const char *oid,
 /**
  * bl_rados_read() - appends bytes [@off, @off + @len) of object @oid to
  * @out (fewer when the object ends first, none when @off is at or past
- * its end).  @len 0 reads nothing and asks no server.
+ * its end).  @len 0 reads nothing and asks no server.  librados reads
+ * at most 2 GiB - 1 in one operation, so a longer @len goes as several
+ * reads of 1 GiB, one after the other: 2 GiB and more come back whole,
+ * but not atomically (a write meanwhile may show in part of them).
  * Takes Ceph's buffers into @out (claimed raws, no copy).
  * Return: the bytes appended, or -errno: -EINVAL (@r, @oid or @out is
  * NULL), -ENOMEM, -EIO, or librados' error (-ENOENT: no such object or
@@ -258,9 +261,11 @@ BL_API int bl_rados_aio_append(struct bl_rados *r, const char *oid,
  * not be touched by the caller until then.  @len 0 completes at once
  * with 0 (@cb runs before the call returns).
  * Return: 0 (queued), or -errno: -EINVAL (@r, @oid or @out is NULL),
- * -ENOMEM, -EIO, or librados' refusal; @cb gets the bytes read,
- * bl_rados_read()'s errors, or -EDOM when 2 GiB or more were read (@out
- * is then unchanged: bl_rados_aio_read2() gives such results).
+ * -EDOM (@len over 2 GiB - 1, more than librados reads in one operation:
+ * bl_rados_read() reads such ranges in pieces), -ENOMEM, -EIO, or
+ * librados' refusal; @cb gets the bytes read, bl_rados_read()'s errors,
+ * or -EDOM when 2 GiB or more were read (@out is then unchanged:
+ * bl_rados_aio_read2() gives such results).
  */
 BL_API int bl_rados_aio_read(struct bl_rados *r, const char *oid,
 			     uint64_t off, size_t len, struct bl_list *out,
@@ -693,7 +698,9 @@ BL_API void bl_rados_release_read_op(struct bl_rados_read_op *op);
 /**
  * bl_rados_read_op_read() - step: append bytes [@off, @off + @len) of the
  * object (fewer at its end) to @out, as Ceph's buffers (claimed raws, no
- * copy).  @out unchanged when the op fails.
+ * copy).  @out unchanged when the op fails.  The answers of all the
+ * steps of one op must stay under 2 GiB: librados' messenger aborts the
+ * process on a larger answer (bl_rados_read() reads more in pieces).
  * Return: 0, or -EINVAL (@op or @out NULL, @op spent, @len 0), -ENOMEM.
  */
 BL_API int bl_rados_read_op_read(struct bl_rados_read_op *op, uint64_t off,
@@ -825,8 +832,8 @@ BL_API void bl_rados_completion_release(struct bl_rados_completion *c);
  * bl_rados_aio_read()'s int result gives -EDOM.
  * Takes Ceph's buffers into @out (no copy), as bl_rados_aio_read().
  * Return: 0 (queued), or -errno: -EINVAL (@r, @oid or @out is NULL),
- * -ENOMEM, -EIO, or librados' refusal; @cb gets the bytes read or
- * bl_rados_read()'s errors.
+ * -EDOM (@len over 2 GiB - 1, as bl_rados_aio_read()), -ENOMEM, -EIO, or
+ * librados' refusal; @cb gets the bytes read or bl_rados_read()'s errors.
  */
 BL_API int bl_rados_aio_read2(struct bl_rados *r, const char *oid,
 			      uint64_t off, size_t len, struct bl_list *out,

@@ -67,6 +67,8 @@ std::atomic<long> g_live_ptrs{0};
 // Ceph's lengths and offsets are unsigned 32-bit; 2 GiB segments also stay
 // clear of the signed int lengths some Ceph paths use.
 constexpr size_t k_seg_max = size_t(1) << 31;
+// A read longer than librados takes in one goes in pieces of this size.
+constexpr size_t k_read_chunk = size_t(1) << 30;
 
 // A list on the stack that always gets cleared.
 struct tmp_list {
@@ -287,14 +289,34 @@ ssize_t read(librados::IoCtx &io, const std::string &oid, uint64_t off,
 		return -EINVAL;
 	if (len == 0)
 		return 0;
+	if (len > size_t(SSIZE_MAX))	// no object is that long
+		len = size_t(SSIZE_MAX);
 	try {
-		::ceph::bufferlist bl;
-		int e = io.read(oid, bl, len, off);
-		int64_t n = bl__ceph_read_result(e, bl.length());
+		tmp_list got;
+		size_t n = 0;
+		int e;
 
-		if (n < 0)
-			return ssize_t(n);
-		e = from_ceph(std::move(bl), out);
+		// librados refuses a read over INT_MAX (-EDOM) and its
+		// messenger aborts on an answer of 2 GiB or more: a longer
+		// read goes as several, until one comes back short.
+		while (n < len) {
+			size_t want = len - n > size_t(INT_MAX) ? k_read_chunk
+							       : len - n;
+			::ceph::bufferlist bl;
+
+			e = io.read(oid, bl, want, off + n);
+			if (e < 0)
+				return e;
+			size_t m = bl.length();
+
+			e = from_ceph(std::move(bl), &got.l);
+			if (e < 0)
+				return e;
+			n += m;
+			if (m < want)
+				break;
+		}
+		e = bl_list_claim_append(out, &got.l);
 		return e < 0 ? e : ssize_t(n);
 	} catch (const std::bad_alloc &) {
 		return -ENOMEM;
