@@ -290,6 +290,176 @@ START_TEST(test_omap_errors_bad_arguments_and_missing_objects)
 }
 END_TEST
 
+/*
+ * The omap steps of compound ops: get by keys in a read op (beside a
+ * range), remove keys and clear in write ops (beside other steps), with
+ * no byte copied and the callback's stop value in *prval; then the
+ * errors of the new steps and a spent op.
+ */
+START_TEST(test_omap_steps_get_by_keys_remove_keys_and_clear_in_ops)
+{
+	const char *o = oid("omap_ops");
+	const char *keys[] = { "b.2", "a.1", "b.1", "c.1" };
+	const char *ask[] = { "c.1", "none", "a.1" };
+	const char *rm[] = { "a.1", "nothing" };
+	const char *bad[] = { NULL };
+	struct bl_list v[4], x;
+	const struct bl_list *vals[4];
+	unsigned char *want[4];
+	size_t lens[4] = { 3000, 10, 70000, 1 };
+	struct bl_rados_write_op *op = bl_rados_create_write_op();
+	struct bl_rados_read_op *rop = bl_rados_create_read_op();
+	struct bl_rados_completion *c;
+	struct seen s, all;
+	int pr = 1, pr2 = 1, more = -1;
+	int64_t res = 1;
+
+	bl_list_init(&x);
+	put_str(&x, "xattr");
+	for (int i = 0; i < 4; i++) {
+		bl_list_init(&v[i]);
+		want[i] = make_list(&v[i], lens[i], 97);
+		vals[i] = &v[i];
+	}
+	seen_init(&s);
+	seen_init(&all);
+	ck_assert_int_eq(bl_rados_write_op_omap_set(op, keys, vals, 4), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, R, o), 0);
+	bl_rados_release_write_op(op);
+
+	/* by keys: in key order, a key it lacks skipped, values whole */
+	bl_stats_reset();
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, ask, 3,
+							   note_pair, &s,
+							   &pr), 0);
+	ck_assert_int_eq(bl_rados_read_op_omap_get(rop, NULL, NULL, 100, &more,
+						   note_pair, &all, &pr2), 0);
+	ck_assert_int_eq(bl_rados_read_op_operate(rop, R, o), 0);
+	bl_rados_release_read_op(rop);
+	ck_assert_uint_eq(copied(), 0);
+	ck_assert_int_eq(pr, 0);
+	ck_assert_int_eq(pr2, 0);
+	ck_assert_int_eq(more, 0);
+	ck_assert_uint_eq(s.n, 2);
+	ck_assert_str_eq(s.keys[0], "a.1");
+	ck_assert_str_eq(s.keys[1], "c.1");
+	ck_assert_uint_eq(s.lens[0], 10);
+	ck_assert_uint_eq(s.lens[1], 1);
+	ck_assert_uint_eq(bl_list_length(&s.vals), 11);
+	ck_assert_uint_eq(all.n, 4);
+	seen_reset(&s);
+	seen_reset(&all);
+
+	/* the callback's nonzero value stops and becomes *prval */
+	rop = bl_rados_create_read_op();
+	s.stop_at = 1;
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, keys, 4,
+							   note_pair, &s,
+							   &pr), 0);
+	ck_assert_int_eq(bl_rados_read_op_operate(rop, R, o), 0);
+	bl_rados_release_read_op(rop);
+	ck_assert_int_eq(pr, 9);
+	ck_assert_uint_eq(s.n, 1);
+	seen_reset(&s);
+
+	/* remove keys (a missing one is no error) beside a set, in one op */
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(op, rm, 2), 0);
+	ck_assert_int_eq(bl_rados_write_op_omap_set(op, ask, vals, 1), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, R, o), 0);
+	/* a spent op takes no step */
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(op, rm, 1), -EINVAL);
+	ck_assert_int_eq(bl_rados_write_op_omap_clear(op), -EINVAL);
+	bl_rados_release_write_op(op);
+	ck_assert_int_eq(bl_rados_omap_get_range(R, o, NULL, NULL, 100, NULL,
+						 note_pair, &s), 0);
+	ck_assert_uint_eq(s.n, 3);
+	ck_assert_str_eq(s.keys[0], "b.1");
+	ck_assert_str_eq(s.keys[2], "c.1");
+	ck_assert_uint_eq(s.lens[2], 3000);	/* set after the removal */
+	seen_reset(&s);
+
+	/* a failing step keeps the clear from happening */
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_omap_clear(op), 0);
+	ck_assert_int_eq(bl_rados_write_op_create(op, 1), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, R, o), -EEXIST);
+	bl_rados_release_write_op(op);
+	ck_assert_int_eq(bl_rados_omap_get(R, o, keys, 4, note_pair, &s), 0);
+	ck_assert_uint_eq(s.n, 3);
+	seen_reset(&s);
+
+	/* clear beside a setxattr, aio, the op released at once */
+	c = bl_rados_completion_create();
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_omap_clear(op), 0);
+	ck_assert_int_eq(bl_rados_write_op_setxattr(op, "x", &x), 0);
+	ck_assert_int_eq(bl_rados_aio_write_op_operate(op, R, o,
+						       bl_rados_completion_cb,
+						       c), 0);
+	bl_rados_release_write_op(op);
+	ck_assert_int_eq(bl_rados_completion_wait(c, 60000, &res), 0);
+	ck_assert_int_eq(res, 0);
+	bl_rados_completion_release(c);
+	ck_assert_int_eq(bl_rados_omap_get_range(R, o, NULL, NULL, 100, &more,
+						 note_pair, &s), 0);
+	ck_assert_uint_eq(s.n, 0);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "x", &s.vals), 5);
+	seen_reset(&s);
+
+	/* errors: NULL op, callback, keys, a NULL key; n 0 is a step */
+	op = bl_rados_create_write_op();
+	rop = bl_rados_create_read_op();
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(NULL, rm, 1), -EINVAL);
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(op, NULL, 1), -EINVAL);
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(op, bad, 1), -EINVAL);
+	ck_assert_int_eq(bl_rados_write_op_omap_clear(NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(NULL, ask, 1,
+							   note_pair, &s,
+							   NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, ask, 1, NULL,
+							   &s, NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, NULL, 1,
+							   note_pair, &s,
+							   NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, bad, 1,
+							   note_pair, &s,
+							   NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(op, NULL, 0), 0);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, NULL, 0,
+							   note_pair, &s,
+							   &pr), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, R, o), 0);
+	ck_assert_int_eq(bl_rados_read_op_operate(rop, R, o), 0);
+	ck_assert_int_eq(pr, 0);
+	ck_assert_uint_eq(s.n, 0);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, ask, 1,
+							   note_pair, &s,
+							   NULL), -EINVAL);
+	bl_rados_release_write_op(op);
+	bl_rados_release_read_op(rop);
+
+	/* a missing object fails the read op's step with -ENOENT */
+	rop = bl_rados_create_read_op();
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, ask, 1,
+							   note_pair, &s,
+							   &pr), 0);
+	ck_assert_int_eq(bl_rados_read_op_operate(rop, R, oid("none")),
+			 -ENOENT);
+	bl_rados_release_read_op(rop);
+	ck_assert_uint_eq(s.n, 0);
+
+	ck_assert_int_eq(bl_rados_remove(R, o), 0);
+	for (int i = 0; i < 4; i++) {
+		tu_assert_list_eq(&v[i], want[i], lens[i]);
+		bl_list_clear(&v[i]);
+		free(want[i]);
+	}
+	seen_reset(&s);
+	bl_list_clear(&x);
+}
+END_TEST
+
 /* ---- write and read operations ------------------------------------------ */
 
 START_TEST(test_write_op_applies_every_step_in_one_go_without_copies)
@@ -901,6 +1071,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_omap_set_get_by_keys_and_ranges_without_copies);
 	tcase_add_test(tc, test_omap_errors_bad_arguments_and_missing_objects);
+	tcase_add_test(tc, test_omap_steps_get_by_keys_remove_keys_and_clear_in_ops);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ops");

@@ -620,6 +620,23 @@ BL_API int bl_rados_write_op_omap_set(struct bl_rados_write_op *op,
 				      size_t n);
 
 /**
+ * bl_rados_write_op_omap_rm_keys() - step: bl_rados_omap_rm_keys() of the
+ * @n @keys (keys the omap does not hold are no error).
+ * Copies: the keys.
+ * Return: 0, or -EINVAL (@op NULL or spent, @keys NULL with @n > 0, or
+ * holding a NULL), -ENOMEM.
+ */
+BL_API int bl_rados_write_op_omap_rm_keys(struct bl_rados_write_op *op,
+					  const char *const *keys, size_t n);
+
+/**
+ * bl_rados_write_op_omap_clear() - step: bl_rados_omap_clear(), every key
+ * of the omap removed.
+ * Return: 0, or -EINVAL (@op NULL or spent), -ENOMEM.
+ */
+BL_API int bl_rados_write_op_omap_clear(struct bl_rados_write_op *op);
+
+/**
  * bl_rados_write_op_cmpext() - step: compare the object's bytes at @off
  * with @cmp (bytes past the object's end compare as zeros); when they
  * differ the op fails, with -BL_RADOS_MAX_ERRNO - the offset of the first
@@ -738,6 +755,21 @@ BL_API int bl_rados_read_op_omap_get(struct bl_rados_read_op *op,
 				     const char *prefix, uint64_t max,
 				     int *more, bl_rados_omap_cb cb,
 				     void *arg, int *prval);
+
+/**
+ * bl_rados_read_op_omap_get_by_keys() - step: bl_rados_omap_get()'s pairs:
+ * @cb runs, when the op completes (on the thread that completes it), for
+ * each of the @n @keys that the omap holds, in key order.  A nonzero
+ * value of @cb stops the pairs and becomes *@prval; the op's own result
+ * stays 0.
+ * Copies: the keys.
+ * Return: 0, or -EINVAL (@op or @cb NULL, @op spent, @keys NULL with @n >
+ * 0, or holding a NULL), -ENOMEM.
+ */
+BL_API int bl_rados_read_op_omap_get_by_keys(struct bl_rados_read_op *op,
+					     const char *const *keys,
+					     size_t n, bl_rados_omap_cb cb,
+					     void *arg, int *prval);
 
 /**
  * bl_rados_read_op_cmpext() - step: bl_rados_write_op_cmpext()'s

@@ -1629,6 +1629,27 @@ int bl_rados_write_op_omap_set(struct bl_rados_write_op *op,
 	});
 }
 
+int bl_rados_write_op_omap_rm_keys(struct bl_rados_write_op *op,
+				   const char *const *keys, size_t n)
+{
+	if (!keys_ok(keys, n))
+		return -EINVAL;
+	return wstep(op, [&](librados::ObjectWriteOperation &o) {
+		std::set<std::string> ks;
+
+		for (size_t i = 0; i < n; i++)
+			ks.insert(keys[i]);
+		o.omap_rm_keys(ks);
+	});
+}
+
+int bl_rados_write_op_omap_clear(struct bl_rados_write_op *op)
+{
+	return wstep(op, [&](librados::ObjectWriteOperation &o) {
+		o.omap_clear();
+	});
+}
+
 int bl_rados_write_op_cmpext(struct bl_rados_write_op *op,
 			     const struct bl_list *cmp, uint64_t off,
 			     int *prval)
@@ -1794,6 +1815,29 @@ int bl_rados_read_op_omap_get(struct bl_rados_read_op *op,
 			     o.omap_get_vals2(start_after ? start_after : "",
 					      prefix ? prefix : "", max, &st.vals,
 					      &st.more, &st.rval);
+		     });
+}
+
+int bl_rados_read_op_omap_get_by_keys(struct bl_rados_read_op *op,
+				      const char *const *keys, size_t n,
+				      bl_rados_omap_cb cb, void *arg,
+				      int *prval)
+{
+	if (!cb || !keys_ok(keys, n))
+		return -EINVAL;
+	return rstep(op, R_OMAP,
+		     [&](read_step &st) {
+			     st.cb = cb;
+			     st.arg = arg;
+			     st.prval = prval;
+			     return 0;
+		     },
+		     [&](librados::ObjectReadOperation &o, read_step &st) {
+			     std::set<std::string> ks;
+
+			     for (size_t i = 0; i < n; i++)
+				     ks.insert(keys[i]);
+			     o.omap_get_vals_by_keys(ks, &st.vals, &st.rval);
 		     });
 }
 
