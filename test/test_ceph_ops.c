@@ -8,7 +8,8 @@
  * every output or none; both submitted sync and aio, the op released
  * right after an aio submission; completions waited on; 64-bit aio reads;
  * a sync read of more than 2 GiB; and the errors (NULL arguments, bad
- * keys, missing objects, spent ops).
+ * keys, missing objects, spent ops).  With BL_CEPH_EC_POOL, the name of
+ * an erasure-coded pool, also what such a pool answers to omap and data.
  *
  * Needs CEPH_CONF and BL_CEPH_POOL (`make check-ceph` starts a throw-away
  * cluster and sets both); without them it exits 77 (skipped) at once.
@@ -27,6 +28,8 @@
 
 static struct bl_rados *R;
 static const char *g_pool;
+static struct bl_rados *E;	/* the erasure-coded pool, when there is one */
+static const char *g_ec_pool;
 static uint64_t g_rng;
 
 static void setup(void)
@@ -41,6 +44,22 @@ static void teardown(void)
 {
 	bl_rados_close(R);
 	R = NULL;
+}
+
+static void setup_ec(void)
+{
+	int err = 0;
+
+	setup();
+	E = bl_rados_open(NULL, g_ec_pool, &err);
+	ck_assert_msg(E != NULL, "bl_rados_open(%s): %d", g_ec_pool, err);
+}
+
+static void teardown_ec(void)
+{
+	bl_rados_close(E);
+	E = NULL;
+	teardown();
 }
 
 /* A fresh object name per call: tests never see each other's objects. */
@@ -943,6 +962,133 @@ START_TEST(test_op_steps_send_thread_local_raws_as_a_copy)
 }
 END_TEST
 
+/* ---- erasure-coded pool ------------------------------------------------ */
+
+/*
+ * An erasure-coded pool (BL_CEPH_EC_POOL) has no omap: the omap writes,
+ * alone or as op steps, fail with -EOPNOTSUPP, and such a write op
+ * changes nothing; the omap reads, alone or as steps, find no key (0, no
+ * pair), as ceph.h says.  Whole-object writes, reads (whole and in part),
+ * compound ops without omap and aio work there as anywhere, with no byte
+ * copied.  Only full writes: a pool without allow_ec_overwrites refuses
+ * writes at offsets inside an object.
+ */
+START_TEST(test_ec_pool_refuses_omap_and_takes_data_and_ops)
+{
+	const char *o = oid("ec");
+	const char *key = "k";
+	struct bl_list l, got, x;
+	const struct bl_list *vals[1];
+	struct bl_rados_write_op *op;
+	struct bl_rados_read_op *rop;
+	struct bl_rados_completion *c;
+	unsigned char *want;
+	size_t len = (1 << 20) + 4099;
+	struct seen s;
+	uint64_t size = 0;
+	int pr = 1;
+	int64_t res = 1;
+
+	bl_list_init(&l);
+	bl_list_init(&got);
+	bl_list_init(&x);
+	seen_init(&s);
+	put_str(&x, "xattr");
+	want = make_list(&l, len, 50000);
+	vals[0] = &l;
+
+	/* omap alone: refused, the object not created */
+	ck_assert_int_eq(bl_rados_omap_set(E, o, &key, vals, 1), -EOPNOTSUPP);
+	ck_assert_int_eq(bl_rados_stat(E, o, NULL, NULL), -ENOENT);
+	/* an op with an omap step changes nothing, its data step neither */
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_write_full(op, &l), 0);
+	ck_assert_int_eq(bl_rados_write_op_omap_set(op, &key, vals, 1), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, E, o), -EOPNOTSUPP);
+	bl_rados_release_write_op(op);
+	ck_assert_int_eq(bl_rados_stat(E, o, NULL, NULL), -ENOENT);
+
+	/* data: a write op without omap (create, write_full, setxattr) */
+	bl_stats_reset();
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_create(op, 1), 0);
+	ck_assert_int_eq(bl_rados_write_op_write_full(op, &l), 0);
+	ck_assert_int_eq(bl_rados_write_op_setxattr(op, "x", &x), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, E, o), 0);
+	bl_rados_release_write_op(op);
+	ck_assert_uint_eq(copied(), 0);
+	ck_assert_int_eq(bl_rados_read(E, o, 0, 4 << 20, &got), (ssize_t)len);
+	tu_assert_list_eq(&got, want, len);
+	bl_list_clear(&got);
+	ck_assert_int_eq(bl_rados_read(E, o, 4097, 100000, &got), 100000);
+	tu_assert_list_eq(&got, want + 4097, 100000);
+	bl_list_clear(&got);
+	ck_assert_int_eq(bl_rados_getxattr(E, o, "x", &got), 5);
+	bl_list_clear(&got);
+
+	/* omap reads find an empty omap; the writes are refused */
+	ck_assert_int_eq(bl_rados_omap_get(E, o, &key, 1, note_pair, &s), 0);
+	ck_assert_int_eq(bl_rados_omap_get_range(E, o, NULL, NULL, 10, NULL,
+						 note_pair, &s), 0);
+	ck_assert_uint_eq(s.n, 0);
+	ck_assert_int_eq(bl_rados_omap_rm_keys(E, o, &key, 1), -EOPNOTSUPP);
+	ck_assert_int_eq(bl_rados_omap_clear(E, o), -EOPNOTSUPP);
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_setxattr(op, "y", &x), 0);
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(op, &key, 1), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, E, o), -EOPNOTSUPP);
+	bl_rados_release_write_op(op);
+	ck_assert_int_eq(bl_rados_getxattr(E, o, "y", &got), -ENODATA);
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_omap_clear(op), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, E, o), -EOPNOTSUPP);
+	bl_rados_release_write_op(op);
+	rop = bl_rados_create_read_op();
+	ck_assert_int_eq(bl_rados_read_op_stat(rop, &size, NULL, NULL), 0);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, &key, 1,
+							   note_pair, &s,
+							   &pr), 0);
+	ck_assert_int_eq(bl_rados_read_op_operate(rop, E, o), 0);
+	bl_rados_release_read_op(rop);
+	ck_assert_int_eq(pr, 0);
+	ck_assert_uint_eq(size, len);
+	ck_assert_uint_eq(s.n, 0);
+	size = 0;
+
+	/* a read op without omap, then aio write_full and read */
+	rop = bl_rados_create_read_op();
+	ck_assert_int_eq(bl_rados_read_op_stat(rop, &size, NULL, NULL), 0);
+	ck_assert_int_eq(bl_rados_read_op_read(rop, 0, len, &got, &pr), 0);
+	ck_assert_int_eq(bl_rados_read_op_operate(rop, E, o), 0);
+	bl_rados_release_read_op(rop);
+	ck_assert_uint_eq(size, len);
+	ck_assert_int_eq(pr, 0);
+	tu_assert_list_eq(&got, want, len);
+	bl_list_clear(&got);
+	c = bl_rados_completion_create();
+	ck_assert_int_eq(bl_rados_aio_write_full(E, o, &x,
+						 bl_rados_completion_cb, c),
+			 0);
+	ck_assert_int_eq(bl_rados_completion_wait(c, 60000, &res), 0);
+	ck_assert_int_eq(res, 0);
+	bl_rados_completion_release(c);
+	c = bl_rados_completion_create();
+	ck_assert_int_eq(bl_rados_aio_read2(E, o, 0, 100, &got,
+					    bl_rados_completion_cb64, c), 0);
+	ck_assert_int_eq(bl_rados_completion_wait(c, 60000, &res), 0);
+	ck_assert_int_eq(res, 5);
+	tu_assert_list_eq(&got, "xattr", 5);
+	bl_rados_completion_release(c);
+
+	ck_assert_int_eq(bl_rados_remove(E, o), 0);
+	seen_reset(&s);
+	bl_list_clear(&got);
+	bl_list_clear(&x);
+	bl_list_clear(&l);
+	free(want);
+}
+END_TEST
+
 /* Sets (@val non-NULL) or removes the OSDs' option @name, as `ceph
  * config set osd NAME VAL` / `ceph config rm osd NAME`. */
 static int osd_config(const char *name, const char *val)
@@ -1089,6 +1235,20 @@ int main(void)
 	tcase_add_test(tc, test_aio_ops_complete_on_a_completion_after_the_op_is_released);
 	tcase_add_test(tc, test_aio_read2_gives_a_64_bit_result_to_a_completion);
 	suite_add_tcase(s, tc);
+
+	/* only with a pool to run them on: never counted as passed unseen */
+	g_ec_pool = getenv("BL_CEPH_EC_POOL");
+	if (g_ec_pool && *g_ec_pool) {
+		tc = tcase_create("ec");
+		tcase_set_timeout(tc, 300);
+		tcase_add_checked_fixture(tc, setup_ec, teardown_ec);
+		tcase_add_test(tc,
+			       test_ec_pool_refuses_omap_and_takes_data_and_ops);
+		suite_add_tcase(s, tc);
+	} else {
+		printf("test_ceph_ops: BL_CEPH_EC_POOL unset: the erasure-coded "
+		       "pool cases were not run\n");
+	}
 
 	tc = tcase_create("big");
 	tcase_set_timeout(tc, 900);

@@ -429,7 +429,10 @@ BL_API uint64_t bl_rados_copied_bytes(void);
  * data and attributes.  Keys are C strings; values are lists, shared on
  * the way in (no copy: librados gets one Ceph segment per list segment)
  * and Ceph's own buffers on the way out (claimed raws).  Replicated pools
- * only: an erasure-coded pool refuses omap with -EOPNOTSUPP.
+ * only: an erasure-coded pool has no omap.  It refuses the omap writes
+ * (set, remove keys, clear; alone, or as a step, which fails the whole op
+ * and so changes nothing) with -EOPNOTSUPP, and its omap reads (alone or
+ * as steps) find no key: they return 0 without a pair.
  */
 
 /**
@@ -461,7 +464,7 @@ BL_API int bl_rados_omap_set(struct bl_rados *r, const char *oid,
  * order (keys it does not hold are skipped).
  * Return: 0, @cb's nonzero value, or -errno: -EINVAL (@r, @oid or @cb is
  * NULL, @keys is NULL with @n > 0, or holds a NULL), -ENOENT (no such
- * object), -ENOMEM, -EIO, or librados' error (-EOPNOTSUPP ...).
+ * object), -ENOMEM, -EIO, or librados' error (-ETIMEDOUT ...).
  */
 BL_API int bl_rados_omap_get(struct bl_rados *r, const char *oid,
 			     const char *const *keys, size_t n,
@@ -477,7 +480,7 @@ BL_API int bl_rados_omap_get(struct bl_rados *r, const char *oid,
  * give fewer than @max pairs per call (osd_max_omap_entries_per_request).
  * Return: 0, @cb's nonzero value, or -errno: -EINVAL (@r, @oid or @cb is
  * NULL, or @max is 0), -ENOENT (no such object), -ENOMEM, -EIO, or
- * librados' error (-EOPNOTSUPP ...).  *@more is written only on success.
+ * librados' error (-ETIMEDOUT ...).  *@more is written only on success.
  */
 BL_API int bl_rados_omap_get_range(struct bl_rados *r, const char *oid,
 				   const char *start_after,
@@ -789,7 +792,7 @@ BL_API int bl_rados_read_op_cmpext(struct bl_rados_read_op *op,
  * -ENOMEM (also when an output could not be filled: the outputs may then
  * be filled in part), -EIO, a cmpext mismatch, or the error of the step
  * that failed (-ENOENT: no such object; -ENODATA: no such attribute;
- * -EOPNOTSUPP; -ETIMEDOUT ...).
+ * -ETIMEDOUT ...).
  */
 BL_API int bl_rados_read_op_operate(struct bl_rados_read_op *op,
 				    struct bl_rados *r, const char *oid);
