@@ -881,7 +881,8 @@ END_TEST
 START_TEST(test_librados_ops_carry_our_lists_without_a_copy)
 {
 	int err = 0;
-	struct bl_rados *r = bl_rados_open(nullptr, getenv("BL_CEPH_POOL"), &err);
+	struct bl_rados *r = bl_rados_open(nullptr, getenv("BL_CEPH_POOL"),
+					   &err);
 	ck_assert_msg(r != nullptr, "bl_rados_open: %d", err);
 	librados::IoCtx io;
 	librados::IoCtx::from_rados_ioctx_t(bl_rados_ioctx(r), io);
@@ -994,7 +995,8 @@ int main(void)
 		tc = tcase_create("cluster");
 		tcase_set_timeout(tc, 300);
 		tcase_add_test(tc, test_cpp_aio_round_trip_on_a_cluster_without_copies);
-		tcase_add_test(tc, test_librados_ops_carry_our_lists_without_a_copy);
+		tcase_add_test(tc,
+			test_librados_ops_carry_our_lists_without_a_copy);
 		suite_add_tcase(s, tc);
 	}
 	return tu_run(s);

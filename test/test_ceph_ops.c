@@ -1217,7 +1217,8 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_omap_set_get_by_keys_and_ranges_without_copies);
 	tcase_add_test(tc, test_omap_errors_bad_arguments_and_missing_objects);
-	tcase_add_test(tc, test_omap_steps_get_by_keys_remove_keys_and_clear_in_ops);
+	tcase_add_test(tc,
+		test_omap_steps_get_by_keys_remove_keys_and_clear_in_ops);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ops");
@@ -1243,17 +1244,18 @@ int main(void)
 		tcase_set_timeout(tc, 300);
 		tcase_add_checked_fixture(tc, setup_ec, teardown_ec);
 		tcase_add_test(tc,
-			       test_ec_pool_refuses_omap_and_takes_data_and_ops);
+			test_ec_pool_refuses_omap_and_takes_data_and_ops);
 		suite_add_tcase(s, tc);
 	} else {
-		printf("test_ceph_ops: BL_CEPH_EC_POOL unset: the erasure-coded "
-		       "pool cases were not run\n");
+		printf("test_ceph_ops: BL_CEPH_EC_POOL unset: the "
+		       "erasure-coded pool cases were not run\n");
 	}
 
 	tc = tcase_create("big");
 	tcase_set_timeout(tc, 900);
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_sync_read_of_more_than_2_gib_returns_its_length);
+	tcase_add_test(tc,
+		test_sync_read_of_more_than_2_gib_returns_its_length);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("thread_local");
