@@ -1077,7 +1077,7 @@ END_TEST
  * dump_historic_ops.  The history keeps the slowest osd_op_history_size
  * ops (20 by default), so the test raises that first.  The OSD prints a
  * hint's object and write sizes, not its flags: the flags are checked
- * only as far as librados' values are ours (a static_assert in ceph.cc).
+ * only as far as librados' values are ours (a static_assert in ceph_priv.h).
  */
 /* A monitor command's JSON answer, NUL-terminated (free()). */
 static char *mon_json(rados_t c, const char *cmd)

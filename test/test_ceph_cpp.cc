@@ -8,7 +8,8 @@
  * compound ops holding their lists' bytes, the 64-bit read result, and
  * the argument checks of the C API and the C++ aio calls.  Runs in `make
  * check`; inside `make check-ceph`'s cluster (CEPH_CONF, BL_CEPH_POOL) it
- * also runs the C++ aio calls against it; test/test_ceph.c and
+ * also runs the C++ aio calls and librados' own compound ops carrying our
+ * lists against it; test/test_ceph.c and
  * test/test_ceph_ops.c do the C API's I/O.
  */
 #include <cerrno>
@@ -16,6 +17,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <set>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -523,7 +527,11 @@ START_TEST(test_c_api_handle_calls_refuse_null)
 }
 END_TEST
 
-/* BL_LIST_INIT in C++ (g++ 12 refused its designator order before). */
+/*
+ * BL_LIST_INIT in C++ (g++ 12 refused its designator order before; it is
+ * positional now, which -pedantic takes from C++11 on): the same list as
+ * bl_list_init() makes, member by member.
+ */
 static struct bl_list g_static_list = BL_LIST_INIT(g_static_list);
 
 START_TEST(test_bl_list_init_compiles_and_works_in_cpp)
@@ -531,6 +539,23 @@ START_TEST(test_bl_list_init_compiles_and_works_in_cpp)
 	struct bl_list l = BL_LIST_INIT(l);
 	char out[5] = { 0 };
 
+	struct bl_list ref;
+
+	bl_list_init(&ref);
+	ck_assert_ptr_eq(l._tail, &l._inl);
+	ck_assert_ptr_eq(g_static_list._tail, &g_static_list._inl);
+	ck_assert_uint_eq(l._len, ref._len);
+	ck_assert_uint_eq(l._nseg, ref._nseg);
+	ck_assert_uint_eq(l._abuf_next, ref._abuf_next);
+	ck_assert_ptr_eq(l._abuf, ref._abuf);
+	ck_assert_ptr_eq(l._ext, ref._ext);
+	ck_assert_ptr_eq(l._lidx, ref._lidx);
+	ck_assert_ptr_eq(l._inl.next, ref._inl.next);
+	ck_assert_uint_eq(l._inl.start, ref._inl.start);
+	ck_assert_uint_eq(l._inl.count, ref._inl.count);
+	ck_assert_uint_eq(l._inl.cap, ref._inl.cap);
+	ck_assert_uint_eq(l._inl._gen, ref._inl._gen);
+	ck_assert_ptr_eq(l._pool, ref._pool);
 	ck_assert_uint_eq(bl_list_length(&l), 0);
 	ck_assert_int_eq(bl_list_append(&l, "hello", 5), 0);
 	ck_assert_int_eq(bl_list_copy_out(&l, 0, 5, out), 0);
@@ -845,6 +870,87 @@ START_TEST(test_cpp_aio_round_trip_on_a_cluster_without_copies)
 }
 END_TEST
 
+/*
+ * A C++ client building librados' own ObjectWriteOperation and
+ * ObjectReadOperation with our lists: to_ceph() gives each step a
+ * ceph::bufferlist over the lists' bytes (the list_ref keeps them while
+ * the lists themselves go), from_ceph() takes each answer into a list;
+ * one compound write (write_full, omap_set, setxattr) and one compound
+ * read (read, getxattr, omap by keys), no byte copied on either side.
+ */
+START_TEST(test_librados_ops_carry_our_lists_without_a_copy)
+{
+	int err = 0;
+	struct bl_rados *r = bl_rados_open(nullptr, getenv("BL_CEPH_POOL"),
+					   &err);
+	ck_assert_msg(r != nullptr, "bl_rados_open: %d", err);
+	librados::IoCtx io;
+	librados::IoCtx::from_rados_ioctx_t(bl_rados_ioctx(r), io);
+	std::string oid = "bl_test_ceph_cpp.ops." + std::to_string(getpid());
+	bl::ceph::unique_list data, val, xv;
+	std::vector<char> want = make_list(data, (1 << 20) + 3, 70000);
+	std::vector<char> wval = make_list(val, 3000, 97);
+	std::vector<char> wx = make_list(xv, 100, 7);
+	std::vector<struct iovec> first = segments(data);
+	bl::ceph::list_ref hold;
+	::ceph::bufferlist bd, bv, bx;
+	uint64_t c0 = copied_now(), r0 = bl_rados_copied_bytes();
+
+	ck_assert_int_eq(bl::ceph::to_ceph(data, &bd, &hold), 0);
+	ck_assert_int_eq(bl::ceph::to_ceph(val, &bv, &hold), 0);
+	ck_assert_int_eq(bl::ceph::to_ceph(xv, &bx, &hold), 0);
+	// librados' op points at our first segment's bytes
+	ck_assert_ptr_eq(bd.buffers().front().c_str(), first[0].iov_base);
+	data.clear();	// the hold keeps every byte the op points at
+	val.clear();
+	xv.clear();
+	{
+		librados::ObjectWriteOperation op;
+		std::map<std::string, ::ceph::bufferlist> kv;
+
+		kv["k"] = bv;	// a ceph::bufferlist copy shares the buffers
+		op.write_full(bd);
+		op.omap_set(kv);
+		op.setxattr("x", bx);
+		ck_assert_int_eq(io.operate(oid, &op), 0);
+	}
+	hold.reset();	// librados is done with the bytes
+	bd.clear();
+	bv.clear();
+	bx.clear();
+
+	librados::ObjectReadOperation rop;
+	::ceph::bufferlist rb, xb;
+	std::map<std::string, ::ceph::bufferlist> vals;
+	std::set<std::string> keys{ "k", "none" };
+	int rv_read = 1, rv_x = 1, rv_omap = 1;
+
+	rop.read(0, 2 << 20, &rb, &rv_read);
+	rop.getxattr("x", &xb, &rv_x);
+	rop.omap_get_vals_by_keys(keys, &vals, &rv_omap);
+	ck_assert_int_eq(io.operate(oid, &rop, nullptr), 0);
+	ck_assert_int_eq(rv_read, 0);
+	ck_assert_int_eq(rv_x, 0);
+	ck_assert_int_eq(rv_omap, 0);
+	ck_assert_uint_eq(vals.size(), 1);
+
+	bl::ceph::unique_list got, gx, gv;
+	ck_assert_int_eq(bl::ceph::from_ceph(std::move(rb), got), 0);
+	ck_assert_int_eq(bl::ceph::from_ceph(std::move(xb), gx), 0);
+	ck_assert_int_eq(bl::ceph::from_ceph(std::move(vals["k"]), gv), 0);
+	ck_assert_uint_eq(copied_now(), c0);
+	ck_assert_uint_eq(bl_rados_copied_bytes(), r0);
+	// (copy_out counts: compared only after the counters)
+	ck_assert(flatten(got.get()) == want);
+	ck_assert(flatten(gx.get()) == wx);
+	ck_assert(flatten(gv.get()) == wval);
+
+	ck_assert_int_eq(io.remove(oid), 0);
+	io.close();
+	bl_rados_close(r);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ceph_cpp");
@@ -889,6 +995,8 @@ int main(void)
 		tc = tcase_create("cluster");
 		tcase_set_timeout(tc, 300);
 		tcase_add_test(tc, test_cpp_aio_round_trip_on_a_cluster_without_copies);
+		tcase_add_test(tc,
+			test_librados_ops_carry_our_lists_without_a_copy);
 		suite_add_tcase(s, tc);
 	}
 	return tu_run(s);

@@ -7,7 +7,9 @@
  * (exclusive create, cmpext, version assertions); read ops that fill
  * every output or none; both submitted sync and aio, the op released
  * right after an aio submission; completions waited on; 64-bit aio reads;
- * and the errors (NULL arguments, bad keys, missing objects, spent ops).
+ * a sync read of more than 2 GiB; and the errors (NULL arguments, bad
+ * keys, missing objects, spent ops).  With BL_CEPH_EC_POOL, the name of
+ * an erasure-coded pool, also what such a pool answers to omap and data.
  *
  * Needs CEPH_CONF and BL_CEPH_POOL (`make check-ceph` starts a throw-away
  * cluster and sets both); without them it exits 77 (skipped) at once.
@@ -26,6 +28,8 @@
 
 static struct bl_rados *R;
 static const char *g_pool;
+static struct bl_rados *E;	/* the erasure-coded pool, when there is one */
+static const char *g_ec_pool;
 static uint64_t g_rng;
 
 static void setup(void)
@@ -40,6 +44,22 @@ static void teardown(void)
 {
 	bl_rados_close(R);
 	R = NULL;
+}
+
+static void setup_ec(void)
+{
+	int err = 0;
+
+	setup();
+	E = bl_rados_open(NULL, g_ec_pool, &err);
+	ck_assert_msg(E != NULL, "bl_rados_open(%s): %d", g_ec_pool, err);
+}
+
+static void teardown_ec(void)
+{
+	bl_rados_close(E);
+	E = NULL;
+	teardown();
 }
 
 /* A fresh object name per call: tests never see each other's objects. */
@@ -286,6 +306,176 @@ START_TEST(test_omap_errors_bad_arguments_and_missing_objects)
 	ck_assert_uint_eq(s.n, 0);
 	seen_reset(&s);
 	bl_list_clear(&v);
+}
+END_TEST
+
+/*
+ * The omap steps of compound ops: get by keys in a read op (beside a
+ * range), remove keys and clear in write ops (beside other steps), with
+ * no byte copied and the callback's stop value in *prval; then the
+ * errors of the new steps and a spent op.
+ */
+START_TEST(test_omap_steps_get_by_keys_remove_keys_and_clear_in_ops)
+{
+	const char *o = oid("omap_ops");
+	const char *keys[] = { "b.2", "a.1", "b.1", "c.1" };
+	const char *ask[] = { "c.1", "none", "a.1" };
+	const char *rm[] = { "a.1", "nothing" };
+	const char *bad[] = { NULL };
+	struct bl_list v[4], x;
+	const struct bl_list *vals[4];
+	unsigned char *want[4];
+	size_t lens[4] = { 3000, 10, 70000, 1 };
+	struct bl_rados_write_op *op = bl_rados_create_write_op();
+	struct bl_rados_read_op *rop = bl_rados_create_read_op();
+	struct bl_rados_completion *c;
+	struct seen s, all;
+	int pr = 1, pr2 = 1, more = -1;
+	int64_t res = 1;
+
+	bl_list_init(&x);
+	put_str(&x, "xattr");
+	for (int i = 0; i < 4; i++) {
+		bl_list_init(&v[i]);
+		want[i] = make_list(&v[i], lens[i], 97);
+		vals[i] = &v[i];
+	}
+	seen_init(&s);
+	seen_init(&all);
+	ck_assert_int_eq(bl_rados_write_op_omap_set(op, keys, vals, 4), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, R, o), 0);
+	bl_rados_release_write_op(op);
+
+	/* by keys: in key order, a key it lacks skipped, values whole */
+	bl_stats_reset();
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, ask, 3,
+							   note_pair, &s,
+							   &pr), 0);
+	ck_assert_int_eq(bl_rados_read_op_omap_get(rop, NULL, NULL, 100, &more,
+						   note_pair, &all, &pr2), 0);
+	ck_assert_int_eq(bl_rados_read_op_operate(rop, R, o), 0);
+	bl_rados_release_read_op(rop);
+	ck_assert_uint_eq(copied(), 0);
+	ck_assert_int_eq(pr, 0);
+	ck_assert_int_eq(pr2, 0);
+	ck_assert_int_eq(more, 0);
+	ck_assert_uint_eq(s.n, 2);
+	ck_assert_str_eq(s.keys[0], "a.1");
+	ck_assert_str_eq(s.keys[1], "c.1");
+	ck_assert_uint_eq(s.lens[0], 10);
+	ck_assert_uint_eq(s.lens[1], 1);
+	ck_assert_uint_eq(bl_list_length(&s.vals), 11);
+	ck_assert_uint_eq(all.n, 4);
+	seen_reset(&s);
+	seen_reset(&all);
+
+	/* the callback's nonzero value stops and becomes *prval */
+	rop = bl_rados_create_read_op();
+	s.stop_at = 1;
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, keys, 4,
+							   note_pair, &s,
+							   &pr), 0);
+	ck_assert_int_eq(bl_rados_read_op_operate(rop, R, o), 0);
+	bl_rados_release_read_op(rop);
+	ck_assert_int_eq(pr, 9);
+	ck_assert_uint_eq(s.n, 1);
+	seen_reset(&s);
+
+	/* remove keys (a missing one is no error) beside a set, in one op */
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(op, rm, 2), 0);
+	ck_assert_int_eq(bl_rados_write_op_omap_set(op, ask, vals, 1), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, R, o), 0);
+	/* a spent op takes no step */
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(op, rm, 1), -EINVAL);
+	ck_assert_int_eq(bl_rados_write_op_omap_clear(op), -EINVAL);
+	bl_rados_release_write_op(op);
+	ck_assert_int_eq(bl_rados_omap_get_range(R, o, NULL, NULL, 100, NULL,
+						 note_pair, &s), 0);
+	ck_assert_uint_eq(s.n, 3);
+	ck_assert_str_eq(s.keys[0], "b.1");
+	ck_assert_str_eq(s.keys[2], "c.1");
+	ck_assert_uint_eq(s.lens[2], 3000);	/* set after the removal */
+	seen_reset(&s);
+
+	/* a failing step keeps the clear from happening */
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_omap_clear(op), 0);
+	ck_assert_int_eq(bl_rados_write_op_create(op, 1), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, R, o), -EEXIST);
+	bl_rados_release_write_op(op);
+	ck_assert_int_eq(bl_rados_omap_get(R, o, keys, 4, note_pair, &s), 0);
+	ck_assert_uint_eq(s.n, 3);
+	seen_reset(&s);
+
+	/* clear beside a setxattr, aio, the op released at once */
+	c = bl_rados_completion_create();
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_omap_clear(op), 0);
+	ck_assert_int_eq(bl_rados_write_op_setxattr(op, "x", &x), 0);
+	ck_assert_int_eq(bl_rados_aio_write_op_operate(op, R, o,
+						       bl_rados_completion_cb,
+						       c), 0);
+	bl_rados_release_write_op(op);
+	ck_assert_int_eq(bl_rados_completion_wait(c, 60000, &res), 0);
+	ck_assert_int_eq(res, 0);
+	bl_rados_completion_release(c);
+	ck_assert_int_eq(bl_rados_omap_get_range(R, o, NULL, NULL, 100, &more,
+						 note_pair, &s), 0);
+	ck_assert_uint_eq(s.n, 0);
+	ck_assert_int_eq(bl_rados_getxattr(R, o, "x", &s.vals), 5);
+	seen_reset(&s);
+
+	/* errors: NULL op, callback, keys, a NULL key; n 0 is a step */
+	op = bl_rados_create_write_op();
+	rop = bl_rados_create_read_op();
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(NULL, rm, 1), -EINVAL);
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(op, NULL, 1), -EINVAL);
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(op, bad, 1), -EINVAL);
+	ck_assert_int_eq(bl_rados_write_op_omap_clear(NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(NULL, ask, 1,
+							   note_pair, &s,
+							   NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, ask, 1, NULL,
+							   &s, NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, NULL, 1,
+							   note_pair, &s,
+							   NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, bad, 1,
+							   note_pair, &s,
+							   NULL), -EINVAL);
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(op, NULL, 0), 0);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, NULL, 0,
+							   note_pair, &s,
+							   &pr), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, R, o), 0);
+	ck_assert_int_eq(bl_rados_read_op_operate(rop, R, o), 0);
+	ck_assert_int_eq(pr, 0);
+	ck_assert_uint_eq(s.n, 0);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, ask, 1,
+							   note_pair, &s,
+							   NULL), -EINVAL);
+	bl_rados_release_write_op(op);
+	bl_rados_release_read_op(rop);
+
+	/* a missing object fails the read op's step with -ENOENT */
+	rop = bl_rados_create_read_op();
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, ask, 1,
+							   note_pair, &s,
+							   &pr), 0);
+	ck_assert_int_eq(bl_rados_read_op_operate(rop, R, oid("none")),
+			 -ENOENT);
+	bl_rados_release_read_op(rop);
+	ck_assert_uint_eq(s.n, 0);
+
+	ck_assert_int_eq(bl_rados_remove(R, o), 0);
+	for (int i = 0; i < 4; i++) {
+		tu_assert_list_eq(&v[i], want[i], lens[i]);
+		bl_list_clear(&v[i]);
+		free(want[i]);
+	}
+	seen_reset(&s);
+	bl_list_clear(&x);
 }
 END_TEST
 
@@ -772,6 +962,242 @@ START_TEST(test_op_steps_send_thread_local_raws_as_a_copy)
 }
 END_TEST
 
+/* ---- erasure-coded pool ------------------------------------------------ */
+
+/*
+ * An erasure-coded pool (BL_CEPH_EC_POOL) has no omap: the omap writes,
+ * alone or as op steps, fail with -EOPNOTSUPP, and such a write op
+ * changes nothing; the omap reads, alone or as steps, find no key (0, no
+ * pair), as ceph.h says.  Whole-object writes, reads (whole and in part),
+ * compound ops without omap and aio work there as anywhere, with no byte
+ * copied.  Only full writes: a pool without allow_ec_overwrites refuses
+ * writes at offsets inside an object.
+ */
+START_TEST(test_ec_pool_refuses_omap_and_takes_data_and_ops)
+{
+	const char *o = oid("ec");
+	const char *key = "k";
+	struct bl_list l, got, x;
+	const struct bl_list *vals[1];
+	struct bl_rados_write_op *op;
+	struct bl_rados_read_op *rop;
+	struct bl_rados_completion *c;
+	unsigned char *want;
+	size_t len = (1 << 20) + 4099;
+	struct seen s;
+	uint64_t size = 0;
+	int pr = 1;
+	int64_t res = 1;
+
+	bl_list_init(&l);
+	bl_list_init(&got);
+	bl_list_init(&x);
+	seen_init(&s);
+	put_str(&x, "xattr");
+	want = make_list(&l, len, 50000);
+	vals[0] = &l;
+
+	/* omap alone: refused, the object not created */
+	ck_assert_int_eq(bl_rados_omap_set(E, o, &key, vals, 1), -EOPNOTSUPP);
+	ck_assert_int_eq(bl_rados_stat(E, o, NULL, NULL), -ENOENT);
+	/* an op with an omap step changes nothing, its data step neither */
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_write_full(op, &l), 0);
+	ck_assert_int_eq(bl_rados_write_op_omap_set(op, &key, vals, 1), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, E, o), -EOPNOTSUPP);
+	bl_rados_release_write_op(op);
+	ck_assert_int_eq(bl_rados_stat(E, o, NULL, NULL), -ENOENT);
+
+	/* data: a write op without omap (create, write_full, setxattr) */
+	bl_stats_reset();
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_create(op, 1), 0);
+	ck_assert_int_eq(bl_rados_write_op_write_full(op, &l), 0);
+	ck_assert_int_eq(bl_rados_write_op_setxattr(op, "x", &x), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, E, o), 0);
+	bl_rados_release_write_op(op);
+	ck_assert_uint_eq(copied(), 0);
+	ck_assert_int_eq(bl_rados_read(E, o, 0, 4 << 20, &got), (ssize_t)len);
+	tu_assert_list_eq(&got, want, len);
+	bl_list_clear(&got);
+	ck_assert_int_eq(bl_rados_read(E, o, 4097, 100000, &got), 100000);
+	tu_assert_list_eq(&got, want + 4097, 100000);
+	bl_list_clear(&got);
+	ck_assert_int_eq(bl_rados_getxattr(E, o, "x", &got), 5);
+	bl_list_clear(&got);
+
+	/* omap reads find an empty omap; the writes are refused */
+	ck_assert_int_eq(bl_rados_omap_get(E, o, &key, 1, note_pair, &s), 0);
+	ck_assert_int_eq(bl_rados_omap_get_range(E, o, NULL, NULL, 10, NULL,
+						 note_pair, &s), 0);
+	ck_assert_uint_eq(s.n, 0);
+	ck_assert_int_eq(bl_rados_omap_rm_keys(E, o, &key, 1), -EOPNOTSUPP);
+	ck_assert_int_eq(bl_rados_omap_clear(E, o), -EOPNOTSUPP);
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_setxattr(op, "y", &x), 0);
+	ck_assert_int_eq(bl_rados_write_op_omap_rm_keys(op, &key, 1), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, E, o), -EOPNOTSUPP);
+	bl_rados_release_write_op(op);
+	ck_assert_int_eq(bl_rados_getxattr(E, o, "y", &got), -ENODATA);
+	op = bl_rados_create_write_op();
+	ck_assert_int_eq(bl_rados_write_op_omap_clear(op), 0);
+	ck_assert_int_eq(bl_rados_write_op_operate(op, E, o), -EOPNOTSUPP);
+	bl_rados_release_write_op(op);
+	rop = bl_rados_create_read_op();
+	ck_assert_int_eq(bl_rados_read_op_stat(rop, &size, NULL, NULL), 0);
+	ck_assert_int_eq(bl_rados_read_op_omap_get_by_keys(rop, &key, 1,
+							   note_pair, &s,
+							   &pr), 0);
+	ck_assert_int_eq(bl_rados_read_op_operate(rop, E, o), 0);
+	bl_rados_release_read_op(rop);
+	ck_assert_int_eq(pr, 0);
+	ck_assert_uint_eq(size, len);
+	ck_assert_uint_eq(s.n, 0);
+	size = 0;
+
+	/* a read op without omap, then aio write_full and read */
+	rop = bl_rados_create_read_op();
+	ck_assert_int_eq(bl_rados_read_op_stat(rop, &size, NULL, NULL), 0);
+	ck_assert_int_eq(bl_rados_read_op_read(rop, 0, len, &got, &pr), 0);
+	ck_assert_int_eq(bl_rados_read_op_operate(rop, E, o), 0);
+	bl_rados_release_read_op(rop);
+	ck_assert_uint_eq(size, len);
+	ck_assert_int_eq(pr, 0);
+	tu_assert_list_eq(&got, want, len);
+	bl_list_clear(&got);
+	c = bl_rados_completion_create();
+	ck_assert_int_eq(bl_rados_aio_write_full(E, o, &x,
+						 bl_rados_completion_cb, c),
+			 0);
+	ck_assert_int_eq(bl_rados_completion_wait(c, 60000, &res), 0);
+	ck_assert_int_eq(res, 0);
+	bl_rados_completion_release(c);
+	c = bl_rados_completion_create();
+	ck_assert_int_eq(bl_rados_aio_read2(E, o, 0, 100, &got,
+					    bl_rados_completion_cb64, c), 0);
+	ck_assert_int_eq(bl_rados_completion_wait(c, 60000, &res), 0);
+	ck_assert_int_eq(res, 5);
+	tu_assert_list_eq(&got, "xattr", 5);
+	bl_rados_completion_release(c);
+
+	ck_assert_int_eq(bl_rados_remove(E, o), 0);
+	seen_reset(&s);
+	bl_list_clear(&got);
+	bl_list_clear(&x);
+	bl_list_clear(&l);
+	free(want);
+}
+END_TEST
+
+/* Sets (@val non-NULL) or removes the OSDs' option @name, as `ceph
+ * config set osd NAME VAL` / `ceph config rm osd NAME`. */
+static int osd_config(const char *name, const char *val)
+{
+	char cmd[256];
+	const char *cmds[1] = { cmd };
+
+	if (val)
+		snprintf(cmd, sizeof(cmd),
+			 "{\"prefix\": \"config set\", \"who\": \"osd\", "
+			 "\"name\": \"%s\", \"value\": \"%s\"}", name, val);
+	else
+		snprintf(cmd, sizeof(cmd),
+			 "{\"prefix\": \"config rm\", \"who\": \"osd\", "
+			 "\"name\": \"%s\"}", name);
+	return rados_mon_command(bl_rados_cluster(R), cmds, 1, "", 0, NULL,
+				 NULL, NULL, NULL);
+}
+
+static void put_at(const char *o, const char *s, uint64_t off)
+{
+	struct bl_list l;
+
+	bl_list_init(&l);
+	put_str(&l, s);
+	ck_assert_int_eq(bl_rados_write(R, o, &l, off), 0);
+	bl_list_clear(&l);
+}
+
+static void assert_bytes_at(const struct bl_list *l, uint64_t off,
+			    const char *s)
+{
+	char buf[32];
+	size_t n = strlen(s);
+
+	ck_assert_int_eq(bl_list_copy_out(l, off, n, buf), 0);
+	ck_assert_msg(memcmp(buf, s, n) == 0, "bytes at %llu",
+		      (unsigned long long)off);
+}
+
+/*
+ * librados refuses a read over INT_MAX bytes (-EDOM) and aborts on an
+ * answer of 2 GiB or more; bl_rados_read() reads such a range in pieces
+ * and returns its full length.  The object is sparse (OSD memory and
+ * disk stay small): markers at its start, across the 1 GiB piece border
+ * and past 2 GiB.  The OSD takes objects over 128 MiB only once its
+ * osd_max_object_size allows, set here and removed after.
+ */
+START_TEST(test_sync_read_of_more_than_2_gib_returns_its_length)
+{
+	const char *o = oid("2gib");
+	const uint64_t gib = 1ull << 30;
+	struct bl_list got, one;
+	struct bl_rados_completion *c;
+	ssize_t n;
+	int e = -EFBIG;
+
+	bl_list_init(&got);
+	bl_list_init(&one);
+	ck_assert_int_eq(osd_config("osd_max_object_size", "3221225472"), 0);
+	put_str(&one, "tail");
+	/* the OSD hears of the option a moment after the monitor */
+	for (int i = 0; i < 100 && e == -EFBIG; i++) {
+		e = bl_rados_write(R, o, &one, 2 * gib + 4096);
+		if (e == -EFBIG)
+			usleep(100000);
+	}
+	ck_assert_int_eq(e, 0);
+	put_at(o, "head", 0);
+	put_at(o, "border", gib - 3);
+
+	n = bl_rados_read(R, o, 0, 2 * gib + 8192, &got);
+	ck_assert_int_eq(n, 2 * gib + 4100);
+	ck_assert_uint_eq(bl_list_length(&got), 2 * gib + 4100);
+	assert_bytes_at(&got, 0, "head");
+	assert_bytes_at(&got, gib - 3, "border");
+	assert_bytes_at(&got, 2 * gib + 4096, "tail");
+	assert_bytes_at(&got, 2 * gib, "\0\0\0\0");
+	bl_list_clear(&got);
+
+	/* from an offset, and a range the object ends inside */
+	n = bl_rados_read(R, o, gib - 3, (size_t)3 * gib, &got);
+	ck_assert_int_eq(n, gib + 4103);
+	assert_bytes_at(&got, 0, "border");
+	assert_bytes_at(&got, gib + 4099, "tail");
+	bl_list_clear(&got);
+
+	/* a failure leaves @out as it was */
+	ck_assert_int_eq(bl_list_append(&got, "x", 1), 0);
+	ck_assert_int_eq(bl_rados_read(R, oid("none"), 0, 3 * gib, &got),
+			 -ENOENT);
+	ck_assert_uint_eq(bl_list_length(&got), 1);
+	/* the aio reads are librados' single read: over INT_MAX, -EDOM */
+	ck_assert_int_eq(bl_rados_aio_read(R, o, 0, 2 * gib, &got, NULL,
+					   NULL), -EDOM);
+	c = bl_rados_completion_create();
+	ck_assert_int_eq(bl_rados_aio_read2(R, o, 0, 2 * gib, &got,
+					    bl_rados_completion_cb64, c),
+			 -EDOM);
+	bl_rados_completion_release(c);
+	ck_assert_uint_eq(bl_list_length(&got), 1);
+	bl_list_clear(&got);
+	bl_list_clear(&one);
+
+	ck_assert_int_eq(bl_rados_remove(R, o), 0);
+	ck_assert_int_eq(osd_config("osd_max_object_size", NULL), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -791,6 +1217,8 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_omap_set_get_by_keys_and_ranges_without_copies);
 	tcase_add_test(tc, test_omap_errors_bad_arguments_and_missing_objects);
+	tcase_add_test(tc,
+		test_omap_steps_get_by_keys_remove_keys_and_clear_in_ops);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ops");
@@ -807,6 +1235,27 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_aio_ops_complete_on_a_completion_after_the_op_is_released);
 	tcase_add_test(tc, test_aio_read2_gives_a_64_bit_result_to_a_completion);
+	suite_add_tcase(s, tc);
+
+	/* only with a pool to run them on: never counted as passed unseen */
+	g_ec_pool = getenv("BL_CEPH_EC_POOL");
+	if (g_ec_pool && *g_ec_pool) {
+		tc = tcase_create("ec");
+		tcase_set_timeout(tc, 300);
+		tcase_add_checked_fixture(tc, setup_ec, teardown_ec);
+		tcase_add_test(tc,
+			test_ec_pool_refuses_omap_and_takes_data_and_ops);
+		suite_add_tcase(s, tc);
+	} else {
+		printf("test_ceph_ops: BL_CEPH_EC_POOL unset: the "
+		       "erasure-coded pool cases were not run\n");
+	}
+
+	tc = tcase_create("big");
+	tcase_set_timeout(tc, 900);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc,
+		test_sync_read_of_more_than_2_gib_returns_its_length);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("thread_local");

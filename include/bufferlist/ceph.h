@@ -142,7 +142,10 @@ BL_API int bl_rados_append(struct bl_rados *r, const char *oid,
 /**
  * bl_rados_read() - appends bytes [@off, @off + @len) of object @oid to
  * @out (fewer when the object ends first, none when @off is at or past
- * its end).  @len 0 reads nothing and asks no server.
+ * its end).  @len 0 reads nothing and asks no server.  librados reads
+ * at most 2 GiB - 1 in one operation, so a longer @len goes as several
+ * reads of 1 GiB, one after the other: 2 GiB and more come back whole,
+ * but not atomically (a write meanwhile may show in part of them).
  * Takes Ceph's buffers into @out (claimed raws, no copy).
  * Return: the bytes appended, or -errno: -EINVAL (@r, @oid or @out is
  * NULL), -ENOMEM, -EIO, or librados' error (-ENOENT: no such object or
@@ -258,9 +261,11 @@ BL_API int bl_rados_aio_append(struct bl_rados *r, const char *oid,
  * not be touched by the caller until then.  @len 0 completes at once
  * with 0 (@cb runs before the call returns).
  * Return: 0 (queued), or -errno: -EINVAL (@r, @oid or @out is NULL),
- * -ENOMEM, -EIO, or librados' refusal; @cb gets the bytes read,
- * bl_rados_read()'s errors, or -EDOM when 2 GiB or more were read (@out
- * is then unchanged: bl_rados_aio_read2() gives such results).
+ * -EDOM (@len over 2 GiB - 1, more than librados reads in one operation:
+ * bl_rados_read() reads such ranges in pieces), -ENOMEM, -EIO, or
+ * librados' refusal; @cb gets the bytes read, bl_rados_read()'s errors,
+ * or -EDOM when 2 GiB or more were read (@out is then unchanged:
+ * bl_rados_aio_read2() gives such results).
  */
 BL_API int bl_rados_aio_read(struct bl_rados *r, const char *oid,
 			     uint64_t off, size_t len, struct bl_list *out,
@@ -424,7 +429,10 @@ BL_API uint64_t bl_rados_copied_bytes(void);
  * data and attributes.  Keys are C strings; values are lists, shared on
  * the way in (no copy: librados gets one Ceph segment per list segment)
  * and Ceph's own buffers on the way out (claimed raws).  Replicated pools
- * only: an erasure-coded pool refuses omap with -EOPNOTSUPP.
+ * only: an erasure-coded pool has no omap.  It refuses the omap writes
+ * (set, remove keys, clear; alone, or as a step, which fails the whole op
+ * and so changes nothing) with -EOPNOTSUPP, and its omap reads (alone or
+ * as steps) find no key: they return 0 without a pair.
  */
 
 /**
@@ -456,7 +464,7 @@ BL_API int bl_rados_omap_set(struct bl_rados *r, const char *oid,
  * order (keys it does not hold are skipped).
  * Return: 0, @cb's nonzero value, or -errno: -EINVAL (@r, @oid or @cb is
  * NULL, @keys is NULL with @n > 0, or holds a NULL), -ENOENT (no such
- * object), -ENOMEM, -EIO, or librados' error (-EOPNOTSUPP ...).
+ * object), -ENOMEM, -EIO, or librados' error (-ETIMEDOUT ...).
  */
 BL_API int bl_rados_omap_get(struct bl_rados *r, const char *oid,
 			     const char *const *keys, size_t n,
@@ -472,7 +480,7 @@ BL_API int bl_rados_omap_get(struct bl_rados *r, const char *oid,
  * give fewer than @max pairs per call (osd_max_omap_entries_per_request).
  * Return: 0, @cb's nonzero value, or -errno: -EINVAL (@r, @oid or @cb is
  * NULL, or @max is 0), -ENOENT (no such object), -ENOMEM, -EIO, or
- * librados' error (-EOPNOTSUPP ...).  *@more is written only on success.
+ * librados' error (-ETIMEDOUT ...).  *@more is written only on success.
  */
 BL_API int bl_rados_omap_get_range(struct bl_rados *r, const char *oid,
 				   const char *start_after,
@@ -615,6 +623,23 @@ BL_API int bl_rados_write_op_omap_set(struct bl_rados_write_op *op,
 				      size_t n);
 
 /**
+ * bl_rados_write_op_omap_rm_keys() - step: bl_rados_omap_rm_keys() of the
+ * @n @keys (keys the omap does not hold are no error).
+ * Copies: the keys.
+ * Return: 0, or -EINVAL (@op NULL or spent, @keys NULL with @n > 0, or
+ * holding a NULL), -ENOMEM.
+ */
+BL_API int bl_rados_write_op_omap_rm_keys(struct bl_rados_write_op *op,
+					  const char *const *keys, size_t n);
+
+/**
+ * bl_rados_write_op_omap_clear() - step: bl_rados_omap_clear(), every key
+ * of the omap removed.
+ * Return: 0, or -EINVAL (@op NULL or spent), -ENOMEM.
+ */
+BL_API int bl_rados_write_op_omap_clear(struct bl_rados_write_op *op);
+
+/**
  * bl_rados_write_op_cmpext() - step: compare the object's bytes at @off
  * with @cmp (bytes past the object's end compare as zeros); when they
  * differ the op fails, with -BL_RADOS_MAX_ERRNO - the offset of the first
@@ -693,7 +718,9 @@ BL_API void bl_rados_release_read_op(struct bl_rados_read_op *op);
 /**
  * bl_rados_read_op_read() - step: append bytes [@off, @off + @len) of the
  * object (fewer at its end) to @out, as Ceph's buffers (claimed raws, no
- * copy).  @out unchanged when the op fails.
+ * copy).  @out unchanged when the op fails.  The answers of all the
+ * steps of one op must stay under 2 GiB: librados' messenger aborts the
+ * process on a larger answer (bl_rados_read() reads more in pieces).
  * Return: 0, or -EINVAL (@op or @out NULL, @op spent, @len 0), -ENOMEM.
  */
 BL_API int bl_rados_read_op_read(struct bl_rados_read_op *op, uint64_t off,
@@ -733,6 +760,21 @@ BL_API int bl_rados_read_op_omap_get(struct bl_rados_read_op *op,
 				     void *arg, int *prval);
 
 /**
+ * bl_rados_read_op_omap_get_by_keys() - step: bl_rados_omap_get()'s pairs:
+ * @cb runs, when the op completes (on the thread that completes it), for
+ * each of the @n @keys that the omap holds, in key order.  A nonzero
+ * value of @cb stops the pairs and becomes *@prval; the op's own result
+ * stays 0.
+ * Copies: the keys.
+ * Return: 0, or -EINVAL (@op or @cb NULL, @op spent, @keys NULL with @n >
+ * 0, or holding a NULL), -ENOMEM.
+ */
+BL_API int bl_rados_read_op_omap_get_by_keys(struct bl_rados_read_op *op,
+					     const char *const *keys,
+					     size_t n, bl_rados_omap_cb cb,
+					     void *arg, int *prval);
+
+/**
  * bl_rados_read_op_cmpext() - step: bl_rados_write_op_cmpext()'s
  * comparison; a mismatch fails the op.
  * Shares: @cmp, until the op completes.
@@ -750,7 +792,7 @@ BL_API int bl_rados_read_op_cmpext(struct bl_rados_read_op *op,
  * -ENOMEM (also when an output could not be filled: the outputs may then
  * be filled in part), -EIO, a cmpext mismatch, or the error of the step
  * that failed (-ENOENT: no such object; -ENODATA: no such attribute;
- * -EOPNOTSUPP; -ETIMEDOUT ...).
+ * -ETIMEDOUT ...).
  */
 BL_API int bl_rados_read_op_operate(struct bl_rados_read_op *op,
 				    struct bl_rados *r, const char *oid);
@@ -825,8 +867,8 @@ BL_API void bl_rados_completion_release(struct bl_rados_completion *c);
  * bl_rados_aio_read()'s int result gives -EDOM.
  * Takes Ceph's buffers into @out (no copy), as bl_rados_aio_read().
  * Return: 0 (queued), or -errno: -EINVAL (@r, @oid or @out is NULL),
- * -ENOMEM, -EIO, or librados' refusal; @cb gets the bytes read or
- * bl_rados_read()'s errors.
+ * -EDOM (@len over 2 GiB - 1, as bl_rados_aio_read()), -ENOMEM, -EIO, or
+ * librados' refusal; @cb gets the bytes read or bl_rados_read()'s errors.
  */
 BL_API int bl_rados_aio_read2(struct bl_rados *r, const char *oid,
 			      uint64_t off, size_t len, struct bl_list *out,

@@ -46,7 +46,12 @@ BL_API int to_ceph(const struct bl_list *l, ::ceph::bufferlist *out,
  * list_ref - keeps the bytes of lists alive: it holds one reference to
  * every segment of the lists given to to_ceph() (shared, no copy) and
  * drops them when destroyed or reset().  Movable, not copyable; not
- * thread-safe (one owner at a time, like a list).
+ * thread-safe (one owner at a time, like a list).  It serves librados'
+ * own ops as well: to_ceph() each list into the ceph::bufferlist a step
+ * of a librados::ObjectWriteOperation takes (write_full, omap_set,
+ * setxattr ...) and keep the list_ref until the op is done (operate()
+ * returned, or the aio completion); a read op's answers go into lists
+ * with from_ceph().  No byte is copied either way.
  */
 class BL_API list_ref {
 public:

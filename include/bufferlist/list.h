@@ -103,17 +103,19 @@ BL_API_INLINE void bl_list_init(struct bl_list *l)
  *	static struct bl_list cache = BL_LIST_INIT(cache);
  *	struct msg m = { .body = BL_LIST_INIT(m.body) };
  * The list points at its own inline chunk, hence the name.  C, and C++
- * (C++20 designated initializers, or g++/clang++ before C++20): the
- * designators follow the declaration order, as C++ requires.
+ * from C++11 on, also under -pedantic.
  */
 #ifdef __cplusplus
-/* every member named (g++ warns of one left out, -Wextra) */
+/*
+ * Positional, in declaration order: designators are C++20 (a GNU
+ * extension before, which -pedantic refuses).  Every member is given:
+ * g++ -Wextra warns of one left out.
+ */
 #define BL_LIST_INIT(name) {						\
-	._tail = &(name)._inl, ._len = 0, ._nseg = 0, ._abuf_next = 0,	\
-	._abuf = NULL, ._ext = NULL, ._lidx = NULL,			\
-	._inl = { .next = NULL, .start = 0, .count = 0,			\
-		  .cap = BL_LIST_INLINE, ._gen = 0 },			\
-	._inl_seg = {}, ._pool = NULL,					\
+	&(name)._inl, 0, 0, 0,						\
+	NULL, NULL, NULL,						\
+	{ NULL, 0, 0, BL_LIST_INLINE, 0 },				\
+	{}, NULL,							\
 }
 #else
 #define BL_LIST_INIT(name) {						\
