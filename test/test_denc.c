@@ -29,20 +29,10 @@ static void recut(struct bl_list *l, size_t seg)
 {
 	unsigned char *flat = tu_flatten(l);
 	size_t len = bl_list_length(l);
-	const unsigned char *p = flat;
 
 	bl_list_clear(l);
 	bl_list_init(l);
-	while (len) {
-		size_t n = len < seg ? len : seg;
-		struct bl_ptr bp = BL_PTR_INIT;
-
-		ck_assert_int_eq(bl_ptr_alloc(&bp, n), 0);
-		memcpy(bl_ptr_data(&bp), p, n);
-		ck_assert_int_eq(bl_list_append_ptr_move(l, &bp), 0);
-		p += n;
-		len -= n;
-	}
+	tu_append_fixed(l, flat, len, seg);
 	free(flat);
 }
 

@@ -50,18 +50,6 @@ int aio_with_ceph_list(const struct bl_list *l, librados::AioCompletion *c,
 	}
 }
 
-template <typename F>
-int noexcept_call(F f) noexcept
-{
-	try {
-		return f();
-	} catch (const std::bad_alloc &) {
-		return -ENOMEM;
-	} catch (...) {
-		return -EIO;
-	}
-}
-
 } // namespace
 
 int aio_write(librados::IoCtx &io, const std::string &oid,
@@ -97,7 +85,7 @@ int aio_read(librados::IoCtx &io, const std::string &oid,
 {
 	if (!c || !pbl)
 		return -EINVAL;
-	return noexcept_call([&] { return io.aio_read(oid, c, pbl, len, off); });
+	return guarded([&] { return io.aio_read(oid, c, pbl, len, off); });
 }
 
 int aio_stat(librados::IoCtx &io, const std::string &oid,
@@ -106,7 +94,7 @@ int aio_stat(librados::IoCtx &io, const std::string &oid,
 {
 	if (!c || !size || !mtime)
 		return -EINVAL;
-	return noexcept_call([&] { return io.aio_stat(oid, c, size, mtime); });
+	return guarded([&] { return io.aio_stat(oid, c, size, mtime); });
 }
 
 int aio_remove(librados::IoCtx &io, const std::string &oid,
@@ -114,7 +102,7 @@ int aio_remove(librados::IoCtx &io, const std::string &oid,
 {
 	if (!c)
 		return -EINVAL;
-	return noexcept_call([&] { return io.aio_remove(oid, c); });
+	return guarded([&] { return io.aio_remove(oid, c); });
 }
 
 } // namespace ceph
