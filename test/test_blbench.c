@@ -2128,6 +2128,17 @@ static void seq_faults(const char *tcp, const char *name, long long *cli,
  * allowed, for what the kernel and the allocator do besides.  A first
  * pass maps what stays mapped (the pools, the pattern, the page cache).
  */
+/*
+ * Under ThreadSanitizer its own allocator and shadow memory fault as well
+ * (5,522 over the 20 objects in one CI run against the 5,120 allowed):
+ * twice the allowance there, still half of a fault per page read.
+ */
+#ifdef __SANITIZE_THREAD__
+#define FAULTS_ALLOW (2 * 20 * 256)
+#else
+#define FAULTS_ALLOW (20 * 256)
+#endif
+
 START_TEST(test_tcp_reads_of_large_objects_take_no_fault_per_page)
 {
 	char t[PATH_MAX + 64], tcp[64];
@@ -2146,10 +2157,10 @@ START_TEST(test_tcp_reads_of_large_objects_take_no_fault_per_page)
 	seq_faults(tcp, "big", &c_big, &s_big);
 	seq_faults(tcp, "small", &c_small, &s_small);
 	seq_faults(tcp, "big", &c_big, &s_big);
-	ck_assert_msg(c_big - c_small < 20 * 256,
+	ck_assert_msg(c_big - c_small < FAULTS_ALLOW,
 		      "client: %lld faults for 4 objects, %lld for 24",
 		      c_small, c_big);
-	ck_assert_msg(s_big - s_small < 20 * 256,
+	ck_assert_msg(s_big - s_small < FAULTS_ALLOW,
 		      "server: %lld faults for 4 objects, %lld for 24",
 		      s_small, s_big);
 	RUN(&r, "cleanup", "--run-name", "small", "--target", tcp);
