@@ -231,24 +231,30 @@ END_TEST
 
 static Suite *accessors_suite(void)
 {
-	Suite *s = suite_create("accessors");
-	TCase *tc = tcase_create("allocator");
+	const TTest *allocator_tests[] = {
+		allocator_get_gives_a_default_that_allocates,
+		allocator_get_gives_the_installed_one_then_the_default_again,
+		allocator_get_copies_so_changing_the_copy_changes_nothing,
+		NULL
+	};
+	const TTest *pool_stats_tests[] = {
+		pool_stats_all_has_each_pool_as_get_stats_sees_it,
+		pool_stats_all_writes_at_most_max_and_counts_all,
+		NULL
+	};
+	const TTest *msgr_fd_tests[] = {
+		msgr_conn_fd_is_the_socket_the_connection_closes,
+		msgr_conn_fd_is_the_socket_keep_fd_leaves_open,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "allocator", allocator_tests },
+		{ "pool_stats", pool_stats_tests },
+		{ "msgr_fd", msgr_fd_tests },
+		{ NULL }
+	};
 
-	tcase_add_test(tc, allocator_get_gives_a_default_that_allocates);
-	tcase_add_test(tc,
-		allocator_get_gives_the_installed_one_then_the_default_again);
-	tcase_add_test(tc,
-		allocator_get_copies_so_changing_the_copy_changes_nothing);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("pool_stats");
-	tcase_add_test(tc, pool_stats_all_has_each_pool_as_get_stats_sees_it);
-	tcase_add_test(tc, pool_stats_all_writes_at_most_max_and_counts_all);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("msgr_fd");
-	tcase_add_test(tc, msgr_conn_fd_is_the_socket_the_connection_closes);
-	tcase_add_test(tc, msgr_conn_fd_is_the_socket_keep_fd_leaves_open);
-	suite_add_tcase(s, tc);
-	return s;
+	return tu_suite("accessors", groups);
 }
 
 int main(void)

@@ -3608,111 +3608,114 @@ END_TEST
 
 static Suite *blbench_suite(void)
 {
-	Suite *s = suite_create("blbench");
-	TCase *tc;
-
-	tc = tcase_create("options");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_bad_options_give_usage_and_status_2);
-	tcase_add_test(tc, test_help_prints_usage_on_stdout_and_succeeds);
-	tcase_add_test(tc, test_version_names_the_library_version);
-	tcase_add_test(tc, test_getopt_messages_name_the_program_not_its_path);
-	tcase_add_test(tc, test_msgbench_bad_options_give_a_reason_and_status_2);
-	tcase_add_test(tc, test_msgbench_help_lists_every_option_on_stdout);
-	tcase_add_test(tc, test_msgbench_takes_sizes_with_suffixes);
-	tcase_add_test(tc, test_msgbench_pingpong_ends_without_errors);
-	tcase_add_test(tc, test_pool_and_sizes_with_suffixes_are_accepted);
-	tcase_add_test(tc, test_unopenable_target_gives_one_line_reason);
-	tcase_add_test(tc, test_rados_target_options_are_checked_before_connecting);
+	const TTest *options_tests[] = {
+		test_bad_options_give_usage_and_status_2,
+		test_help_prints_usage_on_stdout_and_succeeds,
+		test_version_names_the_library_version,
+		test_getopt_messages_name_the_program_not_its_path,
+		test_msgbench_bad_options_give_a_reason_and_status_2,
+		test_msgbench_help_lists_every_option_on_stdout,
+		test_msgbench_takes_sizes_with_suffixes,
+		test_msgbench_pingpong_ends_without_errors,
+		test_pool_and_sizes_with_suffixes_are_accepted,
+		test_unopenable_target_gives_one_line_reason,
+		test_rados_target_options_are_checked_before_connecting,
 #ifdef BL_HAVE_CEPH
-	tcase_add_test(tc, test_rados_target_without_a_cluster_gives_one_line_reason);
+		test_rados_target_without_a_cluster_gives_one_line_reason,
 #else
-	tcase_add_test(tc, test_rados_target_without_the_bridge_gives_one_line_and_status_2);
+		test_rados_target_without_the_bridge_gives_one_line_and_status_2,
 #endif
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("local");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_dir_write_seq_rand_cleanup_agree_with_metadata);
-	tcase_add_test(tc, test_raw_file_with_direct_write_seq_rand_cleanup);
-	tcase_add_test(tc, test_dir_with_direct_and_lz4_round_trips);
-	tcase_add_test(tc, test_default_target_is_found_by_a_later_process);
-	tcase_add_test(tc, test_raw_target_too_small_is_refused_and_a_full_one_stops);
-	tcase_add_test(tc, test_truncated_raw_file_is_said_to_be_shorter_than_its_run);
-	tcase_add_test(tc, test_a_timed_write_on_a_small_file_wraps_and_runs_the_whole_time);
-	tcase_add_test(tc, test_durability_options_write_and_read_back);
-	tcase_add_test(tc, test_raw_object_area_is_aligned_to_the_op_size_and_read_back);
-	tcase_add_test(tc, test_raw_file_takes_one_writer_at_a_time);
-	tcase_add_test(tc, test_raw_file_that_cannot_be_written_is_still_read);
-	tcase_add_test(tc, test_unwritable_directory_is_refused_before_the_header);
-	tcase_add_test(tc, test_cleanup_removes_a_run_whose_metadata_is_damaged);
-	tcase_add_test(tc, test_one_cleanup_removes_what_a_killed_run_left);
-	tcase_add_test(tc, test_metadata_naming_files_elsewhere_is_refused);
-	tcase_add_test(tc, test_object_size_beyond_16t_is_a_usage_error);
-	tcase_add_test(tc, test_raw_file_size_that_is_not_a_size_is_a_usage_error);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("output");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_json_output_is_one_object_with_rados_keys);
-	tcase_add_test(tc, test_histogram_buckets_are_contiguous_and_narrow);
-	tcase_add_test(tc, test_histogram_percentiles_of_known_sets);
-	tcase_add_test(tc, test_runs_print_latency_percentiles_after_the_summary);
-	tcase_add_test(tc, test_plot_writes_an_svg_of_its_three_panels);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("verify");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_flipped_body_byte_fails_seq_naming_the_object);
-	tcase_add_test(tc, test_flipped_header_byte_fails_seq);
-	tcase_add_test(tc, test_crc_catches_a_flip_even_without_verify);
-	tcase_add_test(tc, test_flip_in_lz4_data_fails_seq);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("tcp");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_tcp_target_write_seq_rand_cleanup_through_serve);
-	tcase_add_test(tc, test_tcp_target_with_direct_on_the_server);
-	tcase_add_test(tc, test_tcp_reads_of_large_objects_take_no_fault_per_page);
-	tcase_add_test(tc, test_server_fed_malformed_frames_stays_up_for_others);
-	tcase_add_test(tc, test_serve_bounds_memory_for_replies_nobody_reads);
-	tcase_add_test(tc, test_serve_does_not_reserve_what_preambles_claim);
-	tcase_add_test(tc, test_serve_streams_large_reads_nobody_reads_in_bounded_memory);
-	tcase_add_test(tc, test_serve_memory_budget_refuses_work_and_idle_timeout_frees_it);
-	tcase_add_test(tc, test_serve_streamed_read_errors_answer_or_reset);
-	tcase_add_test(tc, test_serve_answers_a_half_closed_client);
-	tcase_add_test(tc, test_serve_out_of_descriptors_backs_off);
-	tcase_add_test(tc, test_tcp_target_that_is_not_there_gives_one_line_reason);
-	tcase_add_test(tc, test_tcp_host_that_does_not_resolve_gives_the_resolvers_reason);
-	tcase_add_test(tc, test_failed_server_write_leaves_no_empty_object);
-	tcase_add_test(tc, test_hello_with_absurd_alignment_is_refused);
-	tcase_add_test(tc, test_tcp_result_outside_the_request_is_a_protocol_error);
-	tcase_add_test(tc, test_serve_refuses_a_raw_run_whose_objects_start_past_the_end);
+		NULL
+	};
+	const TTest *local_tests[] = {
+		test_dir_write_seq_rand_cleanup_agree_with_metadata,
+		test_raw_file_with_direct_write_seq_rand_cleanup,
+		test_dir_with_direct_and_lz4_round_trips,
+		test_default_target_is_found_by_a_later_process,
+		test_raw_target_too_small_is_refused_and_a_full_one_stops,
+		test_truncated_raw_file_is_said_to_be_shorter_than_its_run,
+		test_a_timed_write_on_a_small_file_wraps_and_runs_the_whole_time,
+		test_durability_options_write_and_read_back,
+		test_raw_object_area_is_aligned_to_the_op_size_and_read_back,
+		test_raw_file_takes_one_writer_at_a_time,
+		test_raw_file_that_cannot_be_written_is_still_read,
+		test_unwritable_directory_is_refused_before_the_header,
+		test_cleanup_removes_a_run_whose_metadata_is_damaged,
+		test_one_cleanup_removes_what_a_killed_run_left,
+		test_metadata_naming_files_elsewhere_is_refused,
+		test_object_size_beyond_16t_is_a_usage_error,
+		test_raw_file_size_that_is_not_a_size_is_a_usage_error,
+		NULL
+	};
+	const TTest *output_tests[] = {
+		test_json_output_is_one_object_with_rados_keys,
+		test_histogram_buckets_are_contiguous_and_narrow,
+		test_histogram_percentiles_of_known_sets,
+		test_runs_print_latency_percentiles_after_the_summary,
+		test_plot_writes_an_svg_of_its_three_panels,
+		NULL
+	};
+	const TTest *verify_tests[] = {
+		test_flipped_body_byte_fails_seq_naming_the_object,
+		test_flipped_header_byte_fails_seq,
+		test_crc_catches_a_flip_even_without_verify,
+		test_flip_in_lz4_data_fails_seq,
+		NULL
+	};
+	const TTest *tcp_tests[] = {
+		test_tcp_target_write_seq_rand_cleanup_through_serve,
+		test_tcp_target_with_direct_on_the_server,
+		test_tcp_reads_of_large_objects_take_no_fault_per_page,
+		test_server_fed_malformed_frames_stays_up_for_others,
+		test_serve_bounds_memory_for_replies_nobody_reads,
+		test_serve_does_not_reserve_what_preambles_claim,
+		test_serve_streams_large_reads_nobody_reads_in_bounded_memory,
+		test_serve_memory_budget_refuses_work_and_idle_timeout_frees_it,
+		test_serve_streamed_read_errors_answer_or_reset,
+		test_serve_answers_a_half_closed_client,
+		test_serve_out_of_descriptors_backs_off,
+		test_tcp_target_that_is_not_there_gives_one_line_reason,
+		test_tcp_host_that_does_not_resolve_gives_the_resolvers_reason,
+		test_failed_server_write_leaves_no_empty_object,
+		test_hello_with_absurd_alignment_is_refused,
+		test_tcp_result_outside_the_request_is_a_protocol_error,
+		test_serve_refuses_a_raw_run_whose_objects_start_past_the_end,
 #ifndef __SANITIZE_THREAD__
-	/*
-	 * Under TSan, on a machine loaded by other jobs, the client once took
-	 * over 40 s to exit after its 1 s timeout fired (it passes in seconds
-	 * otherwise); until that is understood it runs in every other build.
-	 */
-	tcase_add_test(tc, test_op_timeout_fails_a_run_whose_server_stalled);
+		/*
+		 * Under TSan, on a machine loaded by other jobs, the client
+		 * once took over 40 s to exit after its 1 s timeout fired (it
+		 * passes in seconds otherwise); until that is understood it
+		 * runs in every other build.
+		 */
+		test_op_timeout_fails_a_run_whose_server_stalled,
 #endif
 #ifndef __SANITIZE_THREAD__
-	/*
-	 * ThreadSanitizer runs a signal's handler only at the thread's next
-	 * call into a function it intercepts, and a client blocked in
-	 * io_uring_enter() makes none: under TSan these two measure TSan.
-	 * Every other build runs them.
-	 */
-	tcase_add_test(tc, test_sigterm_stops_a_client_whose_server_stalled);
-	tcase_add_test(tc, test_second_sigint_stops_a_client_whose_server_stalled);
+		/*
+		 * ThreadSanitizer runs a signal's handler only at the thread's
+		 * next call into a function it intercepts, and a client blocked
+		 * in io_uring_enter() makes none: under TSan these two measure
+		 * TSan. Every other build runs them.
+		 */
+		test_sigterm_stops_a_client_whose_server_stalled,
+		test_second_sigint_stops_a_client_whose_server_stalled,
 #endif
-	suite_add_tcase(s, tc);
-	return s;
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "options", options_tests, NULL, .timeout = 60,
+		  .setup = setup, .teardown = teardown },
+		{ "local", local_tests, NULL, .timeout = 60,
+		  .setup = setup, .teardown = teardown },
+		{ "output", output_tests, NULL, .timeout = 60,
+		  .setup = setup, .teardown = teardown },
+		{ "verify", verify_tests, NULL, .timeout = 60,
+		  .setup = setup, .teardown = teardown },
+		{ "tcp", tcp_tests, NULL, .timeout = 60,
+		  .setup = setup, .teardown = teardown },
+		{ NULL }
+	};
+
+	return tu_suite("blbench", groups);
 }
 
 int main(void)

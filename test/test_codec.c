@@ -1562,70 +1562,72 @@ END_TEST
 
 static Suite *codec_suite(void)
 {
-	Suite *s = suite_create("codec");
-	TCase *tc;
-
-	tc = tcase_create("iter");
-	tcase_add_test(tc, test_iter_init_at_offsets);
-	tcase_add_test(tc, test_iter_advance_crosses_segments);
-	tcase_add_test(tc, test_iter_seek_both_ways);
-	tcase_add_test(tc, test_iter_copy_across_segments);
-	tcase_add_test(tc, test_iter_copy_to_null_is_einval);
-	tcase_add_test(tc, test_iter_copy_list_shares_slices);
-	tcase_add_test(tc,
-		       test_iter_copy_list_inside_segment_into_empty_sets_one_slot);
-	tcase_add_test(tc, test_iter_copy_list_to_segment_end_or_beyond);
-	tcase_add_test(tc, test_get_ptr_and_advance_returns_runs);
-	tcase_add_test(tc, test_iter_copied_by_assignment_is_independent);
-	tcase_add_test(tc, test_iter_random_walk_matches_model);
-	suite_add_tcase(s, tc);
-
+	const TTest *iter_tests[] = {
+		test_iter_init_at_offsets,
+		test_iter_advance_crosses_segments,
+		test_iter_seek_both_ways,
+		test_iter_copy_across_segments,
+		test_iter_copy_to_null_is_einval,
+		test_iter_copy_list_shares_slices,
+		test_iter_copy_list_inside_segment_into_empty_sets_one_slot,
+		test_iter_copy_list_to_segment_end_or_beyond,
+		test_get_ptr_and_advance_returns_runs,
+		test_iter_copied_by_assignment_is_independent,
+		test_iter_random_walk_matches_model,
+		NULL
+	};
 	/* each twice: the inline copies, then the exported symbols */
-	tc = tcase_create("inline");
-	tcase_add_loop_test(tc, test_inline_moves_on_an_empty_list, 0, 2);
-	tcase_add_loop_test(tc, test_inline_get_ptr_at_segment_boundaries, 0,
-			    2);
-	tcase_add_loop_test(tc, test_inline_advance_at_segment_boundaries, 0,
-			    2);
-	tcase_add_loop_test(tc, test_inline_decodes_split_at_every_seam, 0, 2);
-	tcase_add_loop_test(tc,
-			    test_inline_decode_after_a_segment_used_up_copies_nothing,
-			    0, 2);
-	tcase_add_loop_test(tc, test_inline_random_walk_matches_model, 0, 2);
-	suite_add_tcase(s, tc);
+	const struct tu_loop inline_loops[] = {
+		{ test_inline_moves_on_an_empty_list, 0, 2 },
+		{ test_inline_get_ptr_at_segment_boundaries, 0, 2 },
+		{ test_inline_advance_at_segment_boundaries, 0, 2 },
+		{ test_inline_decodes_split_at_every_seam, 0, 2 },
+		{ test_inline_decode_after_a_segment_used_up_copies_nothing,
+		  0, 2 },
+		{ test_inline_random_walk_matches_model, 0, 2 },
+		{ NULL, 0, 0 }
+	};
+	const TTest *fixed_tests[] = {
+		test_encode_fixed_is_little_endian,
+		test_decode_fixed_round_trip,
+		test_decode_fixed_truncated_leaves_cursor,
+		test_fixed_values_straddling_segments,
+		test_decode_fixed_inside_at_end_and_across_segments,
+		test_encoders_fail_without_memory,
+		NULL
+	};
+	const TTest *varint_tests[] = {
+		test_varint_encodes_leb128,
+		test_varint_decodes_leb128_across_seams,
+		test_varint_round_trip,
+		test_varint_truncated_is_erange,
+		test_varint_too_long_is_ebadmsg,
+		test_varint_overflow_is_ebadmsg,
+		NULL
+	};
+	const TTest *bytes_tests[] = {
+		test_encode_bytes_layout,
+		test_encode_bytes_large_blob,
+		test_encode_bytes_past_4gib_is_e2big,
+		test_encode_list_past_4gib_is_e2big,
+		test_encode_bytes_null_with_length_is_einval,
+		test_decode_bytes_is_zero_copy,
+		test_decode_bytes_across_seams,
+		test_decode_bytes_truncated_changes_nothing,
+		test_encode_list_shares_body,
+		test_mixed_stream_round_trip_any_segmentation,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "iter", iter_tests },
+		{ "inline", NULL, inline_loops },
+		{ "fixed", fixed_tests },
+		{ "varint", varint_tests },
+		{ "bytes", bytes_tests },
+		{ NULL }
+	};
 
-	tc = tcase_create("fixed");
-	tcase_add_test(tc, test_encode_fixed_is_little_endian);
-	tcase_add_test(tc, test_decode_fixed_round_trip);
-	tcase_add_test(tc, test_decode_fixed_truncated_leaves_cursor);
-	tcase_add_test(tc, test_fixed_values_straddling_segments);
-	tcase_add_test(tc, test_decode_fixed_inside_at_end_and_across_segments);
-	tcase_add_test(tc, test_encoders_fail_without_memory);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("varint");
-	tcase_add_test(tc, test_varint_encodes_leb128);
-	tcase_add_test(tc, test_varint_decodes_leb128_across_seams);
-	tcase_add_test(tc, test_varint_round_trip);
-	tcase_add_test(tc, test_varint_truncated_is_erange);
-	tcase_add_test(tc, test_varint_too_long_is_ebadmsg);
-	tcase_add_test(tc, test_varint_overflow_is_ebadmsg);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("bytes");
-	tcase_add_test(tc, test_encode_bytes_layout);
-	tcase_add_test(tc, test_encode_bytes_large_blob);
-	tcase_add_test(tc, test_encode_bytes_past_4gib_is_e2big);
-	tcase_add_test(tc, test_encode_list_past_4gib_is_e2big);
-	tcase_add_test(tc, test_encode_bytes_null_with_length_is_einval);
-	tcase_add_test(tc, test_decode_bytes_is_zero_copy);
-	tcase_add_test(tc, test_decode_bytes_across_seams);
-	tcase_add_test(tc, test_decode_bytes_truncated_changes_nothing);
-	tcase_add_test(tc, test_encode_list_shares_body);
-	tcase_add_test(tc, test_mixed_stream_round_trip_any_segmentation);
-	suite_add_tcase(s, tc);
-
-	return s;
+	return tu_suite("codec", groups);
 }
 
 int main(void)

@@ -767,49 +767,52 @@ END_TEST
 
 static Suite *crc32c_suite(void)
 {
-	Suite *s = suite_create("crc32c");
-	TCase *tc;
-
-	tc = tcase_create("values");
-	tcase_add_test(tc, crc_matches_ceph_values_in_every_impl);
-	tcase_add_test(tc, crc_matches_rfc3720_vectors_in_every_impl);
-	tcase_add_test(tc, tables_match_bitwise_definition);
-	tcase_add_test(tc, zeros_operators_are_powers_of_x);
+	const TTest *values_tests[] = {
+		crc_matches_ceph_values_in_every_impl,
+		crc_matches_rfc3720_vectors_in_every_impl,
+		tables_match_bitwise_definition,
+		zeros_operators_are_powers_of_x,
 #if defined(__x86_64__)
-	tcase_add_test(tc, folding_constants_are_powers_of_x);
-	tcase_add_test(tc, join_constants_are_powers_of_x);
+		folding_constants_are_powers_of_x,
+		join_constants_are_powers_of_x,
 #endif
-	suite_add_tcase(s, tc);
-
+		NULL
+	};
 	/* generous: these sweep hundreds of MB, slowly under valgrind */
-	tc = tcase_create("impls");
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, table_matches_bitwise_small_lengths_and_offsets);
-	tcase_add_test(tc, every_impl_matches_table_all_lengths_offsets);
-	tcase_add_test(tc, every_impl_matches_table_random_large);
-	tcase_add_test(tc, no_impl_reads_outside_the_buffer);
-	tcase_add_test(tc, crc_of_split_input_equals_crc_of_whole);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("algebra");
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, zeros_equals_crc_of_zero_bytes);
-	tcase_add_test(tc, zeros_handles_huge_lengths);
-	tcase_add_test(tc, seed_change_is_xor_of_zeros);
-	tcase_add_test(tc, combine_joins_two_crcs);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("dispatch");
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, set_impl_forces_and_refuses);
-	tcase_add_test(tc, env_var_picks_impl_and_ignores_bad_names);
-	tcase_add_test(tc, env_var_is_read_on_first_call);
-	tcase_add_test(tc, concurrent_first_calls_agree);
+	const TTest *impls_tests[] = {
+		table_matches_bitwise_small_lengths_and_offsets,
+		every_impl_matches_table_all_lengths_offsets,
+		every_impl_matches_table_random_large,
+		no_impl_reads_outside_the_buffer,
+		crc_of_split_input_equals_crc_of_whole,
+		NULL
+	};
+	const TTest *algebra_tests[] = {
+		zeros_equals_crc_of_zero_bytes,
+		zeros_handles_huge_lengths,
+		seed_change_is_xor_of_zeros,
+		combine_joins_two_crcs,
+		NULL
+	};
+	const TTest *dispatch_tests[] = {
+		set_impl_forces_and_refuses,
+		env_var_picks_impl_and_ignores_bad_names,
+		env_var_is_read_on_first_call,
+		concurrent_first_calls_agree,
 #if defined(__x86_64__) && defined(__linux__)
-	tcase_add_test(tc, cpu_detection_agrees_with_kernel);
+		cpu_detection_agrees_with_kernel,
 #endif
-	suite_add_tcase(s, tc);
-	return s;
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "values", values_tests },
+		{ "impls", impls_tests, NULL, .timeout = 600 },
+		{ "algebra", algebra_tests, NULL, .timeout = 120 },
+		{ "dispatch", dispatch_tests, NULL, .timeout = 60 },
+		{ NULL }
+	};
+
+	return tu_suite("crc32c", groups);
 }
 
 int main(int argc, char **argv)

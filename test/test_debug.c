@@ -382,23 +382,29 @@ END_TEST
 
 static Suite *debug_suite(void)
 {
-	Suite *s = suite_create("debug");
-	TCase *tc = tcase_create("misuse");
+	const TTest *misuse_tests[] = {
+		double_release_from_the_cache_aborts,
+		double_release_without_the_cache_aborts,
+		slice_copied_without_reference_aborts,
+		reference_taken_after_release_aborts,
+		thread_local_raw_taken_in_another_thread_aborts,
+		thread_local_raw_dropped_in_another_thread_aborts,
+		cursor_used_after_its_list_changed_aborts,
+		cursor_used_after_its_list_was_cleared_aborts,
+		stale_offset_index_aborts,
+		correct_use_passes_every_check,
+		NULL
+	};
+	const struct tu_loop misuse_loops[] = {
+		{ cursor_inline_move_after_its_list_changed_aborts, 0, 7 },
+		{ NULL, 0, 0 }
+	};
+	const struct tu_group groups[] = {
+		{ "misuse", misuse_tests, misuse_loops },
+		{ NULL }
+	};
 
-	tcase_add_test(tc, double_release_from_the_cache_aborts);
-	tcase_add_test(tc, double_release_without_the_cache_aborts);
-	tcase_add_test(tc, slice_copied_without_reference_aborts);
-	tcase_add_test(tc, reference_taken_after_release_aborts);
-	tcase_add_test(tc, thread_local_raw_taken_in_another_thread_aborts);
-	tcase_add_test(tc, thread_local_raw_dropped_in_another_thread_aborts);
-	tcase_add_test(tc, cursor_used_after_its_list_changed_aborts);
-	tcase_add_test(tc, cursor_used_after_its_list_was_cleared_aborts);
-	tcase_add_loop_test(tc, cursor_inline_move_after_its_list_changed_aborts,
-			    0, 7);
-	tcase_add_test(tc, stale_offset_index_aborts);
-	tcase_add_test(tc, correct_use_passes_every_check);
-	suite_add_tcase(s, tc);
-	return s;
+	return tu_suite("debug", groups);
 }
 
 int main(void)

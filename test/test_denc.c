@@ -1216,58 +1216,62 @@ END_TEST
 
 static Suite *denc_suite(void)
 {
-	Suite *s = suite_create("denc");
-	TCase *tc;
+	const TTest *struct_tests[] = {
+		test_struct_header_layout_is_cephs,
+		test_struct_round_trip_any_segmentation,
+		test_struct_truncated_at_every_byte_is_erange,
+		test_struct_len_lying_short_stops_the_fields,
+		test_struct_len_lying_long_is_erange,
+		test_struct_compat_too_new_is_eprotonosupport,
+		test_struct_newer_trailing_fields_are_skipped_without_copy,
+		test_struct_nesting_any_depth,
+		test_struct_failed_encode_leaves_list_as_it_was,
+		test_struct_decode_errors,
+		test_struct_seek_back_keeps_the_bound,
+		test_struct_finish_drops_stale_crc,
+		NULL
+	};
+	const TTest *hole_tests[] = {
+		test_hole_is_filled_in_place_across_refills,
+		test_hole_starts_zeroed_and_checks_ranges,
+		NULL
+	};
+	const TTest *scalars_tests[] = {
+		/* a loaded machine */
+		test_signed_ints_bytes_and_round_trip,
+		test_bool_and_floats_bytes_and_round_trip,
+		test_signed_varint_bytes,
+		test_varint_lowz_bytes,
+		test_signed_varint_lowz_bytes,
+		test_lba_bytes,
+		test_lba_round_trip_many,
+		test_string_uuid_utime_bytes,
+		NULL
+	};
+	const TTest *seq_tests[] = {
+		test_seq_bytes_round_trip_and_failure,
+		NULL
+	};
+	const TTest *predicates_tests[] = {
+		test_alignment_predicates,
+		NULL
+	};
+	const TTest *failure_tests[] = {
+		test_fail_nth_allocation_sweep,
+		test_decoders_allocate_nothing,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "struct", struct_tests, NULL, .timeout = 60 },
+		{ "hole", hole_tests },
+		{ "scalars", scalars_tests, NULL, .timeout = 60 },
+		{ "seq", seq_tests },
+		{ "predicates", predicates_tests },
+		{ "failure", failure_tests, NULL, .timeout = 120 },
+		{ NULL }
+	};
 
-	tc = tcase_create("struct");
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_struct_header_layout_is_cephs);
-	tcase_add_test(tc, test_struct_round_trip_any_segmentation);
-	tcase_add_test(tc, test_struct_truncated_at_every_byte_is_erange);
-	tcase_add_test(tc, test_struct_len_lying_short_stops_the_fields);
-	tcase_add_test(tc, test_struct_len_lying_long_is_erange);
-	tcase_add_test(tc, test_struct_compat_too_new_is_eprotonosupport);
-	tcase_add_test(tc,
-		       test_struct_newer_trailing_fields_are_skipped_without_copy);
-	tcase_add_test(tc, test_struct_nesting_any_depth);
-	tcase_add_test(tc, test_struct_failed_encode_leaves_list_as_it_was);
-	tcase_add_test(tc, test_struct_decode_errors);
-	tcase_add_test(tc, test_struct_seek_back_keeps_the_bound);
-	tcase_add_test(tc, test_struct_finish_drops_stale_crc);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("hole");
-	tcase_add_test(tc, test_hole_is_filled_in_place_across_refills);
-	tcase_add_test(tc, test_hole_starts_zeroed_and_checks_ranges);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("scalars");
-	tcase_set_timeout(tc, 60);	/* a loaded machine */
-	tcase_add_test(tc, test_signed_ints_bytes_and_round_trip);
-	tcase_add_test(tc, test_bool_and_floats_bytes_and_round_trip);
-	tcase_add_test(tc, test_signed_varint_bytes);
-	tcase_add_test(tc, test_varint_lowz_bytes);
-	tcase_add_test(tc, test_signed_varint_lowz_bytes);
-	tcase_add_test(tc, test_lba_bytes);
-	tcase_add_test(tc, test_lba_round_trip_many);
-	tcase_add_test(tc, test_string_uuid_utime_bytes);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("seq");
-	tcase_add_test(tc, test_seq_bytes_round_trip_and_failure);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("predicates");
-	tcase_add_test(tc, test_alignment_predicates);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("failure");
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_fail_nth_allocation_sweep);
-	tcase_add_test(tc, test_decoders_allocate_nothing);
-	suite_add_tcase(s, tc);
-
-	return s;
+	return tu_suite("denc", groups);
 }
 
 int main(void)

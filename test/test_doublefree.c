@@ -150,16 +150,19 @@ END_TEST
 
 static Suite *doublefree_suite(void)
 {
-	Suite *s = suite_create("doublefree");
-	TCase *tc = tcase_create("asan");
+	const TTest *asan_tests[] = {
+		double_release_of_a_cached_raw_is_reported,
+		write_after_release_is_reported,
+		slice_copied_without_reference_is_reported,
+		correct_use_of_the_caches_is_not_reported,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "asan", asan_tests, NULL, .timeout = 120 },
+		{ NULL }
+	};
 
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, double_release_of_a_cached_raw_is_reported);
-	tcase_add_test(tc, write_after_release_is_reported);
-	tcase_add_test(tc, slice_copied_without_reference_is_reported);
-	tcase_add_test(tc, correct_use_of_the_caches_is_not_reported);
-	suite_add_tcase(s, tc);
-	return s;
+	return tu_suite("doublefree", groups);
 }
 
 int main(void)

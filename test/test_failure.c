@@ -1381,17 +1381,18 @@ END_TEST
 
 static Suite *failure_suite(void)
 {
-	Suite *s = suite_create("failure");
-	TCase *tc = tcase_create("enomem");
+	const struct tu_loop enomem_loops[] = {
+		{ fail_op, 0, (int)(sizeof(cases) / sizeof(cases[0])) },
+		{ fail_encode, 0, NENCODE },
+		{ fail_sweep, 0, (int)(sizeof(sweeps) / sizeof(sweeps[0])) },
+		{ NULL, 0, 0 }
+	};
+	const struct tu_group groups[] = {
+		{ "enomem", NULL, enomem_loops, .timeout = 60 },
+		{ NULL }
+	};
 
-	tcase_set_timeout(tc, 60);
-	tcase_add_loop_test(tc, fail_op, 0,
-			    (int)(sizeof(cases) / sizeof(cases[0])));
-	tcase_add_loop_test(tc, fail_encode, 0, NENCODE);
-	tcase_add_loop_test(tc, fail_sweep, 0,
-			    (int)(sizeof(sweeps) / sizeof(sweeps[0])));
-	suite_add_tcase(s, tc);
-	return s;
+	return tu_suite("failure", groups);
 }
 
 int main(void)

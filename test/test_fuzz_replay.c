@@ -152,18 +152,21 @@ END_TEST
 
 static Suite *replay_suite(void)
 {
-	Suite *s = suite_create("fuzz_replay");
-	TCase *tc = tcase_create("corpora");
+	const TTest *corpora_tests[] = {
+		/* thousands of inputs under ASan or valgrind take a while */
+		test_list_corpus_replays_clean,
+		test_codec_corpus_replays_clean,
+		test_lz4_corpus_replays_clean,
+		test_msgr_corpus_replays_clean,
+		test_msgr_conn_corpus_replays_clean,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "corpora", corpora_tests, NULL, .timeout = 600 },
+		{ NULL }
+	};
 
-	/* thousands of inputs under ASan or valgrind take a while */
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, test_list_corpus_replays_clean);
-	tcase_add_test(tc, test_codec_corpus_replays_clean);
-	tcase_add_test(tc, test_lz4_corpus_replays_clean);
-	tcase_add_test(tc, test_msgr_corpus_replays_clean);
-	tcase_add_test(tc, test_msgr_conn_corpus_replays_clean);
-	suite_add_tcase(s, tc);
-	return s;
+	return tu_suite("fuzz_replay", groups);
 }
 
 int main(void)

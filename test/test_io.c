@@ -1443,55 +1443,57 @@ END_TEST
 
 static Suite *io_suite(void)
 {
-	Suite *s = suite_create("io");
-	TCase *tc;
+	const TTest *files_tests[] = {
+		test_one_segment_round_trip_at_unaligned_offset,
+		test_many_segments_round_trip_through_write_fd_and_read_fd,
+		test_more_than_iov_max_segments_round_trip,
+		test_pwrite_writes_at_offsets_and_keeps_file_offset,
+		test_write_file_creates_truncates_and_read_file_uses_one_raw,
+		test_write_file_errors,
+		test_read_appends_after_existing_content,
+		test_read_of_zero_bytes_and_at_eof_return_zero,
+		test_large_read_is_split_into_raws_of_at_most_1_mib,
+		test_io_copies_nothing_and_writing_allocates_nothing,
+		NULL
+	};
+	const TTest *errors_tests[] = {
+		test_write_to_read_only_fd_is_ebadf_with_nothing_done,
+		test_negative_offset_is_einval_before_any_io,
+		test_rlimit_fsize_gives_efbig_with_bytes_done_up_to_limit,
+		test_read_from_write_only_fd_is_ebadf_and_list_unchanged,
+		test_read_file_of_missing_path_or_directory_fails,
+		test_read_allocation_failure_is_enomem_list_unchanged_no_leak,
+		test_null_arguments_are_einval,
+		NULL
+	};
+	const TTest *unsized_tests[] = {
+		test_read_file_of_procfs_with_size_zero,
+		test_read_file_of_fifo_reads_to_eof,
+		NULL
+	};
+	const TTest *streams_tests[] = {
+		test_list_larger_than_pipe_reaches_a_slow_reader_whole,
+		test_read_fd_from_a_dribbling_pipe_is_short_only_at_eof,
+		test_nonblocking_socket_gives_eagain_with_progress_then_resumes,
+		test_nonblocking_read_gives_eagain_or_what_arrived,
+		test_write_to_a_gone_reader_is_epipe_without_sigpipe,
+		test_short_writes_cut_by_signals_resume_mid_segment,
+		test_eintr_during_blocked_write_is_retried,
+		test_eintr_during_blocked_read_is_retried,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "files", files_tests, NULL, .timeout = 60,
+		  .once_setup = tdir_setup, .once_teardown = tdir_teardown },
+		{ "errors", errors_tests, NULL, .timeout = 60,
+		  .once_setup = tdir_setup, .once_teardown = tdir_teardown },
+		{ "unsized", unsized_tests, NULL, .timeout = 60,
+		  .once_setup = tdir_setup, .once_teardown = tdir_teardown },
+		{ "streams", streams_tests, NULL, .timeout = 60 },
+		{ NULL }
+	};
 
-	tc = tcase_create("files");
-	tcase_add_unchecked_fixture(tc, tdir_setup, tdir_teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_one_segment_round_trip_at_unaligned_offset);
-	tcase_add_test(tc, test_many_segments_round_trip_through_write_fd_and_read_fd);
-	tcase_add_test(tc, test_more_than_iov_max_segments_round_trip);
-	tcase_add_test(tc, test_pwrite_writes_at_offsets_and_keeps_file_offset);
-	tcase_add_test(tc, test_write_file_creates_truncates_and_read_file_uses_one_raw);
-	tcase_add_test(tc, test_write_file_errors);
-	tcase_add_test(tc, test_read_appends_after_existing_content);
-	tcase_add_test(tc, test_read_of_zero_bytes_and_at_eof_return_zero);
-	tcase_add_test(tc, test_large_read_is_split_into_raws_of_at_most_1_mib);
-	tcase_add_test(tc, test_io_copies_nothing_and_writing_allocates_nothing);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_unchecked_fixture(tc, tdir_setup, tdir_teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_write_to_read_only_fd_is_ebadf_with_nothing_done);
-	tcase_add_test(tc, test_negative_offset_is_einval_before_any_io);
-	tcase_add_test(tc, test_rlimit_fsize_gives_efbig_with_bytes_done_up_to_limit);
-	tcase_add_test(tc, test_read_from_write_only_fd_is_ebadf_and_list_unchanged);
-	tcase_add_test(tc, test_read_file_of_missing_path_or_directory_fails);
-	tcase_add_test(tc, test_read_allocation_failure_is_enomem_list_unchanged_no_leak);
-	tcase_add_test(tc, test_null_arguments_are_einval);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("unsized");
-	tcase_add_unchecked_fixture(tc, tdir_setup, tdir_teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_read_file_of_procfs_with_size_zero);
-	tcase_add_test(tc, test_read_file_of_fifo_reads_to_eof);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("streams");
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_list_larger_than_pipe_reaches_a_slow_reader_whole);
-	tcase_add_test(tc, test_read_fd_from_a_dribbling_pipe_is_short_only_at_eof);
-	tcase_add_test(tc, test_nonblocking_socket_gives_eagain_with_progress_then_resumes);
-	tcase_add_test(tc, test_nonblocking_read_gives_eagain_or_what_arrived);
-	tcase_add_test(tc, test_write_to_a_gone_reader_is_epipe_without_sigpipe);
-	tcase_add_test(tc, test_short_writes_cut_by_signals_resume_mid_segment);
-	tcase_add_test(tc, test_eintr_during_blocked_write_is_retried);
-	tcase_add_test(tc, test_eintr_during_blocked_read_is_retried);
-	suite_add_tcase(s, tc);
-	return s;
+	return tu_suite("io", groups);
 }
 
 int main(void)

@@ -1427,45 +1427,48 @@ END_TEST
 
 static Suite *lindex_suite(void)
 {
-	Suite *s = suite_create("lindex");
-	TCase *tc;
+	const TTest *lookups_tests[] = {
+		/* valgrind */
+		test_lookups_across_100000_segments_match_flat_copy,
+		test_lookups_in_very_unequal_segments_match_flat_copy,
+		test_short_list_keeps_no_index,
+		test_appends_after_lookups_extend_the_index,
+		NULL
+	};
+	const TTest *changes_tests[] = {
+		test_changes_between_lookups_never_leave_a_stale_index,
+		test_swap_keeps_each_index_with_its_chunks,
+		test_splices_at_every_depth_match_model,
+		test_splice_keeps_index_before_it,
+		test_cursor_moves_far_forward_like_a_walk,
+		NULL
+	};
+	const TTest *get_ptr_tests[] = {
+		test_get_ptr_at_every_position_like_a_walk,
+		test_get_ptr_after_appends_seal_chunks,
+		test_get_ptr_after_splices,
+		test_get_ptr_after_claims,
+		NULL
+	};
+	const TTest *memory_tests[] = {
+		test_lookups_without_memory_for_the_index_walk,
+		test_get_ptr_without_memory_for_the_index_walks,
+		test_to_iovec_never_allocates_an_index,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "lookups", lookups_tests, NULL, .timeout = 300,
+		  .once_setup = pool_setup, .once_teardown = pool_teardown },
+		{ "changes", changes_tests, NULL, .timeout = 300,
+		  .once_setup = pool_setup, .once_teardown = pool_teardown },
+		{ "get_ptr", get_ptr_tests, NULL, .timeout = 300,
+		  .once_setup = pool_setup, .once_teardown = pool_teardown },
+		{ "memory", memory_tests, NULL, .timeout = 300,
+		  .once_setup = pool_setup, .once_teardown = pool_teardown },
+		{ NULL }
+	};
 
-	tc = tcase_create("lookups");
-	tcase_set_timeout(tc, 300);	/* valgrind */
-	tcase_add_unchecked_fixture(tc, pool_setup, pool_teardown);
-	tcase_add_test(tc, test_lookups_across_100000_segments_match_flat_copy);
-	tcase_add_test(tc, test_lookups_in_very_unequal_segments_match_flat_copy);
-	tcase_add_test(tc, test_short_list_keeps_no_index);
-	tcase_add_test(tc, test_appends_after_lookups_extend_the_index);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("changes");
-	tcase_set_timeout(tc, 300);
-	tcase_add_unchecked_fixture(tc, pool_setup, pool_teardown);
-	tcase_add_test(tc, test_changes_between_lookups_never_leave_a_stale_index);
-	tcase_add_test(tc, test_swap_keeps_each_index_with_its_chunks);
-	tcase_add_test(tc, test_splices_at_every_depth_match_model);
-	tcase_add_test(tc, test_splice_keeps_index_before_it);
-	tcase_add_test(tc, test_cursor_moves_far_forward_like_a_walk);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("get_ptr");
-	tcase_set_timeout(tc, 300);
-	tcase_add_unchecked_fixture(tc, pool_setup, pool_teardown);
-	tcase_add_test(tc, test_get_ptr_at_every_position_like_a_walk);
-	tcase_add_test(tc, test_get_ptr_after_appends_seal_chunks);
-	tcase_add_test(tc, test_get_ptr_after_splices);
-	tcase_add_test(tc, test_get_ptr_after_claims);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("memory");
-	tcase_set_timeout(tc, 300);
-	tcase_add_unchecked_fixture(tc, pool_setup, pool_teardown);
-	tcase_add_test(tc, test_lookups_without_memory_for_the_index_walk);
-	tcase_add_test(tc, test_get_ptr_without_memory_for_the_index_walks);
-	tcase_add_test(tc, test_to_iovec_never_allocates_an_index);
-	suite_add_tcase(s, tc);
-	return s;
+	return tu_suite("lindex", groups);
 }
 
 int main(void)

@@ -4014,193 +4014,207 @@ END_TEST
 
 static Suite *list_suite(void)
 {
-	Suite *s = suite_create("list");
-	TCase *tc;
+	const TTest *append_tests[] = {
+		test_init_is_empty_and_allocates_nothing,
+		test_small_append_makes_one_segment,
+		test_appends_extend_last_segment,
+		test_appends_of_every_small_length_land_in_order,
+		test_many_small_appends_share_few_raws,
+		test_zero_length_is_never_stored,
+		test_append_zero_writes_zeros,
+		test_null_data_with_length_is_einval,
+		test_large_append_is_copied_whole,
+		test_append_ptr_shares_without_copy,
+		test_append_ptr_continuing_slice_extends_segment,
+		test_append_ptr_gap_makes_new_segment,
+		test_append_ptr_move_takes_reference,
+		test_append_list_shares,
+		test_prepend_ptr_shares_at_front,
+		test_clear_drops_references_and_list_is_reusable,
+		test_swap_exchanges_inline_and_chunked_lists,
+		test_clear_frees_every_raw,
+		NULL
+	};
+	const struct tu_loop append_loops[] = {
+		{ test_inline_init_and_counts_match_exported_symbols, 0, 2 },
+		{ NULL, 0, 0 }
+	};
+	const TTest *claim_tests[] = {
+		test_claim_append_moves_without_copy,
+		test_claim_append_into_empty,
+		test_claim_append_1000_segments_into_empty,
+		test_claim_append_1000_segments_into_nonempty,
+		test_claim_prepend_1000_segments_into_empty,
+		test_claim_prepend_1000_segments_into_nonempty,
+		test_claim_prepend_moves_without_copy,
+		test_claim_self_is_einval,
+		test_claim_chains_of_lists_match_model,
+		NULL
+	};
+	const TTest *splice_tests[] = {
+		test_splice_at_start,
+		test_splice_in_middle,
+		test_splice_at_end,
+		test_splice_whole_list_moves_everything,
+		test_splice_inside_one_segment_splits_it,
+		test_splice_without_claim_by_releases,
+		test_splice_claim_by_appends,
+		test_splice_out_of_range_changes_nothing,
+		test_splice_into_itself_is_einval,
+		test_splice_empty_range_changes_nothing,
+		test_splice_random_matches_model,
+		test_splice_large_list,
+		test_splice_across_chunks_cutting_both_ends,
+		test_splice_across_chunks_on_segment_boundaries,
+		test_splice_across_chunks_from_inline_slot,
+		test_splice_across_chunks_fails_atomically,
+		NULL
+	};
+	const TTest *substr_tests[] = {
+		test_substr_shares_without_copy,
+		test_substr_replaces_dst,
+		test_substr_in_place,
+		test_substr_out_of_range_leaves_dst,
+		test_substr_empty_range_at_end,
+		test_substr_random_matches_model,
+		test_substr_inside_one_segment_into_empty_allocates_nothing,
+		test_substr_inside_one_segment_keeps_dst_append_buffer,
+		test_substr_inside_one_segment_replaces_dst,
+		test_substr_in_place_inside_one_segment_keeps_its_raw,
+		test_substr_across_segments_into_empty_fails_atomically,
+		test_clear_of_one_slice_and_of_inline_pairs,
+		NULL
+	};
+	const TTest *copy_tests[] = {
+		test_copy_out_ranges,
+		test_copy_in_writes_across_segments_in_place,
+		test_copy_in_shared_raw_is_visible_elsewhere,
+		test_copy_in_static_segment_gets_private_copy,
+		test_copy_in_out_of_range_changes_nothing,
+		test_zero_range,
+		NULL
+	};
+	const TTest *rebuild_tests[] = {
+		test_rebuild_makes_one_segment,
+		test_rebuild_leaves_short_lists,
+		test_rebuild_aligned_keeps_aligned_list,
+		test_rebuild_aligned_of_aligned_list_allocates_nothing,
+		test_rebuild_aligned_copies_misaligned_runs,
+		test_rebuild_aligned_keeps_aligned_segments,
+		test_rebuild_aligned_random_segments,
+		test_rebuild_aligned_rejects_bad_alignment,
+		test_rebuild_asm_caps_misaligned_segments,
+		test_rebuild_asm_coalesces_aligned_when_over_cap,
+		test_rebuild_asm_distinct_size_and_memory_alignment,
+		test_c_str_of_empty_is_static_empty_string,
+		test_c_str_single_segment_is_not_copied,
+		test_c_str_multi_segment_becomes_one,
+		test_copy_shared_copies_a_thread_local_list_into_a_shared_raw,
+		NULL
+	};
+	const TTest *pad_to_tests[] = {
+		test_pad_to_keeps_aligned_segments_for_dio,
+		test_pad_to_splits_a_long_last_segment,
+		test_pad_to_of_appended_bytes,
+		test_pad_to_whole_blocks_changes_nothing,
+		test_pad_to_refuses_bad_alignment,
+		test_pad_to_failure_leaves_list_unchanged,
+		test_pad_to_allocates_in_the_list_pool,
+		NULL
+	};
+	const TTest *private_tests[] = {
+		test_seg_cursor_walks_every_segment_in_order,
+		test_append_room_writes_in_place_or_declines,
+		test_lone_slice_moves_in_and_out,
+		test_lone_refuses_lists_that_own_more,
+		NULL
+	};
+	const TTest *public_walk_tests[] = {
+		test_list_init_macro_is_bl_list_init,
+		test_foreach_seg_lends_every_segment_in_order,
+		test_foreach_seg_of_inline_list,
+		test_ptr_from_seg_outlives_the_list,
+		test_ptr_from_seg_refuses_a_bad_segment,
+		test_validate_catches_a_slot_outside_its_raw,
+		NULL
+	};
+	const TTest *compare_tests[] = {
+		test_contents_equal_ignores_segmentation,
+		test_compare_orders_like_memcmp,
+		NULL
+	};
+	const TTest *iovec_tests[] = {
+		/* sanitizers on a loaded machine */
+		test_to_iovec_one_entry_per_segment,
+		test_to_iovec_null_array_is_einval,
+		test_to_iovec_resume_over_3000_segments,
+		test_to_iovec_every_count_and_start_across_chunks,
+		test_get_ptr_shares_segment,
+		test_list_larger_than_iov_max,
+		NULL
+	};
+	const TTest *crc32c_tests[] = {
+		test_crc32c_of_A_is_cephs_value,
+		test_crc32c_independent_of_segmentation,
+		test_crc32c_cache_keyed_by_range,
+		test_crc32c_follows_copy_in_through_sharer,
+		test_invalidate_crc_after_direct_write,
+		NULL
+	};
+	const TTest *hexdump_tests[] = {
+		test_hexdump_matches_hexdump_C,
+		test_hexdump_of_empty_list_prints_nothing,
+		test_hexdump_reports_write_failure,
+		test_pinned_unused_counts_each_raw_once,
+		NULL
+	};
+	const TTest *compact_tests[] = {
+		test_compact_copies_wasteful_segments,
+		test_compact_merges_neighbours_into_one_raw,
+		test_compact_drops_large_append_buffer,
+		test_compact_keeping_every_segment_drops_the_append_buffer,
+		test_compact_without_waste_changes_nothing,
+		test_compact_allocates_in_the_replaced_pool,
+		test_compact_failure_leaves_list_unchanged,
+		NULL
+	};
+	const TTest *inputs_tests[] = {
+		test_copy_in_from_own_bytes_in_one_segment,
+		test_copy_in_from_own_bytes_across_segments,
+		test_copy_in_from_own_bytes_without_memory_changes_nothing,
+		test_hand_built_slice_past_its_raw_is_refused,
+		test_c_str_of_static_segment_is_a_writable_copy,
+		test_segment_count_never_wraps,
+		test_every_destructor_takes_null,
+		NULL
+	};
+	const TTest *failure_tests[] = {
+		test_failed_allocation_leaves_lists_unchanged,
+		test_failed_substr_leaves_dst_unchanged,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "append", append_tests, append_loops },
+		{ "claim", claim_tests },
+		{ "splice", splice_tests },
+		{ "substr", substr_tests },
+		{ "copy", copy_tests },
+		{ "rebuild", rebuild_tests, NULL, .timeout = 60,
+		  .setup = NULL, .teardown = tu_thread_local_off },
+		{ "pad_to", pad_to_tests },
+		{ "private", private_tests },
+		{ "public_walk", public_walk_tests },
+		{ "compare", compare_tests },
+		{ "iovec", iovec_tests, NULL, .timeout = 60 },
+		{ "crc32c", crc32c_tests },
+		{ "hexdump", hexdump_tests },
+		{ "compact", compact_tests },
+		{ "inputs", inputs_tests },
+		{ "failure", failure_tests, NULL, .timeout = 60 },
+		{ NULL }
+	};
 
-	tc = tcase_create("append");
-	tcase_add_test(tc, test_init_is_empty_and_allocates_nothing);
-	tcase_add_loop_test(tc, test_inline_init_and_counts_match_exported_symbols,
-			    0, 2);
-	tcase_add_test(tc, test_small_append_makes_one_segment);
-	tcase_add_test(tc, test_appends_extend_last_segment);
-	tcase_add_test(tc, test_appends_of_every_small_length_land_in_order);
-	tcase_add_test(tc, test_many_small_appends_share_few_raws);
-	tcase_add_test(tc, test_zero_length_is_never_stored);
-	tcase_add_test(tc, test_append_zero_writes_zeros);
-	tcase_add_test(tc, test_null_data_with_length_is_einval);
-	tcase_add_test(tc, test_large_append_is_copied_whole);
-	tcase_add_test(tc, test_append_ptr_shares_without_copy);
-	tcase_add_test(tc, test_append_ptr_continuing_slice_extends_segment);
-	tcase_add_test(tc, test_append_ptr_gap_makes_new_segment);
-	tcase_add_test(tc, test_append_ptr_move_takes_reference);
-	tcase_add_test(tc, test_append_list_shares);
-	tcase_add_test(tc, test_prepend_ptr_shares_at_front);
-	tcase_add_test(tc, test_clear_drops_references_and_list_is_reusable);
-	tcase_add_test(tc, test_swap_exchanges_inline_and_chunked_lists);
-	tcase_add_test(tc, test_clear_frees_every_raw);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("claim");
-	tcase_add_test(tc, test_claim_append_moves_without_copy);
-	tcase_add_test(tc, test_claim_append_into_empty);
-	tcase_add_test(tc, test_claim_append_1000_segments_into_empty);
-	tcase_add_test(tc, test_claim_append_1000_segments_into_nonempty);
-	tcase_add_test(tc, test_claim_prepend_1000_segments_into_empty);
-	tcase_add_test(tc, test_claim_prepend_1000_segments_into_nonempty);
-	tcase_add_test(tc, test_claim_prepend_moves_without_copy);
-	tcase_add_test(tc, test_claim_self_is_einval);
-	tcase_add_test(tc, test_claim_chains_of_lists_match_model);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("splice");
-	tcase_add_test(tc, test_splice_at_start);
-	tcase_add_test(tc, test_splice_in_middle);
-	tcase_add_test(tc, test_splice_at_end);
-	tcase_add_test(tc, test_splice_whole_list_moves_everything);
-	tcase_add_test(tc, test_splice_inside_one_segment_splits_it);
-	tcase_add_test(tc, test_splice_without_claim_by_releases);
-	tcase_add_test(tc, test_splice_claim_by_appends);
-	tcase_add_test(tc, test_splice_out_of_range_changes_nothing);
-	tcase_add_test(tc, test_splice_into_itself_is_einval);
-	tcase_add_test(tc, test_splice_empty_range_changes_nothing);
-	tcase_add_test(tc, test_splice_random_matches_model);
-	tcase_add_test(tc, test_splice_large_list);
-	tcase_add_test(tc, test_splice_across_chunks_cutting_both_ends);
-	tcase_add_test(tc, test_splice_across_chunks_on_segment_boundaries);
-	tcase_add_test(tc, test_splice_across_chunks_from_inline_slot);
-	tcase_add_test(tc, test_splice_across_chunks_fails_atomically);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("substr");
-	tcase_add_test(tc, test_substr_shares_without_copy);
-	tcase_add_test(tc, test_substr_replaces_dst);
-	tcase_add_test(tc, test_substr_in_place);
-	tcase_add_test(tc, test_substr_out_of_range_leaves_dst);
-	tcase_add_test(tc, test_substr_empty_range_at_end);
-	tcase_add_test(tc, test_substr_random_matches_model);
-	tcase_add_test(tc,
-		       test_substr_inside_one_segment_into_empty_allocates_nothing);
-	tcase_add_test(tc,
-		       test_substr_inside_one_segment_keeps_dst_append_buffer);
-	tcase_add_test(tc, test_substr_inside_one_segment_replaces_dst);
-	tcase_add_test(tc, test_substr_in_place_inside_one_segment_keeps_its_raw);
-	tcase_add_test(tc,
-		       test_substr_across_segments_into_empty_fails_atomically);
-	tcase_add_test(tc, test_clear_of_one_slice_and_of_inline_pairs);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("copy");
-	tcase_add_test(tc, test_copy_out_ranges);
-	tcase_add_test(tc, test_copy_in_writes_across_segments_in_place);
-	tcase_add_test(tc, test_copy_in_shared_raw_is_visible_elsewhere);
-	tcase_add_test(tc, test_copy_in_static_segment_gets_private_copy);
-	tcase_add_test(tc, test_copy_in_out_of_range_changes_nothing);
-	tcase_add_test(tc, test_zero_range);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("rebuild");
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_rebuild_makes_one_segment);
-	tcase_add_test(tc, test_rebuild_leaves_short_lists);
-	tcase_add_test(tc, test_rebuild_aligned_keeps_aligned_list);
-	tcase_add_test(tc, test_rebuild_aligned_of_aligned_list_allocates_nothing);
-	tcase_add_test(tc, test_rebuild_aligned_copies_misaligned_runs);
-	tcase_add_test(tc, test_rebuild_aligned_keeps_aligned_segments);
-	tcase_add_test(tc, test_rebuild_aligned_random_segments);
-	tcase_add_test(tc, test_rebuild_aligned_rejects_bad_alignment);
-	tcase_add_test(tc, test_rebuild_asm_caps_misaligned_segments);
-	tcase_add_test(tc, test_rebuild_asm_coalesces_aligned_when_over_cap);
-	tcase_add_test(tc, test_rebuild_asm_distinct_size_and_memory_alignment);
-	tcase_add_test(tc, test_c_str_of_empty_is_static_empty_string);
-	tcase_add_test(tc, test_c_str_single_segment_is_not_copied);
-	tcase_add_test(tc, test_c_str_multi_segment_becomes_one);
-	tcase_add_test(tc, test_copy_shared_copies_a_thread_local_list_into_a_shared_raw);
-	tcase_add_checked_fixture(tc, NULL, tu_thread_local_off);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("pad_to");
-	tcase_add_test(tc, test_pad_to_keeps_aligned_segments_for_dio);
-	tcase_add_test(tc, test_pad_to_splits_a_long_last_segment);
-	tcase_add_test(tc, test_pad_to_of_appended_bytes);
-	tcase_add_test(tc, test_pad_to_whole_blocks_changes_nothing);
-	tcase_add_test(tc, test_pad_to_refuses_bad_alignment);
-	tcase_add_test(tc, test_pad_to_failure_leaves_list_unchanged);
-	tcase_add_test(tc, test_pad_to_allocates_in_the_list_pool);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("private");
-	tcase_add_test(tc, test_seg_cursor_walks_every_segment_in_order);
-	tcase_add_test(tc, test_append_room_writes_in_place_or_declines);
-	tcase_add_test(tc, test_lone_slice_moves_in_and_out);
-	tcase_add_test(tc, test_lone_refuses_lists_that_own_more);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("public_walk");
-	tcase_add_test(tc, test_list_init_macro_is_bl_list_init);
-	tcase_add_test(tc, test_foreach_seg_lends_every_segment_in_order);
-	tcase_add_test(tc, test_foreach_seg_of_inline_list);
-	tcase_add_test(tc, test_ptr_from_seg_outlives_the_list);
-	tcase_add_test(tc, test_ptr_from_seg_refuses_a_bad_segment);
-	tcase_add_test(tc, test_validate_catches_a_slot_outside_its_raw);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("compare");
-	tcase_add_test(tc, test_contents_equal_ignores_segmentation);
-	tcase_add_test(tc, test_compare_orders_like_memcmp);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("iovec");
-	tcase_set_timeout(tc, 60);	/* sanitizers on a loaded machine */
-	tcase_add_test(tc, test_to_iovec_one_entry_per_segment);
-	tcase_add_test(tc, test_to_iovec_null_array_is_einval);
-	tcase_add_test(tc, test_to_iovec_resume_over_3000_segments);
-	tcase_add_test(tc, test_to_iovec_every_count_and_start_across_chunks);
-	tcase_add_test(tc, test_get_ptr_shares_segment);
-	tcase_add_test(tc, test_list_larger_than_iov_max);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("crc32c");
-	tcase_add_test(tc, test_crc32c_of_A_is_cephs_value);
-	tcase_add_test(tc, test_crc32c_independent_of_segmentation);
-	tcase_add_test(tc, test_crc32c_cache_keyed_by_range);
-	tcase_add_test(tc, test_crc32c_follows_copy_in_through_sharer);
-	tcase_add_test(tc, test_invalidate_crc_after_direct_write);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("hexdump");
-	tcase_add_test(tc, test_hexdump_matches_hexdump_C);
-	tcase_add_test(tc, test_hexdump_of_empty_list_prints_nothing);
-	tcase_add_test(tc, test_hexdump_reports_write_failure);
-	tcase_add_test(tc, test_pinned_unused_counts_each_raw_once);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("compact");
-	tcase_add_test(tc, test_compact_copies_wasteful_segments);
-	tcase_add_test(tc, test_compact_merges_neighbours_into_one_raw);
-	tcase_add_test(tc, test_compact_drops_large_append_buffer);
-	tcase_add_test(tc, test_compact_keeping_every_segment_drops_the_append_buffer);
-	tcase_add_test(tc, test_compact_without_waste_changes_nothing);
-	tcase_add_test(tc, test_compact_allocates_in_the_replaced_pool);
-	tcase_add_test(tc, test_compact_failure_leaves_list_unchanged);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("inputs");
-	tcase_add_test(tc, test_copy_in_from_own_bytes_in_one_segment);
-	tcase_add_test(tc, test_copy_in_from_own_bytes_across_segments);
-	tcase_add_test(tc, test_copy_in_from_own_bytes_without_memory_changes_nothing);
-	tcase_add_test(tc, test_hand_built_slice_past_its_raw_is_refused);
-	tcase_add_test(tc, test_c_str_of_static_segment_is_a_writable_copy);
-	tcase_add_test(tc, test_segment_count_never_wraps);
-	tcase_add_test(tc, test_every_destructor_takes_null);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("failure");
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_failed_allocation_leaves_lists_unchanged);
-	tcase_add_test(tc, test_failed_substr_leaves_dst_unchanged);
-	suite_add_tcase(s, tc);
-
-	return s;
+	return tu_suite("list", groups);
 }
 
 int main(void)

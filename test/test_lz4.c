@@ -2408,72 +2408,77 @@ END_TEST
 
 static Suite *lz4_suite(void)
 {
-	Suite *s = suite_create("lz4");
-	TCase *tc;
+	const TTest *xxh32_tests[] = {
+		test_xxh32_matches_liblz4,
+		test_xxh32_streaming_any_split,
+		NULL
+	};
+	const TTest *roundtrip_tests[] = {
+		test_roundtrip_small_sizes,
+		test_output_of_a_thread_local_thread_is_thread_local,
+		test_roundtrip_segments_over_one_raw,
+		test_bad_options_are_einval,
+		NULL
+	};
+	const struct tu_loop roundtrip_loops[] = {
+		{ test_roundtrip_10mib, 0, 3 },
+		{ NULL, 0, 0 }
+	};
+	const TTest *segmentation_tests[] = {
+		test_decode_every_segmentation_of_tiny_frame,
+		test_decode_one_byte_segments_and_every_cut,
+		test_stream_random_pieces_many_frames,
+		test_stream_empty_feeds_and_end,
+		test_block_decoder_agrees_with_liblz4,
+		test_block_decoder_seams_near_block_end,
+		test_stream_survives_caller_appending_to_output,
+		test_mutants_decode_alike_in_every_split,
+		test_offset_zero_is_refused_in_every_split,
+		NULL
+	};
+	const TTest *interop_tests[] = {
+		test_cli_decodes_ours,
+		test_we_decode_cli_frames,
+		test_we_decode_concatenated_and_skippable,
+		NULL
+	};
+	const TTest *bad_input_tests[] = {
+		test_hand_made_frame_decodes,
+		test_truncated_at_every_byte,
+		test_bad_magic_and_header,
+		test_corrupt_bytes_are_ebadmsg,
+		test_wrong_checksums_and_sizes,
+		test_garbage_after_frame,
+		test_max_out_is_e2big,
+		test_decompression_bomb,
+		NULL
+	};
+	const TTest *failure_tests[] = {
+		test_compress_alloc_failure_at_each_step,
+		test_decompress_alloc_failure_at_each_step,
+		NULL
+	};
+	const TTest *zero_copy_tests[] = {
+		test_compress_reads_large_segments_in_place,
+		test_compress_stages_only_small_segments,
+		test_decompress_reads_input_in_place,
+		test_small_output_pins_little,
+		test_output_segments_are_large_and_valid,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "xxh32", xxh32_tests },
+		{ "roundtrip", roundtrip_tests, roundtrip_loops, .timeout = 600,
+		  .setup = NULL, .teardown = tu_thread_local_off },
+		{ "segmentation", segmentation_tests, NULL, .timeout = 600 },
+		{ "interop", interop_tests, NULL, .timeout = 600 },
+		{ "bad_input", bad_input_tests, NULL, .timeout = 600 },
+		{ "failure", failure_tests, NULL, .timeout = 600 },
+		{ "zero_copy", zero_copy_tests, NULL, .timeout = 600 },
+		{ NULL }
+	};
 
-	tc = tcase_create("xxh32");
-	tcase_add_test(tc, test_xxh32_matches_liblz4);
-	tcase_add_test(tc, test_xxh32_streaming_any_split);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("roundtrip");
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, test_roundtrip_small_sizes);
-	tcase_add_test(tc, test_output_of_a_thread_local_thread_is_thread_local);
-	tcase_add_checked_fixture(tc, NULL, tu_thread_local_off);
-	tcase_add_loop_test(tc, test_roundtrip_10mib, 0, 3);
-	tcase_add_test(tc, test_roundtrip_segments_over_one_raw);
-	tcase_add_test(tc, test_bad_options_are_einval);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("segmentation");
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, test_decode_every_segmentation_of_tiny_frame);
-	tcase_add_test(tc, test_decode_one_byte_segments_and_every_cut);
-	tcase_add_test(tc, test_stream_random_pieces_many_frames);
-	tcase_add_test(tc, test_stream_empty_feeds_and_end);
-	tcase_add_test(tc, test_block_decoder_agrees_with_liblz4);
-	tcase_add_test(tc, test_block_decoder_seams_near_block_end);
-	tcase_add_test(tc, test_stream_survives_caller_appending_to_output);
-	tcase_add_test(tc, test_mutants_decode_alike_in_every_split);
-	tcase_add_test(tc, test_offset_zero_is_refused_in_every_split);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("interop");
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, test_cli_decodes_ours);
-	tcase_add_test(tc, test_we_decode_cli_frames);
-	tcase_add_test(tc, test_we_decode_concatenated_and_skippable);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("bad_input");
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, test_hand_made_frame_decodes);
-	tcase_add_test(tc, test_truncated_at_every_byte);
-	tcase_add_test(tc, test_bad_magic_and_header);
-	tcase_add_test(tc, test_corrupt_bytes_are_ebadmsg);
-	tcase_add_test(tc, test_wrong_checksums_and_sizes);
-	tcase_add_test(tc, test_garbage_after_frame);
-	tcase_add_test(tc, test_max_out_is_e2big);
-	tcase_add_test(tc, test_decompression_bomb);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("failure");
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, test_compress_alloc_failure_at_each_step);
-	tcase_add_test(tc, test_decompress_alloc_failure_at_each_step);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("zero_copy");
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, test_compress_reads_large_segments_in_place);
-	tcase_add_test(tc, test_compress_stages_only_small_segments);
-	tcase_add_test(tc, test_decompress_reads_input_in_place);
-	tcase_add_test(tc, test_small_output_pins_little);
-	tcase_add_test(tc, test_output_segments_are_large_and_valid);
-	suite_add_tcase(s, tc);
-
-	return s;
+	return tu_suite("lz4", groups);
 }
 
 int main(void)

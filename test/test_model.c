@@ -1782,15 +1782,18 @@ END_TEST
 
 static Suite *model_suite(void)
 {
-	Suite *s = suite_create("model");
-	TCase *tc = tcase_create("random");
+	const TTest *random_tests[] = {
+		model_fixed_seed,
+		model_random_seed,
+		model_no_leak,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "random", random_tests, NULL, .timeout = 300 },
+		{ NULL }
+	};
 
-	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, model_fixed_seed);
-	tcase_add_test(tc, model_random_seed);
-	tcase_add_test(tc, model_no_leak);
-	suite_add_tcase(s, tc);
-	return s;
+	return tu_suite("model", groups);
 }
 
 int main(void)

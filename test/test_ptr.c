@@ -573,49 +573,54 @@ END_TEST
 
 static Suite *ptr_suite(void)
 {
-	Suite *s = suite_create("ptr");
-	TCase *tc;
+	const TTest *alloc_tests[] = {
+		test_alloc_covers_exactly_len,
+		test_alloc_zero_length,
+		test_alloc_does_not_release_previous,
+		test_reserve_makes_empty_growable_slice,
+		test_alloc_and_reserve_fail_leave_ptr_unchanged,
+		test_alloc_aligned_starts_on_the_boundary,
+		test_alloc_aligned_refuses_non_power_of_two,
+		test_alloc_aligned_enomem_leaves_ptr_unchanged,
+		NULL
+	};
+	const TTest *append_tests[] = {
+		test_append_grows_into_tail_and_counts_copy,
+		test_append_enospc_when_full,
+		test_append_only_from_the_frontier,
+		test_unused_tail_zero_for_inner_slice,
+		test_unused_tail_of_empty_ptr,
+		test_append_to_static_is_erofs,
+		test_slice_of_list_append_buffer_does_not_grow,
+		test_append_shared_frontier_one_winner,
+		test_append_null_source_is_einval,
+		NULL
+	};
+	const TTest *slice_tests[] = {
+		test_slice_shares_a_reference,
+		test_slice_is_relative_to_source_slice,
+		test_slice_out_of_range_leaves_dst,
+		test_empty_slice_at_end_holds_reference,
+		test_slice_in_place_reuses_reference,
+		test_slice_of_empty_ptr,
+		NULL
+	};
+	const TTest *ownership_tests[] = {
+		test_copy_takes_a_reference,
+		test_release_twice_is_harmless,
+		test_from_raw_takes_callers_reference,
+		test_data_of_empty_and_offset_slice,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "alloc", alloc_tests },
+		{ "append", append_tests },
+		{ "slice", slice_tests },
+		{ "ownership", ownership_tests },
+		{ NULL }
+	};
 
-	tc = tcase_create("alloc");
-	tcase_add_test(tc, test_alloc_covers_exactly_len);
-	tcase_add_test(tc, test_alloc_zero_length);
-	tcase_add_test(tc, test_alloc_does_not_release_previous);
-	tcase_add_test(tc, test_reserve_makes_empty_growable_slice);
-	tcase_add_test(tc, test_alloc_and_reserve_fail_leave_ptr_unchanged);
-	tcase_add_test(tc, test_alloc_aligned_starts_on_the_boundary);
-	tcase_add_test(tc, test_alloc_aligned_refuses_non_power_of_two);
-	tcase_add_test(tc, test_alloc_aligned_enomem_leaves_ptr_unchanged);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("append");
-	tcase_add_test(tc, test_append_grows_into_tail_and_counts_copy);
-	tcase_add_test(tc, test_append_enospc_when_full);
-	tcase_add_test(tc, test_append_only_from_the_frontier);
-	tcase_add_test(tc, test_unused_tail_zero_for_inner_slice);
-	tcase_add_test(tc, test_unused_tail_of_empty_ptr);
-	tcase_add_test(tc, test_append_to_static_is_erofs);
-	tcase_add_test(tc, test_slice_of_list_append_buffer_does_not_grow);
-	tcase_add_test(tc, test_append_shared_frontier_one_winner);
-	tcase_add_test(tc, test_append_null_source_is_einval);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("slice");
-	tcase_add_test(tc, test_slice_shares_a_reference);
-	tcase_add_test(tc, test_slice_is_relative_to_source_slice);
-	tcase_add_test(tc, test_slice_out_of_range_leaves_dst);
-	tcase_add_test(tc, test_empty_slice_at_end_holds_reference);
-	tcase_add_test(tc, test_slice_in_place_reuses_reference);
-	tcase_add_test(tc, test_slice_of_empty_ptr);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("ownership");
-	tcase_add_test(tc, test_copy_takes_a_reference);
-	tcase_add_test(tc, test_release_twice_is_harmless);
-	tcase_add_test(tc, test_from_raw_takes_callers_reference);
-	tcase_add_test(tc, test_data_of_empty_and_offset_slice);
-	suite_add_tcase(s, tc);
-
-	return s;
+	return tu_suite("ptr", groups);
 }
 
 int main(void)

@@ -790,65 +790,73 @@ END_TEST
 
 static Suite *raw_suite(void)
 {
-	Suite *s = suite_create("raw");
-	TCase *tc;
-
-	tc = tcase_create("create");
-	tcase_add_test(tc, test_create_data_is_64_byte_aligned_and_sized);
-	tcase_add_test(tc, test_create_hands_out_whole_block);
-	tcase_add_test(tc, test_create_empty_has_frontier_zero);
-	tcase_add_test(tc, test_create_aligned_honours_alignment);
-	tcase_add_test(tc, test_create_aligned_zero_length);
-	tcase_add_test(tc, test_create_aligned_rejects_non_power_of_two);
-	tcase_add_test(tc, test_create_in_pool);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("static");
-	tcase_add_test(tc, test_static_wraps_borrowed_memory);
-	tcase_add_test(tc, test_static_and_claim_of_null_with_length_fail);
-	tcase_add_test(tc, test_static_memory_is_never_freed);
-	tcase_add_test(tc, test_static_alignment_reports_address);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("claim");
-	tcase_add_test(tc, test_claim_calls_free_once_at_last_put);
-	tcase_add_test(tc, test_claim_released_through_slices);
-	tcase_add_test(tc, test_claim_null_fn_frees_with_free);
-	tcase_add_test(tc, test_claim_counts_created_and_freed);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("refcount");
-	tcase_add_test(tc, test_get_put_count_references);
-	tcase_add_test(tc, test_put_null_is_noop);
-	tcase_add_test(tc, test_double_release_does_not_cache_the_block_twice);
-	tcase_add_test(tc, test_counters_count_every_kind);
-	tcase_add_test(tc, test_invalidate_crc_after_direct_write);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("threads");
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_cross_thread_release);
-	tcase_add_test(tc, test_concurrent_get_put_keeps_count);
-	suite_add_tcase(s, tc);
-
+	const TTest *create_tests[] = {
+		test_create_data_is_64_byte_aligned_and_sized,
+		test_create_hands_out_whole_block,
+		test_create_empty_has_frontier_zero,
+		test_create_aligned_honours_alignment,
+		test_create_aligned_zero_length,
+		test_create_aligned_rejects_non_power_of_two,
+		test_create_in_pool,
+		NULL
+	};
+	const TTest *static_tests[] = {
+		test_static_wraps_borrowed_memory,
+		test_static_and_claim_of_null_with_length_fail,
+		test_static_memory_is_never_freed,
+		test_static_alignment_reports_address,
+		NULL
+	};
+	const TTest *claim_tests[] = {
+		test_claim_calls_free_once_at_last_put,
+		test_claim_released_through_slices,
+		test_claim_null_fn_frees_with_free,
+		test_claim_counts_created_and_freed,
+		NULL
+	};
+	const TTest *refcount_tests[] = {
+		test_get_put_count_references,
+		test_put_null_is_noop,
+		test_double_release_does_not_cache_the_block_twice,
+		test_counters_count_every_kind,
+		test_invalidate_crc_after_direct_write,
+		NULL
+	};
+	const TTest *threads_tests[] = {
+		test_cross_thread_release,
+		test_concurrent_get_put_keeps_count,
+		NULL
+	};
 	/* the switch turned on and off is what this one asserts */
-	tc = tcase_create("thread-local-switch");
-	tcase_add_checked_fixture(tc, NULL, local_off);
-	tcase_add_test(tc, test_thread_local_raws_count_and_free_like_shared_ones);
-	suite_add_tcase(s, tc);
+	const TTest *thread_local_switch_tests[] = {
+		test_thread_local_raws_count_and_free_like_shared_ones,
+		NULL
+	};
+	const TTest *thread_local_tests[] = {
+		test_thread_local_reaches_append_buffers_and_slices,
+		test_thread_local_is_per_thread,
+		NULL
+	};
+	const TTest *alloc_tests[] = {
+		test_constructors_fail_cleanly_without_memory,
+		test_raws_use_the_installed_allocator,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "create", create_tests },
+		{ "static", static_tests },
+		{ "claim", claim_tests },
+		{ "refcount", refcount_tests },
+		{ "threads", threads_tests, NULL, .timeout = 60 },
+		{ "thread-local-switch", thread_local_switch_tests, NULL,
+		  .setup = NULL, .teardown = local_off },
+		{ "thread-local", thread_local_tests, NULL,
+		  .setup = local_on, .teardown = local_off },
+		{ "alloc", alloc_tests },
+		{ NULL }
+	};
 
-	tc = tcase_create("thread-local");
-	tcase_add_checked_fixture(tc, local_on, local_off);
-	tcase_add_test(tc, test_thread_local_reaches_append_buffers_and_slices);
-	tcase_add_test(tc, test_thread_local_is_per_thread);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("alloc");
-	tcase_add_test(tc, test_constructors_fail_cleanly_without_memory);
-	tcase_add_test(tc, test_raws_use_the_installed_allocator);
-	suite_add_tcase(s, tc);
-
-	return s;
+	return tu_suite("raw", groups);
 }
 
 int main(void)

@@ -792,18 +792,21 @@ END_TEST
 
 static Suite *threads_suite(void)
 {
-	Suite *s = suite_create("threads");
-	TCase *tc = tcase_create("shared raws");
+	const TTest *shared_raws_tests[] = {
+		shared_slices_on_every_thread,
+		crc_cache_shared_by_every_thread,
+		pool_cache_cross_thread_frees,
+		compact_while_other_threads_hold_slices,
+		msgr_parse_on_every_thread_over_shared_raws,
+		appends_into_a_shared_raw_from_two_threads,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "shared raws", shared_raws_tests, NULL, .timeout = 120 },
+		{ NULL }
+	};
 
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, shared_slices_on_every_thread);
-	tcase_add_test(tc, crc_cache_shared_by_every_thread);
-	tcase_add_test(tc, pool_cache_cross_thread_frees);
-	tcase_add_test(tc, compact_while_other_threads_hold_slices);
-	tcase_add_test(tc, msgr_parse_on_every_thread_over_shared_raws);
-	tcase_add_test(tc, appends_into_a_shared_raw_from_two_threads);
-	suite_add_tcase(s, tc);
-	return s;
+	return tu_suite("threads", groups);
 }
 
 int main(void)

@@ -39,13 +39,17 @@ END_TEST
 
 static Suite *version_suite(void)
 {
-	Suite *s = suite_create("version");
-	TCase *tc = tcase_create("macros");
+	const TTest *macros_tests[] = {
+		version_string_is_package_version,
+		version_numbers_spell_package_version,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "macros", macros_tests },
+		{ NULL }
+	};
 
-	tcase_add_test(tc, version_string_is_package_version);
-	tcase_add_test(tc, version_numbers_spell_package_version);
-	suite_add_tcase(s, tc);
-	return s;
+	return tu_suite("version", groups);
 }
 
 int main(void)

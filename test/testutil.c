@@ -256,6 +256,29 @@ TCase *tu_tcase_create(const char *name)
 	return tc;
 }
 
+Suite *tu_suite(const char *name, const struct tu_group *groups)
+{
+	Suite *s = suite_create(name);
+
+	for (const struct tu_group *g = groups; g->name; g++) {
+		TCase *tc = tu_tcase_create(g->name);
+
+		if (g->once_setup || g->once_teardown)
+			tcase_add_unchecked_fixture(tc, g->once_setup,
+						    g->once_teardown);
+		if (g->setup || g->teardown)
+			tcase_add_checked_fixture(tc, g->setup, g->teardown);
+		if (g->timeout)
+			tcase_set_timeout(tc, g->timeout);
+		for (const TTest *const *t = g->tests; t && *t; t++)
+			tcase_add_test(tc, *t);
+		for (const struct tu_loop *l = g->loops; l && l->test; l++)
+			tcase_add_loop_test(tc, l->test, l->start, l->end);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
 /*
  * make check runs a long suite in parts (Makefile.am, SPLIT_TESTS): the
  * part test/NAME.A+B.part runs NAME's cases tagged A or B

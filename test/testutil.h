@@ -86,6 +86,33 @@ TCase *tu_tcase_create(const char *name);
 #define tcase_create(name) tu_tcase_create(name)
 
 /*
+ * A suite as a table: each group is one Check TCase (tagged with its name,
+ * as tu_tcase_create() does) with its tests in order.  The tables live in
+ * the suite function itself, since START_TEST's names are variables and
+ * not constants:
+ *
+ *	const TTest *alloc_tests[] = { test_a, test_b, NULL };
+ *	const struct tu_group groups[] = {
+ *		{ "alloc", alloc_tests, NULL, .timeout = 60 },
+ *		{ NULL }
+ *	};
+ *	return tu_suite("ptr", groups);
+ */
+struct tu_loop {
+	const TTest *test;	/* NULL ends the table */
+	int start, end;		/* _i runs over [start, end) */
+};
+struct tu_group {
+	const char *name;	/* NULL ends the table */
+	const TTest *const *tests;	/* NULL-terminated; may be NULL */
+	const struct tu_loop *loops;	/* added after tests; may be NULL */
+	int timeout;		/* seconds; 0 keeps Check's default */
+	SFun setup, teardown;	/* checked fixture (each test's process) */
+	SFun once_setup, once_teardown;	/* unchecked fixture (the runner's) */
+};
+Suite *tu_suite(const char *name, const struct tu_group *groups);
+
+/*
  * Runs @fn in a forked child (which then exits 0) with the child's stderr
  * captured into @err (NUL-terminated, cut at @errsz - 1 bytes).
  * Return: the child's wait status (as waitpid gives it).
