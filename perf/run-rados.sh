@@ -19,8 +19,9 @@
 # and each reads only its own objects.  Before every run: sync, and 2 s for
 # the OSDs to settle.  Then, unless BL_BENCH_JOBS=0, the same for many
 # clients: `blbench --jobs 4 -t 8` against four `rados bench -t 8` processes
-# started together under their own --run-name, their bandwidths summed
-# (write and seq).
+# started together under their own --run-name, their ops
+# over the longest one's "Total time run", the aggregate blbench
+# --jobs reports (write and seq).
 #
 # What is measured, per run: the summary's "Bandwidth (MB/sec)" (MB = 2^20
 # bytes, the same label in both) and "Average Latency(s)", blbench's p99
@@ -133,13 +134,15 @@ echo "# $rounds rounds ($layout), $secs s each, -t $depth, 4 MiB ops, pool $pool
 echo "# blbench: $bin"
 df -h "$(dirname "$CEPH_CONF")" | sed 's/^/# /'
 
-# rados bench's plain summary: "MB/s ops avg-lat" (- when absent)
+# rados bench's plain summary: "MB/s ops avg-lat time-run" (- or 0 when
+# absent)
 parse_rados() {	# parse_rados FILE
 	awk -F: '
 		/^Bandwidth \(MB\/sec\)/ { gsub(/ /, "", $2); bw = $2 }
 		/^Total (writes|reads) made/ { gsub(/ /, "", $2); n = $2 }
 		/^Average Latency\(s\)/ { gsub(/ /, "", $2); lat = $2 }
-		END { if (bw != "" && n != "") print bw, n, (lat == "" ? "-" : lat) }' "$1"
+		/^Total time run/ { gsub(/ /, "", $2); t = $2 }
+		END { if (bw != "" && n != "") print bw, n, (lat == "" ? "-" : lat), (t == "" ? 0 : t) }' "$1"
 }
 # blbench's JSON (after rados bench's "hints = 1" line): "MB/s ops avg-lat
 # p99 copied"
@@ -186,7 +189,9 @@ run_one() {
 	( "${cmd[@]}" >"$out" 2>"$err"; st=$?; times >"$work/times"; exit $st )
 	st=$?
 	local v
-	if [ "$who" = rados ]; then v=$(parse_rados "$out"); else v=$(parse_blbench "$out"); fi
+	# rados bench: its own time is not needed for one client
+	if [ "$who" = rados ]; then v=$(parse_rados "$out" | cut -d' ' -f1-3)
+	else v=$(parse_blbench "$out"); fi
 	if [ "$st" -ne 0 ] || [ -z "$v" ]; then
 		echo "# round $round: $who $mode FAILED (status $st)" >&2
 		tail -n 5 "$err" >&2
@@ -204,7 +209,7 @@ run_one() {
 
 # run_many ROUND CLIENT MODE: BL_BENCH_JOBS clients of -t BL_BENCH_JOBS_T:
 # blbench --jobs N in one process, or N rados bench processes started
-# together (bandwidths and ops summed, CPU of all of them)
+# together (ops summed over the longest client's time, CPU of all of them)
 run_many() {
 	local round=$1 who=$2 mode=$3 st=0 k v bw=0 n=0 lat=0 p99=- cp=-
 	local -a cmd
@@ -232,16 +237,22 @@ run_many() {
 			exit $st
 		)
 		st=$?
-		local lsum=0
+		local lsum=0 tmax=0
 		for k in $(seq 1 "$njobs"); do
 			v=$(parse_rados "$work/out.$k")
 			[ -z "$v" ] && { st=1; break; }
-			read -r b1 n1 l1 <<<"$v"
-			bw=$(awk -v a="$bw" -v b="$b1" 'BEGIN { print a + b }')
+			read -r _ n1 l1 t1 <<<"$v"
 			n=$((n + n1))
 			lsum=$(awk -v a="$lsum" -v b="$l1" -v c="$n1" 'BEGIN { print a + b * c }')
+			tmax=$(awk -v a="$tmax" -v b="$t1" 'BEGIN { print (b > a ? b : a) }')
 		done
+		# the clients' bytes over the longest client's time, as blbench
+		# --jobs reports it (fio's aggregate): a sum of the processes'
+		# own rates would count a client that finished early as if it
+		# had gone on at its rate while the others still ran
 		[ "$n" -gt 0 ] && lat=$(awk -v a="$lsum" -v c="$n" 'BEGIN { print a / c }')
+		[ "$n" -gt 0 ] && bw=$(awk -v n="$n" -v s="$opsize" -v t="$tmax" \
+			'BEGIN { printf "%.3f", (t > 0 ? n * s / 1048576 / t : 0) }')
 		cat "$work"/err.* >"$work/err" 2>/dev/null
 	fi
 	if [ "$st" -ne 0 ] || [ "$n" -eq 0 ]; then
