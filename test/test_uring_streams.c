@@ -447,14 +447,6 @@ START_TEST(test_zero_copy_raw_is_freed_only_after_the_notification)
 }
 END_TEST
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 struct stranded {
 	int calls;
 	ssize_t res;
@@ -504,8 +496,8 @@ START_TEST(test_destroy_gives_up_a_notification_a_stalled_peer_holds)
 	ck_assert_int_eq(bl_uring_send(u, fds[0], &l, 0, stranded_cb, &st), 0);
 	bl_list_clear(&l);
 	/* until the send completed, or for 2 s if the socket took only part */
-	end = mono_s() + 2;
-	while (!st.calls && mono_s() < end)
+	end = tu_mono_s() + 2;
+	while (!st.calls && tu_mono_s() < end)
 		ck_assert_int_ge(bl_uring_run(u, 1, 100), 0);
 	stranded_op = st.calls && bl__uring_retiring(u) > 0;
 	if (stranded_op)
@@ -514,10 +506,10 @@ START_TEST(test_destroy_gives_up_a_notification_a_stalled_peer_holds)
 		fprintf(stderr, "test_uring: the send did not strand a "
 			"notification (%s), destroy cancels it instead\n",
 			st.calls ? "no zero copy" : "the socket took part of it");
-	t0 = mono_s();
+	t0 = tu_mono_s();
 	bl_uring_destroy(u);
 	/* two checks a second apart without a notification */
-	ck_assert_msg(mono_s() - t0 < 6, "destroy took %.1f s", mono_s() - t0);
+	ck_assert_msg(tu_mono_s() - t0 < 6, "destroy took %.1f s", tu_mono_s() - t0);
 	ck_assert_int_eq(st.calls, 1);
 	if (stranded_op) {
 		ck_assert_uint_eq(bl__uring_abandoned(), before + 1);
@@ -885,9 +877,9 @@ static void spin_once(unsigned delay_us, struct bl__uring_counters *c,
 	w.fd = sv[0];
 	w.delay_us = delay_us;
 	ck_assert_int_eq(pthread_create(&t, NULL, write_late, &w), 0);
-	t0 = mono_s();
+	t0 = tu_mono_s();
 	ck_assert_int_eq(bl_uring_run(u, 1, 10000), 1);
-	*took = mono_s() - t0;
+	*took = tu_mono_s() - t0;
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_int_eq(r.res, 4);
 	tu_assert_list_eq(&r.data, "late", 4);

@@ -201,6 +201,8 @@ struct tu_ring_group {
 extern bool tu_blocking;	/* the back end of the running TCase */
 extern char tu_tdir[64];	/* the running TCase's directory */
 extern uint64_t tu_ring_seed;	/* tu_seed() of the program */
+/* mkdtemp(3)'s template of tu_tdir (default "/tmp/bl-uring-XXXXXX") */
+extern const char *tu_ring_tdir_template;
 /* Seeds, and asks the kernel what it offers; false: no ring at all. */
 bool tu_ring_probe(const char *who);
 /* io_uring can be set up here (tu_ring_probe() said) */
@@ -256,5 +258,7 @@ struct tu_zc_watch {
 	uint64_t notifs_at_free;	/* the ring's notifications by then */
 };
 void tu_zc_free(void *data, size_t len, void *opaque);
+/* CLOCK_MONOTONIC now, in seconds. */
+double tu_mono_s(void);
 
 #endif

@@ -25,6 +25,7 @@ int tu_seq;
 bool tu_blocking;
 char tu_tdir[64];
 uint64_t tu_ring_seed;
+const char *tu_ring_tdir_template = "/tmp/bl-uring-XXXXXX";
 static bool uring_ok, pbuf_ok;
 static char uring_reason[256];
 
@@ -83,7 +84,7 @@ void tu_run_until(struct bl_uring *u, const int *flag, int want)
 
 static void tdir_make(void)
 {
-	tu_tdir_make(tu_tdir, sizeof(tu_tdir), "/tmp/bl-uring-XXXXXX");
+	tu_tdir_make(tu_tdir, sizeof(tu_tdir), tu_ring_tdir_template);
 }
 
 void tu_ring_setup_uring(void)
@@ -345,4 +346,12 @@ void tu_zc_free(void *data, size_t len, void *opaque)
 	w->free_seq = ++tu_seq;
 	w->notifs_at_free = tu_counters(w->u).notifs;
 	free(data);
+}
+
+double tu_mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
