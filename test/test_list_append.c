@@ -267,54 +267,59 @@ START_TEST(test_append_ptr_shares_without_copy)
 }
 END_TEST
 
+/* Slices [0, 4) and [@boff, 10) of "0123456789", appended in order. */
+struct two_slices {
+	struct bl_ptr p, a, b;
+	struct bl_list l;
+};
+
+static void two_slices_make(struct two_slices *s, size_t boff)
+{
+	s->p = s->a = s->b = (struct bl_ptr)BL_PTR_INIT;
+	ck_assert_int_eq(bl_ptr_alloc(&s->p, 10), 0);
+	memcpy(bl_ptr_data(&s->p), "0123456789", 10);
+	ck_assert_int_eq(bl_ptr_slice(&s->a, &s->p, 0, 4), 0);
+	ck_assert_int_eq(bl_ptr_slice(&s->b, &s->p, boff, 10 - boff), 0);
+	bl_list_init(&s->l);
+	ck_assert_int_eq(bl_list_append_ptr(&s->l, &s->a), 0);
+	ck_assert_int_eq(bl_list_append_ptr(&s->l, &s->b), 0);
+}
+
+/* Clears the list, which held @nref - 3 references, and the slices. */
+static void two_slices_free(struct two_slices *s, unsigned nref)
+{
+	ck_assert_uint_eq(bl_raw_nref(s->p.raw), nref);
+	bl_list_clear(&s->l);
+	ck_assert_uint_eq(bl_raw_nref(s->p.raw), 3);
+	bl_ptr_release(&s->a);
+	bl_ptr_release(&s->b);
+	bl_ptr_release(&s->p);
+}
+
 START_TEST(test_append_ptr_continuing_slice_extends_segment)
 {
-	struct bl_ptr p = BL_PTR_INIT, a = BL_PTR_INIT, b = BL_PTR_INIT;
-	struct bl_list l;
+	struct two_slices s;
 
-	ck_assert_int_eq(bl_ptr_alloc(&p, 10), 0);
-	memcpy(bl_ptr_data(&p), "0123456789", 10);
-	ck_assert_int_eq(bl_ptr_slice(&a, &p, 0, 4), 0);
-	ck_assert_int_eq(bl_ptr_slice(&b, &p, 4, 6), 0);
-	bl_list_init(&l);
-	ck_assert_int_eq(bl_list_append_ptr(&l, &a), 0);
-	ck_assert_int_eq(bl_list_append_ptr(&l, &b), 0);
-	tu_assert_str(&l, "0123456789");
-	ck_assert_uint_eq(bl_list_num_buffers(&l), 1);
+	two_slices_make(&s, 4);
+	tu_assert_str(&s.l, "0123456789");
+	ck_assert_uint_eq(bl_list_num_buffers(&s.l), 1);
 	/* p, a, b and the list's one segment */
-	ck_assert_uint_eq(bl_raw_nref(p.raw), 4);
-	bl_list_clear(&l);
-	ck_assert_uint_eq(bl_raw_nref(p.raw), 3);
-	bl_ptr_release(&a);
-	bl_ptr_release(&b);
-	bl_ptr_release(&p);
+	two_slices_free(&s, 4);
 }
 END_TEST
 
 START_TEST(test_append_ptr_gap_makes_new_segment)
 {
-	struct bl_ptr p = BL_PTR_INIT, a = BL_PTR_INIT, b = BL_PTR_INIT;
-	struct bl_list l;
+	struct two_slices s;
 
-	ck_assert_int_eq(bl_ptr_alloc(&p, 10), 0);
-	memcpy(bl_ptr_data(&p), "0123456789", 10);
-	ck_assert_int_eq(bl_ptr_slice(&a, &p, 0, 4), 0);
-	ck_assert_int_eq(bl_ptr_slice(&b, &p, 5, 5), 0);
-	bl_list_init(&l);
-	ck_assert_int_eq(bl_list_append_ptr(&l, &a), 0);
-	ck_assert_int_eq(bl_list_append_ptr(&l, &b), 0);
-	tu_assert_str(&l, "012356789");
-	ck_assert_uint_eq(bl_list_num_buffers(&l), 2);
+	two_slices_make(&s, 5);
+	tu_assert_str(&s.l, "012356789");
+	ck_assert_uint_eq(bl_list_num_buffers(&s.l), 2);
 	/* the same bytes out of order do not merge either */
-	ck_assert_int_eq(bl_list_append_ptr(&l, &a), 0);
-	tu_assert_str(&l, "0123567890123");
-	ck_assert_uint_eq(bl_list_num_buffers(&l), 3);
-	ck_assert_uint_eq(bl_raw_nref(p.raw), 6);
-	bl_list_clear(&l);
-	ck_assert_uint_eq(bl_raw_nref(p.raw), 3);
-	bl_ptr_release(&a);
-	bl_ptr_release(&b);
-	bl_ptr_release(&p);
+	ck_assert_int_eq(bl_list_append_ptr(&s.l, &s.a), 0);
+	tu_assert_str(&s.l, "0123567890123");
+	ck_assert_uint_eq(bl_list_num_buffers(&s.l), 3);
+	two_slices_free(&s, 6);
 }
 END_TEST
 

@@ -45,6 +45,35 @@ START_TEST(test_copy_in_from_own_bytes_in_one_segment)
 }
 END_TEST
 
+/* "FGHIJABCDE": the two halves of one raw "ABCDEFGHIJ", swapped. */
+struct swapped {
+	struct bl_raw *r;
+	struct bl_ptr whole, hi, lo;
+	struct bl_list l;
+};
+
+static void swapped_make(struct swapped *s)
+{
+	s->r = bl_raw_create(10);
+	ck_assert_ptr_nonnull(s->r);
+	memcpy(bl_raw_data(s->r), "ABCDEFGHIJ", 10);
+	bl_ptr_from_raw(&s->whole, s->r);
+	ck_assert_int_eq(bl_ptr_slice(&s->hi, &s->whole, 5, 5), 0);
+	ck_assert_int_eq(bl_ptr_slice(&s->lo, &s->whole, 0, 5), 0);
+	bl_list_init(&s->l);
+	ck_assert_int_eq(bl_list_append_ptr(&s->l, &s->hi), 0);
+	ck_assert_int_eq(bl_list_append_ptr(&s->l, &s->lo), 0);
+	tu_assert_list_eq(&s->l, "FGHIJABCDE", 10);
+}
+
+static void swapped_free(struct swapped *s)
+{
+	bl_list_clear(&s->l);
+	bl_ptr_release(&s->hi);
+	bl_ptr_release(&s->lo);
+	bl_ptr_release(&s->whole);
+}
+
 /*
  * copy_in from the list's own bytes across segments laid out in another
  * order than their raw's: the result is as if the source were copied out
@@ -52,53 +81,29 @@ END_TEST
  */
 START_TEST(test_copy_in_from_own_bytes_across_segments)
 {
-	struct bl_raw *r = bl_raw_create(10);
-	struct bl_ptr whole, hi, lo;
-	struct bl_list l;
+	struct swapped s;
 
-	ck_assert_ptr_nonnull(r);
-	memcpy(bl_raw_data(r), "ABCDEFGHIJ", 10);
-	bl_ptr_from_raw(&whole, r);
-	ck_assert_int_eq(bl_ptr_slice(&hi, &whole, 5, 5), 0);
-	ck_assert_int_eq(bl_ptr_slice(&lo, &whole, 0, 5), 0);
-	bl_list_init(&l);
-	ck_assert_int_eq(bl_list_append_ptr(&l, &hi), 0);
-	ck_assert_int_eq(bl_list_append_ptr(&l, &lo), 0);
-	tu_assert_list_eq(&l, "FGHIJABCDE", 10);
+	swapped_make(&s);
 	/* the source is the raw itself, "ABCDEFGHIJ" at the call */
-	ck_assert_int_eq(bl_list_copy_in(&l, 0, 10, bl_raw_data(r)), 0);
-	tu_assert_list_eq(&l, "ABCDEFGHIJ", 10);
-	ck_assert_mem_eq(bl_raw_data(r), "FGHIJABCDE", 10);
-	bl_list_clear(&l);
-	bl_ptr_release(&hi);
-	bl_ptr_release(&lo);
-	bl_ptr_release(&whole);
+	ck_assert_int_eq(bl_list_copy_in(&s.l, 0, 10, bl_raw_data(s.r)), 0);
+	tu_assert_list_eq(&s.l, "ABCDEFGHIJ", 10);
+	ck_assert_mem_eq(bl_raw_data(s.r), "FGHIJABCDE", 10);
+	swapped_free(&s);
 }
 END_TEST
 
 /* The overlapping case that needs a copy of the source fails whole. */
 START_TEST(test_copy_in_from_own_bytes_without_memory_changes_nothing)
 {
-	struct bl_raw *r = bl_raw_create(10);
-	struct bl_ptr whole, hi, lo;
-	struct bl_list l;
+	struct swapped s;
 
-	ck_assert_ptr_nonnull(r);
-	memcpy(bl_raw_data(r), "ABCDEFGHIJ", 10);
-	bl_ptr_from_raw(&whole, r);
-	ck_assert_int_eq(bl_ptr_slice(&hi, &whole, 5, 5), 0);
-	ck_assert_int_eq(bl_ptr_slice(&lo, &whole, 0, 5), 0);
-	bl_list_init(&l);
-	ck_assert_int_eq(bl_list_append_ptr(&l, &hi), 0);
-	ck_assert_int_eq(bl_list_append_ptr(&l, &lo), 0);
+	swapped_make(&s);
 	tu_alloc_install(1, 1);
-	ck_assert_int_eq(bl_list_copy_in(&l, 0, 10, bl_raw_data(r)), -ENOMEM);
+	ck_assert_int_eq(bl_list_copy_in(&s.l, 0, 10, bl_raw_data(s.r)),
+			 -ENOMEM);
 	tu_alloc_uninstall();
-	tu_assert_list_eq(&l, "FGHIJABCDE", 10);
-	bl_list_clear(&l);
-	bl_ptr_release(&hi);
-	bl_ptr_release(&lo);
-	bl_ptr_release(&whole);
+	tu_assert_list_eq(&s.l, "FGHIJABCDE", 10);
+	swapped_free(&s);
 }
 END_TEST
 
