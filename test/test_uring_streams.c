@@ -68,63 +68,55 @@ static void *drain_thread(void *arg)
 	return NULL;
 }
 
-START_TEST(test_short_writes_through_a_pipe_to_a_slow_reader)
+/*
+ * Writes @len random bytes in @nseg segments to @fds[1] while a thread
+ * reads them from @fds[0] (slowly when @slow): they arrive whole.
+ */
+static void write_to_a_drain(int fds[2], size_t len, unsigned nseg,
+			     bool slow, uint64_t rng)
 {
-	uint64_t rng = tu_ring_seed + 9;
-	/* BL_TEST_QUICK (valgrind, where the reader runs only when the
-	 * ring's thread returns from io_uring_enter): still short writes */
-	const size_t len = getenv("BL_TEST_QUICK") ? 1 << 18 : 1 << 20;
 	unsigned char *want = tu_rand_buf(len, &rng);
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, 0);
-	struct drain d = { 0, len, malloc(len), 0, true };
+	struct drain d = { fds[0], len, malloc(len), 0, slow };
 	struct bl_list l;
 	pthread_t t;
-	int pfd[2];
 
-	ck_assert_int_eq(pipe(pfd), 0);
-	d.fd = pfd[0];
-	tu_make_list(&l, want, len, 1500, &rng);
+	tu_make_list(&l, want, len, nseg, &rng);
 	ck_assert_int_eq(pthread_create(&t, NULL, drain_thread, &d), 0);
-	/* the pipe holds 64 KiB: the writes must come back short */
-	tu_write_sync(u, pfd[1], -1, &l, (ssize_t)len);
+	tu_write_sync(u, fds[1], -1, &l, (ssize_t)len);
 	pthread_join(t, NULL);
 	ck_assert_uint_eq(d.n, len);
 	ck_assert_mem_eq(d.got, want, len);
 	bl_list_clear(&l);
 	bl_uring_destroy(u);
-	close(pfd[0]);
-	close(pfd[1]);
+	close(fds[0]);
+	close(fds[1]);
 	free(d.got);
 	free(want);
+}
+
+START_TEST(test_short_writes_through_a_pipe_to_a_slow_reader)
+{
+	/* BL_TEST_QUICK (valgrind, where the reader runs only when the
+	 * ring's thread returns from io_uring_enter): still short writes */
+	const size_t len = getenv("BL_TEST_QUICK") ? 1 << 18 : 1 << 20;
+	int pfd[2];
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	/* the pipe holds 64 KiB: the writes must come back short */
+	write_to_a_drain(pfd, len, 1500, true, tu_ring_seed + 9);
 }
 END_TEST
 
 START_TEST(test_write_to_nonblocking_socketpair_resumes_until_done)
 {
-	uint64_t rng = tu_ring_seed + 10;
-	const size_t len = 4 << 20;
-	unsigned char *want = tu_rand_buf(len, &rng);
-	struct bl_uring *u = tu_ring_new(tu_blocking, 0, 0);
-	struct drain d = { 0, len, malloc(len), 0, false };
-	struct bl_list l;
-	pthread_t t;
-	int sv[2];
+	int sv[2], fds[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	tu_set_nonblock(sv[0]);
-	d.fd = sv[1];
-	tu_make_list(&l, want, len, 700, &rng);
-	ck_assert_int_eq(pthread_create(&t, NULL, drain_thread, &d), 0);
-	tu_write_sync(u, sv[0], -1, &l, (ssize_t)len);
-	pthread_join(t, NULL);
-	ck_assert_uint_eq(d.n, len);
-	ck_assert_mem_eq(d.got, want, len);
-	bl_list_clear(&l);
-	bl_uring_destroy(u);
-	close(sv[0]);
-	close(sv[1]);
-	free(d.got);
-	free(want);
+	fds[0] = sv[1];
+	fds[1] = sv[0];
+	write_to_a_drain(fds, 4 << 20, 700, false, tu_ring_seed + 10);
 }
 END_TEST
 
