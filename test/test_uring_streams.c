@@ -68,6 +68,18 @@ static void *drain_thread(void *arg)
 	return NULL;
 }
 
+/* Joins the drain @t, asserts it read @want whole, closes the pair. */
+static void drain_finish(struct drain *d, pthread_t t,
+			 const unsigned char *want, int fds[2])
+{
+	pthread_join(t, NULL);
+	ck_assert_uint_eq(d->n, d->want);
+	ck_assert_mem_eq(d->got, want, d->want);
+	close(fds[0]);
+	close(fds[1]);
+	free(d->got);
+}
+
 /*
  * Writes @len random bytes in @nseg segments to @fds[1] while a thread
  * reads them from @fds[0] (slowly when @slow): they arrive whole.
@@ -84,14 +96,9 @@ static void write_to_a_drain(int fds[2], size_t len, unsigned nseg,
 	tu_make_list(&l, want, len, nseg, &rng);
 	ck_assert_int_eq(pthread_create(&t, NULL, drain_thread, &d), 0);
 	tu_write_sync(u, fds[1], -1, &l, (ssize_t)len);
-	pthread_join(t, NULL);
-	ck_assert_uint_eq(d.n, len);
-	ck_assert_mem_eq(d.got, want, len);
+	drain_finish(&d, t, want, fds);
 	bl_list_clear(&l);
 	bl_uring_destroy(u);
-	close(fds[0]);
-	close(fds[1]);
-	free(d.got);
 	free(want);
 }
 
@@ -164,14 +171,9 @@ static void full_then_drained(bool sock)
 	ck_assert_int_eq(pthread_create(&t, NULL, drain_thread, &d), 0);
 	tu_run_until(u, &r.calls, 1);
 	ck_assert_int_eq(r.res, (ssize_t)len);
-	pthread_join(t, NULL);
-	ck_assert_uint_eq(d.n, len);
-	ck_assert_mem_eq(d.got, want, len);
+	drain_finish(&d, t, want, fds);
 	bl_list_clear(&l);
 	bl_uring_destroy(u);
-	close(fds[0]);
-	close(fds[1]);
-	free(d.got);
 	free(want);
 }
 
