@@ -5,7 +5,7 @@
  * callback's contract, the waited-for operations, and the errors a
  * completion can carry (some injected through the CQE hook).
  *
- * Each group runs twice (tu_ring_suite()): on the io_uring back end and
+ * Each group runs twice (tu_ring_main()): on the io_uring back end and
  * on the blocking one.
  */
 #include "config.h"
@@ -1087,7 +1087,7 @@ START_TEST(test_allocation_failure_at_submit_is_enomem_and_leaks_nothing)
 }
 END_TEST
 
-static Suite *uring_files_suite(void)
+int main(void)
 {
 	const TTest *files_tests[] = {
 		test_write_read_round_trip_one_many_and_over_iov_max_segments,
@@ -1125,12 +1125,5 @@ static Suite *uring_files_suite(void)
 		{ NULL }
 	};
 
-	return tu_ring_suite("uring_files", groups, NULL);
-}
-
-int main(void)
-{
-	if (!tu_ring_probe("test_uring_files"))
-		return EXIT_FAILURE;
-	return tu_run(uring_files_suite());
+	return tu_ring_main("uring_files", groups, NULL, NULL);
 }

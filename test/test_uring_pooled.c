@@ -4,7 +4,7 @@
  * multishot framing, buffers released on other threads, running dry,
  * detaching a list from the ring, and thread-local pooled raws.
  *
- * Each group runs twice (tu_ring_suite()): on the io_uring back end and
+ * Each group runs twice (tu_ring_main()): on the io_uring back end and
  * on the blocking one.
  */
 #include "config.h"
@@ -616,7 +616,7 @@ START_TEST(test_debug_build_aborts_on_a_local_ring_buffer_dropped_elsewhere)
 END_TEST
 #endif
 
-static Suite *uring_pooled_suite(void)
+int main(void)
 {
 	const TTest *pooled_tests[] = {
 		test_pooled_multishot_receives_10000_framed_messages,
@@ -644,12 +644,5 @@ static Suite *uring_pooled_suite(void)
 		{ NULL }
 	};
 
-	return tu_ring_suite("uring_pooled", groups, NULL);
-}
-
-int main(void)
-{
-	if (!tu_ring_probe("test_uring_pooled"))
-		return EXIT_FAILURE;
-	return tu_run(uring_pooled_suite());
+	return tu_ring_main("uring_pooled", groups, NULL, NULL);
 }

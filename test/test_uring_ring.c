@@ -4,7 +4,7 @@
  * the constructors' errors, destroy with I/O in flight, and how a back end
  * is chosen (forced, seccomp, attached to an application's ring).
  *
- * Each group runs twice (tu_ring_suite()): on the io_uring back end and
+ * Each group runs twice (tu_ring_main()): on the io_uring back end and
  * on the blocking one.
  */
 #include "config.h"
@@ -921,7 +921,7 @@ START_TEST(test_write_refused_rwf_nosignal_goes_again_without_it)
 }
 END_TEST
 
-static Suite *uring_ring_suite(void)
+int main(void)
 {
 	const TTest *registered_tests[] = {
 		test_registered_raws_know_their_index_and_use_fixed_io,
@@ -966,21 +966,17 @@ static Suite *uring_ring_suite(void)
 		{ "teardown", teardown_tests },
 		{ NULL }
 	};
-	bool ok = tu_ring_uring_ok();
 	const struct tu_group backend[] = {
-		{ "backend", ok ? attached_tests : backend_tests,
-		  ok ? attached_loops : NULL, .timeout = 60,
+		{ "backend", backend_tests, NULL, .timeout = 60,
+		  .once_setup = tu_ring_setup_uring,
+		  .once_teardown = tu_ring_teardown },
+		{ NULL }
+	}, uring_backend[] = {
+		{ "backend", attached_tests, attached_loops, .timeout = 60,
 		  .once_setup = tu_ring_setup_uring,
 		  .once_teardown = tu_ring_teardown },
 		{ NULL }
 	};
 
-	return tu_ring_suite("uring_ring", groups, backend);
-}
-
-int main(void)
-{
-	if (!tu_ring_probe("test_uring_ring"))
-		return EXIT_FAILURE;
-	return tu_run(uring_ring_suite());
+	return tu_ring_main("uring_ring", groups, backend, uring_backend);
 }

@@ -5,7 +5,7 @@
  * receives, EPIPE without SIGPIPE, the order of the operations on one
  * descriptor, and the spin before a wait sleeps.
  *
- * Each group runs twice (tu_ring_suite()): on the io_uring back end and
+ * Each group runs twice (tu_ring_main()): on the io_uring back end and
  * on the blocking one.
  */
 #include "config.h"
@@ -1134,7 +1134,7 @@ START_TEST(test_destroy_from_a_thread_a_single_issuer_ring_refuses_returns)
 }
 END_TEST
 
-static Suite *uring_streams_suite(void)
+int main(void)
 {
 	const TTest *streams_tests[] = {
 		test_short_writes_through_a_pipe_to_a_slow_reader,
@@ -1163,12 +1163,5 @@ static Suite *uring_streams_suite(void)
 		{ NULL }
 	};
 
-	return tu_ring_suite("uring_streams", groups, NULL);
-}
-
-int main(void)
-{
-	if (!tu_ring_probe("test_uring_streams"))
-		return EXIT_FAILURE;
-	return tu_run(uring_streams_suite());
+	return tu_ring_main("uring_streams", groups, NULL, NULL);
 }

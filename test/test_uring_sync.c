@@ -6,7 +6,7 @@
  * cancelling one operation, per-operation timeouts and timers.
  *
  * Every case runs in a "*-uring" TCase (io_uring) and a "*-blocking" one
- * (bl_uring_params.force_blocking, tu_ring_suite()); where io_uring
+ * (bl_uring_params.force_blocking, tu_ring_main()); where io_uring
  * cannot be set up, the uring cases are replaced by one test of the
  * fallback (the blocking ones still run).  Faults the kernel will not produce on
  * demand (a sync's -EIO, a short write in a linked chain) are injected at
@@ -679,7 +679,7 @@ START_TEST(test_destroy_ends_pending_timers_and_timed_ops_with_ecanceled)
 }
 END_TEST
 
-static Suite *sync_suite(void)
+int main(void)
 {
 	const TTest *sync_tests[] = {
 		test_fsync_fdatasync_and_sync_range_of_a_file_succeed,
@@ -708,14 +708,7 @@ static Suite *sync_suite(void)
 		{ NULL }
 	};
 
-	return tu_ring_suite("uring_sync", groups, NULL);
-}
-
-int main(void)
-{
 	/* on the build's file system */
 	tu_ring_tdir_template = "bl-usync-XXXXXX";
-	if (!tu_ring_probe("test_uring_sync"))
-		return EXIT_FAILURE;
-	return tu_run(sync_suite());
+	return tu_ring_main("uring_sync", groups, NULL, NULL);
 }

@@ -186,10 +186,11 @@ void tu_snap_free(struct tu_snap *s);
 /* ---- the suites of test_uring_* (tu_uring.c) ---------------------------- */
 
 /*
- * Each group of a ring suite runs on both back ends, as NAME-uring and
- * NAME-blocking (tu_blocking says which in a test), each TCase with its
- * own temporary directory tu_tdir.  Where io_uring cannot be set up the
- * -uring groups are replaced by one test that asserts the fallback.
+ * Each group of a ring suite (tu_ring_main()) runs on both back ends, as
+ * NAME-uring and NAME-blocking (tu_blocking says which in a test), each
+ * TCase with its own temporary directory tu_tdir.  Where io_uring cannot
+ * be set up the -uring groups are replaced by one test that asserts the
+ * fallback.
  */
 struct tu_ring_group {
 	const char *name;	/* NULL ends the table */
@@ -203,13 +204,14 @@ extern char tu_tdir[64];	/* the running TCase's directory */
 extern uint64_t tu_ring_seed;	/* tu_seed() of the program */
 /* mkdtemp(3)'s template of tu_tdir (default "/tmp/bl-uring-XXXXXX") */
 extern const char *tu_ring_tdir_template;
-/* Seeds, and asks the kernel what it offers; false: no ring at all. */
-bool tu_ring_probe(const char *who);
-/* io_uring can be set up here (tu_ring_probe() said) */
-bool tu_ring_uring_ok(void);
-/* The groups of @rg on both back ends, then @extra's as they are. */
-Suite *tu_ring_suite(const char *name, const struct tu_ring_group *rg,
-		     const struct tu_group *extra);
+/*
+ * The main() of a ring suite: seeds tu_ring_seed, asks the kernel what it
+ * offers, and runs the groups of @rg on both back ends, then those of
+ * @extra once (of @uring_extra instead where io_uring can be set up and
+ * it is not NULL).  Return: the exit status.
+ */
+int tu_ring_main(const char *name, const struct tu_ring_group *rg,
+		 const struct tu_group *extra, const struct tu_group *uring_extra);
 /* The fixture of the groups in @extra that want a directory */
 void tu_ring_setup_uring(void);
 void tu_ring_setup_blocking(void);

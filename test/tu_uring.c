@@ -119,12 +119,11 @@ START_TEST(test_io_uring_unavailable_falls_back_with_a_reason)
 }
 END_TEST
 
-bool tu_ring_probe(const char *who)
+/* What the kernel offers; false: no ring at all. */
+static bool ring_probe(void)
 {
-	struct bl_uring *u;
+	struct bl_uring *u = bl_uring_create(NULL);
 
-	tu_ring_seed = tu_seed(who);
-	u = bl_uring_create(NULL);
 	if (!u)
 		return false;
 	uring_ok = bl_uring_backend(u) == BL_URING_IO_URING;
@@ -141,11 +140,6 @@ bool tu_ring_probe(const char *who)
 	return true;
 }
 
-bool tu_ring_uring_ok(void)
-{
-	return uring_ok;
-}
-
 /* "NAME-uring" or "NAME-blocking", for as long as the program runs */
 static const char *backend_name(const char *name, bool blocking)
 {
@@ -159,8 +153,8 @@ static const char *backend_name(const char *name, bool blocking)
 	return s;
 }
 
-Suite *tu_ring_suite(const char *name, const struct tu_ring_group *rg,
-		     const struct tu_group *extra)
+static Suite *ring_suite(const char *name, const struct tu_ring_group *rg,
+			 const struct tu_group *extra)
 {
 	const TTest *fallback_tests[] = {
 		test_io_uring_unavailable_falls_back_with_a_reason, NULL
@@ -204,6 +198,20 @@ Suite *tu_ring_suite(const char *name, const struct tu_ring_group *rg,
 	for (size_t i = 0; i < nextra; i++)
 		g[n++] = extra[i];
 	return tu_suite(name, g);
+}
+
+int tu_ring_main(const char *name, const struct tu_ring_group *rg,
+		 const struct tu_group *extra, const struct tu_group *uring_extra)
+{
+	char who[64];
+
+	snprintf(who, sizeof(who), "test_%s", name);
+	tu_ring_seed = tu_seed(who);
+	if (!ring_probe())
+		return EXIT_FAILURE;
+	if (uring_ok && uring_extra)
+		extra = uring_extra;
+	return tu_run(ring_suite(name, rg, extra));
 }
 
 /* ---- what the ring suites' tests share --------------------------------- */
