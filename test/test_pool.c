@@ -9,6 +9,17 @@
 #include <unistd.h>
 #include "testutil.h"
 
+/* @p holds no raw and no byte. */
+static void assert_pool_empty(struct bl_pool *p)
+{
+	struct bl_pool_stats st;
+
+	bl_pool_get_stats(p, &st);
+	ck_assert_int_eq(st.raws, 0);
+	ck_assert_int_eq(st.bytes, 0);
+	ck_assert_int_eq(st.bytes_used, 0);
+}
+
 START_TEST(pool_create_returns_same_pool_for_same_name)
 {
 	struct bl_pool *a = bl_pool_create("same-name", NULL);
@@ -69,8 +80,7 @@ START_TEST(pool_accounting_counts_raws_bytes_and_frontier)
 	struct bl_raw *r1, *r2;
 	struct bl_ptr sl;
 
-	bl_pool_get_stats(p, &st);
-	ck_assert_int_eq(st.raws, 0);
+	assert_pool_empty(p);
 	r1 = bl_raw_create_in(p, 1000);
 	r2 = bl_raw_create_aligned_in(p, 8192, 4096);
 	ck_assert_ptr_eq(bl_raw_pool(r1), p);
@@ -88,10 +98,7 @@ START_TEST(pool_accounting_counts_raws_bytes_and_frontier)
 	bl_pool_get_stats(p, &st);
 	ck_assert_int_eq(st.raws, 1);
 	bl_ptr_release(&sl);
-	bl_pool_get_stats(p, &st);
-	ck_assert_int_eq(st.raws, 0);
-	ck_assert_int_eq(st.bytes, 0);
-	ck_assert_int_eq(st.bytes_used, 0);
+	assert_pool_empty(p);
 }
 END_TEST
 
@@ -113,10 +120,7 @@ START_TEST(pool_list_appends_allocate_in_the_lists_pool)
 	ck_assert_int_eq(st.bytes_used, 50 * 300);
 	ck_assert_int_ge(st.bytes, st.bytes_used);
 	bl_list_clear(&l);
-	bl_pool_get_stats(p, &st);
-	ck_assert_int_eq(st.raws, 0);
-	ck_assert_int_eq(st.bytes, 0);
-	ck_assert_int_eq(st.bytes_used, 0);
+	assert_pool_empty(p);
 }
 END_TEST
 
@@ -144,8 +148,7 @@ START_TEST(pool_rebuild_and_compact_keep_the_pool)
 	bl_pool_get_stats(p, &st);
 	ck_assert_int_eq(st.raws, 1);
 	bl_list_clear(&l);
-	bl_pool_get_stats(p, &st);
-	ck_assert_int_eq(st.raws, 0);
+	assert_pool_empty(p);
 }
 END_TEST
 
