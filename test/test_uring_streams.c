@@ -120,7 +120,7 @@ START_TEST(test_write_to_nonblocking_socketpair_resumes_until_done)
 	int sv[2], fds[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	tu_set_nonblock(sv[0]);
+	tu_set_nonblock(sv[0], true);
 	fds[0] = sv[1];
 	fds[1] = sv[0];
 	write_to_a_drain(fds, 4 << 20, 700, false, tu_ring_seed + 10);
@@ -152,7 +152,7 @@ static void full_then_drained(bool sock)
 		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
 	else
 		ck_assert_int_eq(pipe(fds), 0);
-	tu_set_nonblock(fds[1]);
+	tu_set_nonblock(fds[1], true);
 	d.fd = fds[0];
 	tu_make_list(&l, want, len, 40, &rng);
 	tu_rec_init(&r);
@@ -634,7 +634,7 @@ START_TEST(test_run_with_min_complete_zero_advances_waiting_ops)
 	tu_rec_init(&s);
 	ck_assert_int_eq(bl_uring_send(u, sv[0], &l, 0, tu_rec_cb, &s), 0);
 	bl_list_clear(&l);
-	tu_set_nonblock(sv[1]);
+	tu_set_nonblock(sv[1], true);
 	while ((!s.calls || have < len) && time(NULL) < end) {
 		ssize_t n;
 

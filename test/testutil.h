@@ -211,7 +211,8 @@ extern const char *tu_ring_tdir_template;
  * it is not NULL).  Return: the exit status.
  */
 int tu_ring_main(const char *name, const struct tu_ring_group *rg,
-		 const struct tu_group *extra, const struct tu_group *uring_extra);
+		 const struct tu_group *extra,
+		 const struct tu_group *uring_extra);
 /* The fixture of the groups in @extra that want a directory */
 void tu_ring_setup_uring(void);
 void tu_ring_setup_blocking(void);
@@ -220,16 +221,6 @@ void tu_ring_teardown(void);
 /* @l = @len bytes of @data in exactly @nseg segments, each its own raw. */
 void tu_make_list(struct bl_list *l, const unsigned char *data, size_t len,
 		  unsigned nseg, uint64_t *rng);
-void tu_set_nonblock(int fd);
-/*
- * A connected loopback TCP pair: @fds[0] the client, @fds[1] the server.
- * @stalled: the server offers a window of a few KiB and is never read, so
- * what is sent beyond it stays in the client's queue (and a zero-copy
- * send's notification never comes).
- */
-void tu_tcp_pair_how(int fds[2], bool stalled);
-/* tu_tcp_pair_how(fds, false) */
-void tu_tcp_pair(int fds[2]);
 /* The counting allocator's live bytes now (tu_alloc_stats()). */
 uint64_t tu_live_bytes(void);
 struct bl__uring_counters;
@@ -260,6 +251,23 @@ struct tu_zc_watch {
 	uint64_t notifs_at_free;	/* the ring's notifications by then */
 };
 void tu_zc_free(void *data, size_t len, void *opaque);
+
+/* ---- descriptors (tu_fd.c) ---------------------------------------------- */
+
+/* Sets (@on) or clears O_NONBLOCK on @fd. */
+void tu_set_nonblock(int fd, bool on);
+/*
+ * A connected loopback TCP pair: @fds[0] the client, @fds[1] the server.
+ * @stalled: the server offers a window of a few KiB and is never read, so
+ * what is sent beyond it stays in the client's queue (and a zero-copy
+ * send's notification never comes).
+ */
+void tu_tcp_pair_how(int fds[2], bool stalled);
+/* tu_tcp_pair_how(fds, false) */
+void tu_tcp_pair(int fds[2]);
+/* SIGPIPE is pending (sigpending(2)): raised while blocked, and so not
+ * yet delivered. */
+bool tu_sigpipe_pending(void);
 /* CLOCK_MONOTONIC now, in seconds. */
 double tu_mono_s(void);
 

@@ -201,7 +201,8 @@ static Suite *ring_suite(const char *name, const struct tu_ring_group *rg,
 }
 
 int tu_ring_main(const char *name, const struct tu_ring_group *rg,
-		 const struct tu_group *extra, const struct tu_group *uring_extra)
+		 const struct tu_group *extra,
+		 const struct tu_group *uring_extra)
 {
 	char who[64];
 
@@ -244,46 +245,6 @@ void tu_make_list(struct bl_list *l, const unsigned char *data,
 	}
 	ck_assert_uint_eq(bl_list_num_buffers(l), nseg);
 	ck_assert_uint_eq(bl_list_length(l), len);
-}
-
-void tu_set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	ck_assert_int_ge(fl, 0);
-	ck_assert_int_eq(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
-}
-
-void tu_tcp_pair_how(int fds[2], bool stalled)
-{
-	struct sockaddr_in a;
-	socklen_t alen = sizeof(a);
-	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-
-	ck_assert_int_ge(ls, 0);
-	/* on the listener, so that the window is small from the handshake */
-	if (stalled)
-		ck_assert_int_eq(setsockopt(ls, SOL_SOCKET, SO_RCVBUF, &one,
-					    sizeof(one)), 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(ls, 1), 0);
-	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
-	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(fds[0], 0);
-	ck_assert_int_eq(connect(fds[0], (struct sockaddr *)&a, sizeof(a)), 0);
-	fds[1] = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-	ck_assert_int_ge(fds[1], 0);
-	if (!stalled)
-		setsockopt(fds[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	close(ls);
-}
-
-void tu_tcp_pair(int fds[2])
-{
-	tu_tcp_pair_how(fds, false);
 }
 
 uint64_t tu_live_bytes(void)
@@ -354,12 +315,4 @@ void tu_zc_free(void *data, size_t len, void *opaque)
 	w->free_seq = ++tu_seq;
 	w->notifs_at_free = tu_counters(w->u).notifs;
 	free(data);
-}
-
-double tu_mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
