@@ -425,6 +425,19 @@ START_TEST(test_rebuild_aligned_rejects_bad_alignment)
 }
 END_TEST
 
+/* Rebuilt aligned on 512 and capped at 1024 segments, @l still holds
+ * @data; then cleared. */
+static void rebuild_capped_to_1024(struct bl_list *l, const void *data,
+				   size_t len)
+{
+	ck_assert_int_eq(bl_list_rebuild_aligned_size_and_memory(l, 512, 512,
+								 1024), 1);
+	ck_assert_uint_le(bl_list_num_buffers(l), 1024);
+	assert_aligned(l, 512, 512);
+	tu_assert_list_eq(l, data, len);
+	bl_list_clear(l);
+}
+
 START_TEST(test_rebuild_asm_caps_misaligned_segments)
 {
 	static unsigned char data[3000 * 7];
@@ -436,12 +449,7 @@ START_TEST(test_rebuild_asm_caps_misaligned_segments)
 	for (int i = 0; i < 3000; i++)
 		add_skewed(&l, data + 7 * i, 7, 1 + i % 5);
 	ck_assert_uint_eq(bl_list_num_buffers(&l), 3000);
-	ck_assert_int_eq(bl_list_rebuild_aligned_size_and_memory(&l, 512, 512,
-								 1024), 1);
-	ck_assert_uint_le(bl_list_num_buffers(&l), 1024);
-	assert_aligned(&l, 512, 512);
-	tu_assert_list_eq(&l, data, sizeof(data));
-	bl_list_clear(&l);
+	rebuild_capped_to_1024(&l, data, sizeof(data));
 }
 END_TEST
 
@@ -463,12 +471,7 @@ START_TEST(test_rebuild_asm_coalesces_aligned_when_over_cap)
 								 3000), 0);
 	ck_assert_uint_eq(bl_list_num_buffers(&l), 3000);
 	/* with a cap the segments must be coalesced */
-	ck_assert_int_eq(bl_list_rebuild_aligned_size_and_memory(&l, 512, 512,
-								 1024), 1);
-	ck_assert_uint_le(bl_list_num_buffers(&l), 1024);
-	assert_aligned(&l, 512, 512);
-	tu_assert_list_eq(&l, data, sizeof(data));
-	bl_list_clear(&l);
+	rebuild_capped_to_1024(&l, data, sizeof(data));
 }
 END_TEST
 

@@ -39,27 +39,25 @@ static void splice_case(size_t off, size_t len, const char *left,
 	bl_list_clear(&l);
 }
 
-START_TEST(test_splice_at_start)
-{
-	splice_case(0, 2, "CDEFGHIJ", "AB");
-	splice_case(0, 3, "DEFGHIJ", "ABC");
-	splice_case(0, 4, "EFGHIJ", "ABCD");
-}
-END_TEST
+/* _i: cuts at the start, in the middle, at the end of ABC DEF GHI J */
+static const struct {
+	size_t off, len;
+	const char *left, *taken;
+} splice_cases[3][3] = {
+	{ { 0, 2, "CDEFGHIJ", "AB" }, { 0, 3, "DEFGHIJ", "ABC" },
+	  { 0, 4, "EFGHIJ", "ABCD" } },
+	{ { 4, 3, "ABCDHIJ", "EFG" }, { 3, 6, "ABCJ", "DEFGHI" },
+	  { 2, 5, "ABHIJ", "CDEFG" } },
+	{ { 7, 3, "ABCDEFG", "HIJ" }, { 9, 1, "ABCDEFGHI", "J" },
+	  { 5, 5, "ABCDE", "FGHIJ" } },
+};
 
-START_TEST(test_splice_in_middle)
+START_TEST(test_splice_at_start_in_middle_and_at_end)
 {
-	splice_case(4, 3, "ABCDHIJ", "EFG");
-	splice_case(3, 6, "ABCJ", "DEFGHI");
-	splice_case(2, 5, "ABHIJ", "CDEFG");
-}
-END_TEST
-
-START_TEST(test_splice_at_end)
-{
-	splice_case(7, 3, "ABCDEFG", "HIJ");
-	splice_case(9, 1, "ABCDEFGHI", "J");
-	splice_case(5, 5, "ABCDE", "FGHIJ");
+	for (int k = 0; k < 3; k++)
+		splice_case(splice_cases[_i][k].off, splice_cases[_i][k].len,
+			    splice_cases[_i][k].left,
+			    splice_cases[_i][k].taken);
 }
 END_TEST
 
@@ -758,9 +756,6 @@ END_TEST
 static Suite *list_splice_suite(void)
 {
 	const TTest *splice_tests[] = {
-		test_splice_at_start,
-		test_splice_in_middle,
-		test_splice_at_end,
 		test_splice_whole_list_moves_everything,
 		test_splice_inside_one_segment_splits_it,
 		test_splice_without_claim_by_releases,
@@ -791,8 +786,12 @@ static Suite *list_splice_suite(void)
 		test_clear_of_one_slice_and_of_inline_pairs,
 		NULL
 	};
+	const struct tu_loop splice_loops[] = {
+		{ test_splice_at_start_in_middle_and_at_end, 0, 3 },
+		{ NULL, 0, 0 }
+	};
 	const struct tu_group groups[] = {
-		{ "splice", splice_tests },
+		{ "splice", splice_tests, splice_loops },
 		{ "substr", substr_tests },
 		{ NULL }
 	};

@@ -15,6 +15,32 @@
 #include <sys/uio.h>
 #include "testutil.h"
 
+/* ---- helpers ------------------------------------------------------------ */
+
+/*
+ * Bytes 0, 1, ... 199 of @data (200 bytes), appended as 100 segments of 2
+ * (3 chunks), the first two cut: the inline chunk is empty, heap chunks
+ * follow.
+ */
+static void append_98_segments(struct bl_list *l, char *data)
+{
+	for (unsigned i = 0; i < 200; i++)
+		data[i] = (char)i;
+	tu_append_fixed(l, data, 200, 2);
+	ck_assert_int_eq(bl_list_splice(l, 0, 4, NULL), 0);
+}
+
+/* @s is segment @i of @l: its raw, its bytes and its length. */
+static void assert_seg_is(const struct bl_seg *s, const struct bl_list *l,
+			  unsigned i)
+{
+	struct bl_ptr want = tu_seg_of(l, i);
+
+	ck_assert_ptr_eq(s->raw, want.raw);
+	ck_assert_ptr_eq(s->data, bl_ptr_data(&want));
+	ck_assert_uint_eq(s->len, want.len);
+}
+
 /* ---- the private API of list_int.h -------------------------------------- */
 
 /* The segment cursor visits every segment in order, across chunks and past
@@ -27,20 +53,11 @@ START_TEST(test_seg_cursor_walks_every_segment_in_order)
 	struct bl_list l;
 	unsigned k = 0;
 
-	for (unsigned i = 0; i < sizeof(data); i++)
-		data[i] = (char)i;
 	bl_list_init(&l);
 	ck_assert_ptr_null(bl__seg_first(&l, &cur));
-	tu_append_fixed(&l, data, sizeof(data), 2);	/* 100 segments, 3 chunks */
-	/* cut the first two: the inline chunk is empty, heap chunks follow */
-	ck_assert_int_eq(bl_list_splice(&l, 0, 4, NULL), 0);
-	BL__LIST_FOREACH_SEG(&l, cur, s) {
-		struct bl_ptr want = tu_seg_of(&l, k++);
-
-		ck_assert_ptr_eq(s->raw, want.raw);
-		ck_assert_ptr_eq(s->data, bl_ptr_data(&want));
-		ck_assert_uint_eq(s->len, want.len);
-	}
+	append_98_segments(&l, data);
+	BL__LIST_FOREACH_SEG(&l, cur, s)
+		assert_seg_is(s, &l, k++);
 	ck_assert_uint_eq(k, bl_list_num_buffers(&l));
 	ck_assert_ptr_eq(bl__list_front(&l)->raw, tu_seg_of(&l, 0).raw);
 	bl_list_clear(&l);
@@ -231,21 +248,13 @@ START_TEST(test_foreach_seg_lends_every_segment_in_order)
 	struct bl_list l;
 	unsigned k = 0;
 
-	for (unsigned i = 0; i < sizeof(data); i++)
-		data[i] = (char)i;
 	bl_list_init(&l);
 	BL_LIST_FOREACH_SEG(&l, it, s)
 		ck_abort_msg("an empty list has no segment");
 	ck_assert_ptr_null(bl_list_seg_next(&it));
-	tu_append_fixed(&l, data, sizeof(data), 2);	/* 100 segments, 3 chunks */
-	/* cut the first two: the inline chunk is empty, heap chunks follow */
-	ck_assert_int_eq(bl_list_splice(&l, 0, 4, NULL), 0);
+	append_98_segments(&l, data);
 	BL_LIST_FOREACH_SEG(&l, it, s) {
-		struct bl_ptr want = tu_seg_of(&l, k++);
-
-		ck_assert_ptr_eq(s->raw, want.raw);
-		ck_assert_ptr_eq(s->data, bl_ptr_data(&want));
-		ck_assert_uint_eq(s->len, want.len);
+		assert_seg_is(s, &l, k++);
 		/* borrowed: the list's reference, no other */
 		ck_assert_uint_eq(bl_raw_nref(s->raw), 1);
 		ck_assert_int_eq(memcmp(s->data, data + 2 + 2 * k, 2), 0);
