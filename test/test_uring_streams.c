@@ -503,7 +503,8 @@ START_TEST(test_destroy_gives_up_a_notification_a_stalled_peer_holds)
 	t0 = tu_mono_s();
 	bl_uring_destroy(u);
 	/* two checks a second apart without a notification */
-	ck_assert_msg(tu_mono_s() - t0 < 6, "destroy took %.1f s", tu_mono_s() - t0);
+	ck_assert_msg(tu_mono_s() - t0 < 6, "destroy took %.1f s",
+		      tu_mono_s() - t0);
 	ck_assert_int_eq(st.calls, 1);
 	if (stranded_op) {
 		ck_assert_uint_eq(bl__uring_abandoned(), before + 1);
