@@ -94,8 +94,7 @@ START_TEST(test_write_read_round_trip_one_many_and_over_iov_max_segments)
 	static const unsigned nsegs[] = { 1, 37, 3000 };
 	uint64_t rng = tu_ring_seed;
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, 0);
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path));
+	int fd = tu_ring_tmp();
 
 	for (unsigned k = 0; k < 3; k++) {
 		unsigned nseg = nsegs[k];
@@ -140,8 +139,7 @@ START_TEST(test_caller_clears_its_list_right_after_submit)
 	struct bl_ptr p;
 	struct bl_list l;
 	struct tu_rec r;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path));
+	int fd = tu_ring_tmp();
 
 	tu_make_list(&l, want, len, 64, &rng);
 	ck_assert_int_eq(bl_list_get_ptr(&l, 0, &p), 0);
@@ -173,8 +171,7 @@ START_TEST(test_read_is_short_only_at_end_of_file)
 	unsigned char *want = tu_rand_buf(len, &rng);
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, 0);
 	struct tu_rec r;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path));
+	int fd = tu_ring_tmp();
 
 	ck_assert_int_eq(pwrite(fd, want, len, 0), (ssize_t)len);
 	tu_rec_init(&r);
@@ -238,8 +235,7 @@ START_TEST(test_null_callback_is_fire_and_forget_on_every_submission)
 	struct bl_uring *u;
 	struct bl_uring_bufring *br;
 	struct bl_list l;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path)), sv[2];
+	int fd = tu_ring_tmp(), sv[2];
 	ssize_t n;
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -282,8 +278,7 @@ START_TEST(test_null_ring_or_list_is_einval_at_submission)
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, 0);
 	struct bl_list l;
 	struct tu_rec r;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path));
+	int fd = tu_ring_tmp();
 
 	bl_list_init(&l);
 	ck_assert_int_eq(bl_list_append(&l, "x", 1), 0);
@@ -344,7 +339,6 @@ START_TEST(test_pending_sees_completions_not_yet_handled)
 {
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, 0);
 	struct bl_uring_bufring *br = NULL;
-	char path[PATH_MAX];
 	int fd = -1, sv[2][2];
 	struct bl_list l;
 
@@ -352,7 +346,7 @@ START_TEST(test_pending_sees_completions_not_yet_handled)
 	ck_assert_int_eq(bl_list_append(&l, "abc", 3), 0);
 	ck_assert(!bl__uring_pending(u));
 	if (_i == 0) {
-		fd = tu_tmp_open(tu_tdir, path, sizeof(path));
+		fd = tu_ring_tmp();
 		/* at two offsets: neither waits for the other */
 		ck_assert_int_eq(bl_uring_write(u, fd, 0, &l, pend_cb, NULL),
 				 0);
@@ -401,8 +395,7 @@ END_TEST
 START_TEST(test_inflight_counts_ops_until_their_callback_ran)
 {
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, 0);
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path));
+	int fd = tu_ring_tmp();
 	struct bl_list l;
 	struct tu_rec r[2];
 	unsigned char *got;
@@ -554,8 +547,7 @@ START_TEST(test_write_wait_and_read_wait_round_trip)
 	unsigned char *want = tu_rand_buf(len, &rng), *got;
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, 0);
 	struct bl_list l, out;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path));
+	int fd = tu_ring_tmp();
 
 	tu_make_list(&l, want, len, 37, &rng);
 	ck_assert_int_eq(bl_uring_write_wait(u, fd, 4096, &l), (ssize_t)len);
@@ -636,8 +628,7 @@ START_TEST(test_wait_runs_other_callbacks_meanwhile)
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, 0);
 	struct bl_list l, empty;
 	struct tu_rec r;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path));
+	int fd = tu_ring_tmp();
 
 	bl_list_init(&l);
 	bl_list_init(&empty);
@@ -686,9 +677,8 @@ START_TEST(test_wait_from_a_callback_is_edeadlk)
 {
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, 0);
 	struct bl_list l;
-	char path[PATH_MAX];
 	struct nested n = {
-		.u = u, .fd = tu_tmp_open(tu_tdir, path, sizeof(path))
+		.u = u, .fd = tu_ring_tmp()
 	};
 
 	bl_list_init(&l);
@@ -707,8 +697,7 @@ START_TEST(test_wait_allocation_failure_is_enomem_and_leaks_nothing)
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, 0);
 	struct tu_alloc_stats st;
 	struct bl_list l, out;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path));
+	int fd = tu_ring_tmp();
 	uint64_t n;
 
 	bl_list_init(&l);
@@ -773,8 +762,7 @@ START_TEST(test_rlimit_fsize_gives_efbig_in_callback)
 	uint64_t rng = tu_ring_seed + 4;
 	const size_t len = 50000;
 	unsigned char *want = tu_rand_buf(len, &rng), *got;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path)), status;
+	int fd = tu_ring_tmp(), status;
 	pid_t pid;
 
 	pid = fork();
@@ -828,8 +816,7 @@ START_TEST(test_injected_short_counts_are_resumed_to_the_end)
 	struct bl__uring_counters c0 = tu_counters(u), c1;
 	struct bl_list l;
 	struct tu_rec r;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path));
+	int fd = tu_ring_tmp();
 
 	tu_make_list(&l, want, len, 2500, &rng);
 	tu_rec_init(&r);
@@ -871,8 +858,7 @@ START_TEST(test_injected_eio_and_enospc_reach_the_callback_and_release_refs)
 	uint64_t rng = tu_ring_seed + 6;
 	const size_t len = 40000;
 	unsigned char *want = tu_rand_buf(len, &rng);
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path));
+	int fd = tu_ring_tmp();
 
 	tu_alloc_install(0, 0);
 	for (unsigned k = 0; k < 2; k++) {
@@ -918,8 +904,7 @@ START_TEST(test_injected_eagain_is_retried)
 	struct bl__uring_counters c0 = tu_counters(u);
 	struct bl_list l;
 	struct tu_rec r;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path));
+	int fd = tu_ring_tmp();
 
 	tu_make_list(&l, want, len, 10, &rng);
 	tu_rec_init(&r);
@@ -1051,8 +1036,7 @@ START_TEST(test_allocation_failure_at_submit_is_enomem_and_leaks_nothing)
 	struct bl_list l;
 	struct bl_ptr p;
 	struct tu_rec r;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path)), sv[2];
+	int fd = tu_ring_tmp(), sv[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	tu_make_list(&l, want, len, 40, &rng);

@@ -58,8 +58,7 @@ START_TEST(test_registered_raws_know_their_index_and_use_fixed_io)
 	struct bl_ptr p;
 	struct tu_rec rr;
 	unsigned char *got;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path)), seen = 0;
+	int fd = tu_ring_tmp(), seen = 0;
 
 	ck_assert_ptr_nonnull(rp);
 	/* one table per ring */
@@ -497,8 +496,7 @@ END_TEST
 
 START_TEST(test_seccomp_denying_io_uring_setup_selects_blocking_back_end)
 {
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path)), status;
+	int fd = tu_ring_tmp(), status;
 	pid_t pid = fork();
 
 	ck_assert_int_ge(pid, 0);
@@ -556,8 +554,7 @@ START_TEST(test_attached_ring_shares_the_application_event_loop)
 	struct bl_uring *u;
 	struct bl_list l;
 	struct tu_rec r;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path)), app = 0;
+	int fd = tu_ring_tmp(), app = 0;
 
 	ck_assert_int_eq(io_uring_queue_init(64, &ring, 0), 0);
 	u = bl_uring_attach(&ring, NULL);
@@ -879,8 +876,7 @@ START_TEST(test_write_refused_rwf_nosignal_goes_again_without_it)
 {
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, 0);
 	struct sigaction ign, old;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path));
+	int fd = tu_ring_tmp();
 	struct bl_list l;
 	struct tu_rec r;
 	unsigned char *got;

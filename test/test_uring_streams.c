@@ -705,8 +705,7 @@ START_TEST(test_writes_at_the_file_position_land_whole_and_in_order)
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, 0);
 	struct tu_rec r[NLETTERS];
 	struct bl_list l;
-	char path[PATH_MAX];
-	int fd = tu_tmp_open(tu_tdir, path, sizeof(path)), pfd[2];
+	int fd = tu_ring_tmp(), pfd[2];
 	struct drain d = { 0, NLETTERS * LETTER_SEGS * pipe_seg,
 			   malloc(NLETTERS * most), 0, true };
 	unsigned char *got;

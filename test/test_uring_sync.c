@@ -30,13 +30,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static int tmp_file(void)
-{
-	char path[128];
-
-	return tu_tmp_open(tu_tdir, path, sizeof(path));
-}
-
 /* Runs @u until @r was called back, once. */
 static void run_until(struct bl_uring *u, struct tu_rec *r)
 {
@@ -109,7 +102,7 @@ static void hook_on(int nth, int res, bool halves)
 START_TEST(test_fsync_fdatasync_and_sync_range_of_a_file_succeed)
 {
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
-	int fd = tmp_file();
+	int fd = tu_ring_tmp();
 	struct bl_uring_opts o;
 	struct bl_list l;
 	struct bl_raw *raw = list_of_raw(&l, 8192);
@@ -189,7 +182,7 @@ START_TEST(test_bad_options_and_arguments_are_einval_with_nothing_submitted)
 	struct bl_uring_opts o;
 	struct bl_list l;
 	struct bl_raw *raw = list_of_raw(&l, 100);
-	int fd = tmp_file();
+	int fd = tu_ring_tmp();
 
 	memset(&o, 0, sizeof(o));
 	o.rw_flags = RWF_APPEND;	/* not one of the three */
@@ -260,7 +253,7 @@ START_TEST(test_writes_with_rwf_dsync_and_rwf_sync_land)
 {
 	static const int flags[3] = { RWF_DSYNC, RWF_SYNC, RWF_NOWAIT };
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
-	int fd = tmp_file();
+	int fd = tu_ring_tmp();
 
 	for (int i = 0; i < 3; i++) {
 		struct bl_uring_opts o = { .rw_flags = flags[i] };
@@ -333,7 +326,7 @@ END_TEST
 START_TEST(test_linked_write_and_sync_report_the_writes_result)
 {
 	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
-	int fd = tmp_file();
+	int fd = tu_ring_tmp();
 
 	for (int i = 0; i < 2; i++) {
 		struct bl_uring_opts o;
@@ -370,7 +363,7 @@ START_TEST(test_linked_sync_over_iov_max_segments_and_short_writes)
 	unsigned char *want = malloc(3000 * 64);
 	struct bl_list l;
 	struct tu_rec r;
-	int fd = tmp_file();
+	int fd = tu_ring_tmp();
 	char *got = malloc(3000 * 64);
 
 	ck_assert_ptr_nonnull(want);
@@ -405,7 +398,7 @@ START_TEST(test_a_linked_syncs_error_reaches_the_callback)
 	struct bl_list l;
 	struct bl_raw *raw = list_of_raw(&l, 4096);
 	struct tu_rec r;
-	int fd = tmp_file(), p[2];
+	int fd = tu_ring_tmp(), p[2];
 
 	/* injected: the write's completion, then the sync's gets -EIO */
 	hook_on(2, -EIO, false);

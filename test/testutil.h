@@ -217,6 +217,8 @@ int tu_ring_main(const char *name, const struct tu_ring_group *rg,
 void tu_ring_setup_uring(void);
 void tu_ring_setup_blocking(void);
 void tu_ring_teardown(void);
+/* A new empty file in tu_tdir, open read-write (tu_tmp_open()). */
+int tu_ring_tmp(void);
 
 /* @l = @len bytes of @data in exactly @nseg segments, each its own raw. */
 void tu_make_list(struct bl_list *l, const unsigned char *data, size_t len,

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -102,6 +103,13 @@ void tu_ring_setup_blocking(void)
 void tu_ring_teardown(void)
 {
 	tu_tdir_remove(tu_tdir);
+}
+
+int tu_ring_tmp(void)
+{
+	char path[PATH_MAX];
+
+	return tu_tmp_open(tu_tdir, path, sizeof(path));
 }
 
 START_TEST(test_io_uring_unavailable_falls_back_with_a_reason)
