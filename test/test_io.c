@@ -1432,7 +1432,7 @@ START_TEST(test_null_arguments_are_einval)
 }
 END_TEST
 
-static Suite *io_suite(void)
+int main(void)
 {
 	const TTest *files_tests[] = {
 		test_one_segment_round_trip_at_unaligned_offset,
@@ -1487,13 +1487,8 @@ static Suite *io_suite(void)
 		TU_GROUP_END
 	};
 
-	return tu_suite("io", groups);
-}
-
-int main(void)
-{
 	/* a write to a pipe whose reader is gone must fail, not kill the runner */
 	signal(SIGPIPE, SIG_IGN);
 	seed = tu_seed("test_io");
-	return tu_run(io_suite());
+	return tu_run(tu_suite("io", groups));
 }

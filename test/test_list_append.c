@@ -716,7 +716,7 @@ START_TEST(test_claim_chains_of_lists_match_model)
 }
 END_TEST
 
-static Suite *list_append_suite(void)
+int main(void)
 {
 	const TTest *append_tests[] = {
 		test_init_is_empty_and_allocates_nothing,
@@ -761,10 +761,5 @@ static Suite *list_append_suite(void)
 		{ NULL }
 	};
 
-	return tu_suite("list_append", groups);
-}
-
-int main(void)
-{
-	return tu_run(list_append_suite());
+	return tu_run(tu_suite("list_append", groups));
 }

@@ -425,7 +425,7 @@ START_TEST(test_failed_substr_leaves_dst_unchanged)
 }
 END_TEST
 
-static Suite *list_inputs_suite(void)
+int main(void)
 {
 	const TTest *inputs_tests[] = {
 		test_copy_in_from_own_bytes_in_one_segment,
@@ -448,10 +448,5 @@ static Suite *list_inputs_suite(void)
 		{ NULL }
 	};
 
-	return tu_suite("list_inputs", groups);
-}
-
-int main(void)
-{
-	return tu_run(list_inputs_suite());
+	return tu_run(tu_suite("list_inputs", groups));
 }

@@ -382,7 +382,7 @@ START_TEST(test_pinned_unused_counts_each_raw_once)
 }
 END_TEST
 
-static Suite *list_inspect_suite(void)
+int main(void)
 {
 	const TTest *crc32c_tests[] = {
 		test_crc32c_of_A_is_cephs_value,
@@ -405,10 +405,5 @@ static Suite *list_inspect_suite(void)
 		{ NULL }
 	};
 
-	return tu_suite("list_inspect", groups);
-}
-
-int main(void)
-{
-	return tu_run(list_inspect_suite());
+	return tu_run(tu_suite("list_inspect", groups));
 }

@@ -1047,7 +1047,7 @@ START_TEST(test_compact_failure_leaves_list_unchanged)
 }
 END_TEST
 
-static Suite *list_rebuild_suite(void)
+int main(void)
 {
 	const TTest *copy_tests[] = {
 		test_copy_out_ranges,
@@ -1105,10 +1105,5 @@ static Suite *list_rebuild_suite(void)
 		{ NULL }
 	};
 
-	return tu_suite("list_rebuild", groups);
-}
-
-int main(void)
-{
-	return tu_run(list_rebuild_suite());
+	return tu_run(tu_suite("list_rebuild", groups));
 }

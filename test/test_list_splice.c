@@ -753,7 +753,7 @@ START_TEST(test_clear_of_one_slice_and_of_inline_pairs)
 }
 END_TEST
 
-static Suite *list_splice_suite(void)
+int main(void)
 {
 	const TTest *splice_tests[] = {
 		test_splice_whole_list_moves_everything,
@@ -796,10 +796,5 @@ static Suite *list_splice_suite(void)
 		{ NULL }
 	};
 
-	return tu_suite("list_splice", groups);
-}
-
-int main(void)
-{
-	return tu_run(list_splice_suite());
+	return tu_run(tu_suite("list_splice", groups));
 }

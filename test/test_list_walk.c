@@ -718,7 +718,7 @@ START_TEST(test_list_larger_than_iov_max)
 }
 END_TEST
 
-static Suite *list_walk_suite(void)
+int main(void)
 {
 	const TTest *private_tests[] = {
 		test_seg_cursor_walks_every_segment_in_order,
@@ -759,10 +759,5 @@ static Suite *list_walk_suite(void)
 		{ NULL }
 	};
 
-	return tu_suite("list_walk", groups);
-}
-
-int main(void)
-{
-	return tu_run(list_walk_suite());
+	return tu_run(tu_suite("list_walk", groups));
 }

@@ -494,33 +494,40 @@ static void cache_restore(void)
 
 int main(void)
 {
-	Suite *s = suite_create("pool");
-	TCase *tc = tcase_create("pools");
-	TCase *tcc = tcase_create("caches");
-	TCase *tw = tcase_create("waste");
-
-	tcase_set_timeout(tcc, 60);	/* threads, sanitizers, a loaded machine */
-
-	tcase_add_test(tc, pool_create_returns_same_pool_for_same_name);
-	tcase_add_test(tc, pool_create_past_bl_pool_max_is_enospc);
-	tcase_add_test(tc, pool_accounting_counts_raws_bytes_and_frontier);
-	tcase_add_test(tc, pool_list_appends_allocate_in_the_lists_pool);
-	tcase_add_test(tc, pool_rebuild_and_compact_keep_the_pool);
-	tcase_add_test(tc, pool_own_allocator_sees_every_allocation_and_free);
-	tcase_add_test(tc, pool_global_allocator_sees_every_raw_and_chunk);
-	tcase_add_test(tc, pool_dump_prints_every_pool);
+	const TTest *pools_tests[] = {
+		pool_create_returns_same_pool_for_same_name,
+		pool_create_past_bl_pool_max_is_enospc,
+		pool_accounting_counts_raws_bytes_and_frontier,
+		pool_list_appends_allocate_in_the_lists_pool,
+		pool_rebuild_and_compact_keep_the_pool,
+		pool_own_allocator_sees_every_allocation_and_free,
+		pool_global_allocator_sees_every_raw_and_chunk,
+		pool_dump_prints_every_pool,
+		NULL
+	};
 	/* these run with the cache on, whatever BL_POOL_CACHE says */
-	tcase_add_checked_fixture(tcc, cache_on, cache_restore);
-	tcase_add_test(tcc, size_class_is_the_smallest_class_that_fits);
-	tcase_add_test(tcc, cache_recycles_small_raws);
-	tcase_add_test(tcc, cache_off_sends_raws_to_the_allocator);
-	tcase_add_test(tcc, cache_cross_thread_release_is_counted_and_reused);
-	tcase_add_test(tcc, cache_thread_exit_hands_its_cache_to_the_depot);
-	tcase_add_test(tw, compact_releases_a_large_raw_and_keeps_the_bytes);
-	tcase_add_test(tw, compact_failure_leaves_the_list_unchanged);
-	tcase_add_test(tw, lone_small_list_pins_little);
-	suite_add_tcase(s, tc);
-	suite_add_tcase(s, tcc);
-	suite_add_tcase(s, tw);
-	return tu_run(s);
+	const TTest *caches_tests[] = {
+		size_class_is_the_smallest_class_that_fits,
+		cache_recycles_small_raws,
+		cache_off_sends_raws_to_the_allocator,
+		cache_cross_thread_release_is_counted_and_reused,
+		cache_thread_exit_hands_its_cache_to_the_depot,
+		NULL
+	};
+	const TTest *waste_tests[] = {
+		compact_releases_a_large_raw_and_keeps_the_bytes,
+		compact_failure_leaves_the_list_unchanged,
+		lone_small_list_pins_little,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		{ "pools", pools_tests },
+		/* threads, sanitizers, a loaded machine */
+		{ "caches", caches_tests, NULL, .timeout = 60,
+		  .setup = cache_on, .teardown = cache_restore },
+		{ "waste", waste_tests },
+		{ NULL }
+	};
+
+	return tu_run(tu_suite("pool", groups));
 }

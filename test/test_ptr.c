@@ -569,7 +569,7 @@ START_TEST(test_data_of_empty_and_offset_slice)
 }
 END_TEST
 
-static Suite *ptr_suite(void)
+int main(void)
 {
 	const TTest *alloc_tests[] = {
 		test_alloc_covers_exactly_len,
@@ -618,10 +618,5 @@ static Suite *ptr_suite(void)
 		TU_GROUP_END
 	};
 
-	return tu_suite("ptr", groups);
-}
-
-int main(void)
-{
-	return tu_run(ptr_suite());
+	return tu_run(tu_suite("ptr", groups));
 }
