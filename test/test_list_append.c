@@ -756,9 +756,9 @@ int main(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "append", append_tests, append_loops },
-		{ "claim", claim_tests },
-		{ NULL }
+		TU_GROUP("append", append_tests, .loops = append_loops),
+		TU_GROUP("claim", claim_tests),
+		TU_GROUP_END
 	};
 
 	return tu_run(tu_suite("list_append", groups));

@@ -443,9 +443,9 @@ int main(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "inputs", inputs_tests },
-		{ "failure", failure_tests, NULL, .timeout = 60 },
-		{ NULL }
+		TU_GROUP("inputs", inputs_tests),
+		TU_GROUP("failure", failure_tests, .timeout = 60),
+		TU_GROUP_END
 	};
 
 	return tu_run(tu_suite("list_inputs", groups));

@@ -400,9 +400,9 @@ int main(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "crc32c", crc32c_tests },
-		{ "hexdump", hexdump_tests },
-		{ NULL }
+		TU_GROUP("crc32c", crc32c_tests),
+		TU_GROUP("hexdump", hexdump_tests),
+		TU_GROUP_END
 	};
 
 	return tu_run(tu_suite("list_inspect", groups));

@@ -1097,12 +1097,12 @@ int main(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "copy", copy_tests },
-		{ "rebuild", rebuild_tests, NULL, .timeout = 60,
-		  .setup = NULL, .teardown = tu_thread_local_off },
-		{ "pad_to", pad_to_tests },
-		{ "compact", compact_tests },
-		{ NULL }
+		TU_GROUP("copy", copy_tests),
+		TU_GROUP("rebuild", rebuild_tests, .timeout = 60,
+			 .setup = NULL, .teardown = tu_thread_local_off),
+		TU_GROUP("pad_to", pad_to_tests),
+		TU_GROUP("compact", compact_tests),
+		TU_GROUP_END
 	};
 
 	return tu_run(tu_suite("list_rebuild", groups));

@@ -791,9 +791,9 @@ int main(void)
 		{ NULL, 0, 0 }
 	};
 	const struct tu_group groups[] = {
-		{ "splice", splice_tests, splice_loops },
-		{ "substr", substr_tests },
-		{ NULL }
+		TU_GROUP("splice", splice_tests, .loops = splice_loops),
+		TU_GROUP("substr", substr_tests),
+		TU_GROUP_END
 	};
 
 	return tu_run(tu_suite("list_splice", groups));

@@ -752,11 +752,11 @@ int main(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "private", private_tests },
-		{ "public_walk", public_walk_tests },
-		{ "compare", compare_tests },
-		{ "iovec", iovec_tests, NULL, .timeout = 60 },
-		{ NULL }
+		TU_GROUP("private", private_tests),
+		TU_GROUP("public_walk", public_walk_tests),
+		TU_GROUP("compare", compare_tests),
+		TU_GROUP("iovec", iovec_tests, .timeout = 60),
+		TU_GROUP_END
 	};
 
 	return tu_run(tu_suite("list_walk", groups));

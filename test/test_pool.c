@@ -521,12 +521,12 @@ int main(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "pools", pools_tests },
+		TU_GROUP("pools", pools_tests),
 		/* threads, sanitizers, a loaded machine */
-		{ "caches", caches_tests, NULL, .timeout = 60,
-		  .setup = cache_on, .teardown = cache_restore },
-		{ "waste", waste_tests },
-		{ NULL }
+		TU_GROUP("caches", caches_tests, .timeout = 60,
+			 .setup = cache_on, .teardown = cache_restore),
+		TU_GROUP("waste", waste_tests),
+		TU_GROUP_END
 	};
 
 	return tu_run(tu_suite("pool", groups));

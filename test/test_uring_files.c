@@ -1104,9 +1104,9 @@ int main(void)
 		NULL
 	};
 	const struct tu_ring_group groups[] = {
-		{ "files", files_tests, files_loops },
-		{ "errors", errors_tests },
-		{ NULL }
+		TU_GROUP("files", files_tests, .loops = files_loops),
+		TU_GROUP("errors", errors_tests),
+		TU_GROUP_END
 	};
 
 	return tu_ring_main("uring_files", groups, NULL, NULL);

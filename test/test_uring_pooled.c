@@ -638,10 +638,10 @@ int main(void)
 		{ NULL, 0, 0 }
 	};
 	const struct tu_ring_group groups[] = {
-		{ "pooled", pooled_tests },
-		{ "thread-local", local_tests, local_loops, tu_thread_local_off,
-		  .needs_pbuf = true },
-		{ NULL }
+		TU_GROUP("pooled", pooled_tests),
+		TU_GROUP("thread-local", local_tests, .loops = local_loops,
+			 .teardown = tu_thread_local_off, .needs_pbuf = true),
+		TU_GROUP_END
 	};
 
 	return tu_ring_main("uring_pooled", groups, NULL, NULL);

@@ -949,21 +949,21 @@ int main(void)
 		NULL
 	};
 	const struct tu_ring_group groups[] = {
-		{ "epipe", epipe_tests },
-		{ "registered", registered_tests },
-		{ "teardown", teardown_tests },
-		{ NULL }
+		TU_GROUP("epipe", epipe_tests),
+		TU_GROUP("registered", registered_tests),
+		TU_GROUP("teardown", teardown_tests),
+		TU_GROUP_END
 	};
 	const struct tu_group backend[] = {
-		{ "backend", backend_tests, NULL, .timeout = 60,
-		  .once_setup = tu_ring_setup_uring,
-		  .once_teardown = tu_ring_teardown },
-		{ NULL }
+		TU_GROUP("backend", backend_tests, .timeout = 60,
+			 .once_setup = tu_ring_setup_uring,
+			 .once_teardown = tu_ring_teardown),
+		TU_GROUP_END
 	}, uring_backend[] = {
-		{ "backend", attached_tests, attached_loops, .timeout = 60,
-		  .once_setup = tu_ring_setup_uring,
-		  .once_teardown = tu_ring_teardown },
-		{ NULL }
+		TU_GROUP("backend", attached_tests, .loops = attached_loops,
+			 .timeout = 60, .once_setup = tu_ring_setup_uring,
+			 .once_teardown = tu_ring_teardown),
+		TU_GROUP_END
 	};
 
 	return tu_ring_main("uring_ring", groups, backend, uring_backend);

@@ -1159,8 +1159,8 @@ int main(void)
 		NULL
 	};
 	const struct tu_ring_group groups[] = {
-		{ "streams", streams_tests },
-		{ NULL }
+		TU_GROUP("streams", streams_tests),
+		TU_GROUP_END
 	};
 
 	return tu_ring_main("uring_streams", groups, NULL, NULL);

@@ -696,9 +696,9 @@ int main(void)
 		NULL
 	};
 	const struct tu_ring_group groups[] = {
-		{ "sync", sync_tests },
-		{ "control", control_tests },
-		{ NULL }
+		TU_GROUP("sync", sync_tests),
+		TU_GROUP("control", control_tests),
+		TU_GROUP_END
 	};
 
 	/* on the build's file system */

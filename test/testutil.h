@@ -190,7 +190,7 @@ void tu_snap_free(struct tu_snap *s);
  * NAME-uring and NAME-blocking (tu_blocking says which in a test), each
  * TCase with its own temporary directory tu_tdir.  Where io_uring cannot
  * be set up the -uring groups are replaced by one test that asserts the
- * fallback.
+ * fallback.  Its table is written with TU_GROUP() and TU_GROUP_END too.
  */
 struct tu_ring_group {
 	const char *name;	/* NULL ends the table */
