@@ -29,6 +29,7 @@ uint64_t tu_ring_seed;
 const char *tu_ring_tdir_template = "/tmp/bl-uring-XXXXXX";
 static bool uring_ok, pbuf_ok;
 static char uring_reason[256];
+static char ring_who[64];	/* the program, for the fallback's message */
 
 struct bl_uring *tu_ring_new(bool blocking, size_t zc_threshold,
 			     unsigned spin_us)
@@ -117,9 +118,9 @@ START_TEST(test_io_uring_unavailable_falls_back_with_a_reason)
 	struct bl_uring *u = bl_uring_create(NULL);
 
 	/* only registered when io_uring cannot be set up on this machine */
-	fprintf(stderr, "test_uring: io_uring unavailable (%s); the io_uring "
-			"cases were replaced by this check of the fallback\n",
-		uring_reason);
+	fprintf(stderr, "%s: io_uring unavailable (%s); the io_uring cases "
+			"were replaced by this check of the fallback\n",
+		ring_who, uring_reason);
 	ck_assert_ptr_nonnull(u);
 	ck_assert_int_eq(bl_uring_backend(u), BL_URING_BLOCKING);
 	ck_assert_str_ne(bl_uring_backend_reason(u), "");
@@ -212,10 +213,8 @@ int tu_ring_main(const char *name, const struct tu_ring_group *rg,
 		 const struct tu_group *extra,
 		 const struct tu_group *uring_extra)
 {
-	char who[64];
-
-	snprintf(who, sizeof(who), "test_%s", name);
-	tu_ring_seed = tu_seed(who);
+	snprintf(ring_who, sizeof(ring_who), "test_%s", name);
+	tu_ring_seed = tu_seed(ring_who);
 	if (!ring_probe())
 		return EXIT_FAILURE;
 	if (uring_ok && uring_extra)
