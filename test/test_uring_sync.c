@@ -8,9 +8,9 @@
  * Every case runs in a "*-uring" TCase (io_uring) and a "*-blocking" one
  * (bl_uring_params.force_blocking, tu_ring_main()); where io_uring
  * cannot be set up, the uring cases are replaced by one test of the
- * fallback (the blocking ones still run).  Faults the kernel will not produce on
- * demand (a sync's -EIO, a short write in a linked chain) are injected at
- * the completion through the library's CQE hook (uring_int.h).
+ * fallback (the blocking ones still run).  Faults the kernel will not
+ * produce on demand (a sync's -EIO, a short write in a linked chain) are
+ * injected at the completion through the library's CQE hook (uring_int.h).
  */
 #include "config.h"
 
