@@ -257,7 +257,10 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  *               nor got a byte of its own to the kernel for this many
  *               milliseconds is ended with -ETIMEDOUT; bytes the peer
  *               acknowledged (TCP) count as activity, so a peer reading
- *               a large reply slowly is not idle.  Reset when the peer
+ *               a large reply slowly is not idle, and so do bytes it sent
+ *               into a large payload's read (TCP's count of bytes
+ *               received), so a peer sending one slowly is not idle
+ *               either.  Reset when the peer
  *               owes acknowledgements and sent none since the last look
  *               (it is not reading), else closed gracefully, since the
  *               peer may still be reading what it got; but kept while

@@ -169,6 +169,7 @@ struct bl_msgr_conn {
 	uint64_t act_seen;	/* rx_raw + bytes sent, at act_at */
 	int64_t act_at;		/* ms: when that last moved; 0: not yet */
 	uint64_t acked_seen;	/* bytes the peer acknowledged (TCP), then */
+	uint64_t received_seen;	/* bytes of the peer's that came (TCP), then */
 	uint64_t take_seen;	/* tx_bytes - out_bytes, at take_at */
 	int64_t take_at;	/* ms: when the peer last took a byte of
 				 * ours, or had none waiting; 0: not yet */

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_msgr_budget.c - a server's receive budget (max_rx_bytes): many
- * peers that each begin a large payload at once hold at most the budget
- * between them, the ones that wait go on in turn as frames are delivered
- * or connections end, and a wait for our budget is not the peer's idling.
+ * test_msgr_arriving.c - large payloads arriving at a server.  The receive
+ * budget (max_rx_bytes) they share: many peers that each begin one at
+ * once hold at most the budget between them, the ones that wait go on in
+ * turn as frames are delivered or connections end, and a wait for our
+ * budget is not the peer's idling.  The idle timeout while one arrives
+ * slowly: bytes coming into a read in flight are activity.
  *
  * The peers are plain sockets that write a frame's bytes in parts, so a
  * test decides how much of each payload has arrived.  What the server
@@ -323,6 +325,43 @@ START_TEST(a_waiting_peer_that_goes_away_leaves_the_queue)
 END_TEST
 
 /*
+ * A payload that arrives slowly is not idle: with idle_timeout_ms 300, a
+ * peer sends a 2 MiB payload 64 KiB every 50 ms (1.6 s in all, the first
+ * direct read of 1 MiB completing only after 0.8 s).  The bytes coming
+ * into the read in flight count (TCP's count of bytes received), so the
+ * frame is delivered and the connection stays; a peer that then stops
+ * half way through the next frame is ended for idling.
+ */
+START_TEST(a_payload_that_arrives_slowly_is_not_idle)
+{
+	const size_t step = (size_t)64 << 10;
+	size_t sent = 0;
+	struct rig r;
+
+	rig_start(&r, 0, 2 * MIB);
+	bl_msgr_server_destroy(r.s);
+	r.o.idle_timeout_ms = 300;
+	r.s = bl_msgr_server_new(r.u, r.l, &r.o);
+	ck_assert_ptr_nonnull(r.s);
+	while (sent < r.wlen) {
+		size_t n = r.wlen - sent < step ? r.wlen - sent : step;
+
+		peer_send(&r, 0, sent, sent + n);
+		sent += n;
+		serve_for(&r, 50, 0);
+	}
+	serve_until_delivered(&r, 1);
+	ck_assert_int_eq(r.bad, 0);
+	ck_assert_int_eq(r.closed, 0);
+	peer_send(&r, 0, 0, BL_MSGR_PREAMBLE + MIB);	/* and stops */
+	for (int k = 0; k < 400 && !r.closed; k++)	/* 20 s: a hang fails */
+		serve_for(&r, 50, 0);
+	ck_assert_int_eq(r.timed_out, 1);
+	rig_end(&r);
+}
+END_TEST
+
+/*
  * A connection of bl_msgr_conn_new() has no server to share a budget
  * with: max_rx_bytes is ignored, and a payload over it arrives.
  */
@@ -370,6 +409,10 @@ int main(void)
 		a_connection_without_a_server_ignores_the_budget,
 		NULL
 	};
+	const TTest *idle_tests[] = {
+		a_payload_that_arrives_slowly_is_not_idle,
+		NULL
+	};
 	const struct tu_loop budget_loops[] = {
 		{ many_large_payloads_at_once_hold_at_most_the_budget, 0, 2 },
 		{ NULL, 0, 0 }
@@ -377,8 +420,9 @@ int main(void)
 	const struct tu_group groups[] = {
 		TU_GROUP("budget", budget_tests,
 			 .loops = budget_loops, .timeout = 60),
+		TU_GROUP("idle", idle_tests, .timeout = 60),
 		TU_GROUP_END
 	};
 
-	return tu_run(tu_suite("msgr_budget", groups));
+	return tu_run(tu_suite("msgr_arriving", groups));
 }
