@@ -156,4 +156,138 @@ void tu_rec_free(struct tu_rec *r);
 /* Runs @u until *@flag reaches @want; at most 20 s: a hang fails. */
 void tu_run_until(struct bl_uring *u, const int *flag, int want);
 
+/* ---- the messenger's suites (tu_msgr.c) ---------------------------------- */
+
+#include <bufferlist/msgr.h>
+struct sockaddr_in;
+
+/* The running TCase's back end: blocking, or io_uring with its rings
+ * DEFER_TASKRUN (single_issuer); the tm_setup_* fixtures set them. */
+extern bool tm_blocking, tm_single_issuer;
+extern uint64_t tm_seed;		/* tm_init()'s tu_seed() */
+/* A pattern every payload is a slice of, so that sender and receiver
+ * agree on the bytes of frame seq without sending a description: 2 MiB,
+ * and a static raw over them. */
+extern unsigned char *tm_pat;
+extern struct bl_raw *tm_pat_raw;
+/* Upper bound of any wait (a hang guard, not a timing assertion);
+ * BL_TEST_WAIT_MS raises it for slow runs (valgrind). */
+extern int64_t tm_wait_ms;
+
+/* Seeds, reads BL_TEST_WAIT_MS and fills the pattern; tm_main() does. */
+void tm_init(const char *who);
+/* Runs suite @name: @tests and @loops once per back end (conn-uring,
+ * conn-defer, conn-blocking); the exit status, as tu_run(). */
+int tm_main(const char *name, const TTest *const *tests,
+	    const struct tu_loop *loops);
+void tm_setup_uring(void);
+void tm_setup_defer(void);
+void tm_setup_blocking(void);
+
+int64_t tm_now_ms(void);
+/* A ring on the running back end (@flags: bl_uring_params.flags). */
+struct bl_uring *tm_uring_flags(unsigned flags);
+struct bl_uring *tm_uring(void);
+/* Frame seq's payload size (mostly small, some page-ish, a few 1 MiB) and
+ * its offset in the pattern. */
+size_t tm_size_of(uint64_t seq);
+size_t tm_off_of(uint64_t seq);
+/* @l = the payload of frame @seq, shared from the pattern (no copy). */
+void tm_payload_of(struct bl_list *l, uint64_t seq);
+/* Bytes of @l equal the pattern at @off?  (no copy) */
+bool tm_matches(const struct bl_list *l, size_t off);
+/* Every segment starts on 4096 and all but the last are 4096 multiples. */
+bool tm_dio_aligned(const struct bl_list *l);
+/* Connected sockets: TCP on the loopback (no Nagle), or a socketpair. */
+void tm_tcp_pair(int *a, int *b);
+void tm_unix_pair(int *a, int *b);
+/* A loopback listener, its address in @sa; a connection to it. */
+int tm_listener(struct sockaddr_in *sa);
+int tm_dial(const struct sockaddr_in *sa);
+/* Frame @seq of @type, @plen bytes of the pattern at @off, as bytes in a
+ * new malloc'd buffer; *@n its size. */
+unsigned char *tm_frame_bytes(uint16_t type, uint64_t seq, size_t plen,
+			      size_t off, size_t *n);
+void tm_write_all(int fd, const void *p, size_t n);
+/* Writes @n bytes to @fd without blocking, running @u whenever the socket
+ * is full: the reader lives on the same thread. */
+void tm_feed(struct bl_uring *u, int fd, const void *p, size_t n);
+
+/* A connection's end that checks the frames it gets: in order, types
+ * and payloads of the pattern (check_seq), 4096-aligned (check_align). */
+struct tm_peer {
+	struct bl_msgr_conn *c;
+	const char *name;
+	uint64_t rx, expect;
+	int bad;
+	char bad_msg[160];
+	bool check_seq, check_align, keep;
+	size_t align_min;
+	unsigned aligned;
+	struct bl_list kept;
+	int closed, close_err;
+	char reason[160];
+	struct bl_msgr_conn_stats st;	/* at on_close */
+	unsigned sent_ok, sent_cancel, sent_err;
+	unsigned logs;
+	char log[256];
+};
+
+void tm_note_bad(struct tm_peer *p, const char *fmt, unsigned long long a);
+/* Its callbacks (arg: the struct tm_peer). */
+void tm_on_frame(void *arg, struct bl_msgr_conn *c,
+		 struct bl_msgr_frame *f);
+void tm_on_close(void *arg, struct bl_msgr_conn *c, int err,
+		 const char *reason);
+void tm_on_log(void *arg, struct bl_msgr_conn *c, const char *msg);
+void tm_on_sent(void *arg, int res);
+/* A log callback that drops the line. */
+void tm_quiet_log(void *arg, struct bl_msgr_conn *c, const char *msg);
+void tm_peer_init(struct tm_peer *p, const char *name);
+/* @o: @p's callbacks, every other option 0. */
+void tm_opts_for(struct bl_msgr_conn_opts *o, struct tm_peer *p);
+/* Runs @u until *@a >= @wa and *@b >= @wb (a bounded wait). */
+void tm_run_until(struct bl_uring *u, const uint64_t *a, uint64_t wa,
+		  const uint64_t *b, uint64_t wb);
+/* Runs @u until @a (and @b, unless NULL) closed, once each. */
+void tm_run_until_closed(struct bl_uring *u, struct tm_peer *a,
+			 struct tm_peer *b);
+/* @p sends frames first..first+n-1 (with tm_on_sent when @cb). */
+void tm_send_frames(struct tm_peer *p, uint64_t first, uint64_t n, bool cb);
+/* A connected pair of sockets (TCP or a socketpair) and two peers "a" and
+ * "b" with their default options, for the caller to adjust. */
+void tm_two_peers(bool tcp, int *fa, int *fb, struct tm_peer *a,
+		  struct bl_msgr_conn_opts *oa, struct tm_peer *b,
+		  struct bl_msgr_conn_opts *ob);
+/* @a and @b send each other frames 1..@n in batches of @batch (a's with a
+ * completion, b's without), and the ring runs until both received all @n
+ * intact and in order and every one of a's sends completed. */
+void tm_swap_frames(struct bl_uring *u, struct tm_peer *a,
+		    struct tm_peer *b, uint64_t n, uint64_t batch);
+
+/* Frames first..first+n-1 of @type with 300-byte payloads, as bytes. */
+unsigned char *tm_stream(uint16_t type, uint64_t first, int n,
+			 size_t *len);
+/* @n small request frames, as bytes. */
+unsigned char *tm_requests(uint64_t n, size_t *len);
+/* Polls @s until @done(@arg) (a bounded wait). */
+void tm_serve_until(struct bl_msgr_server *s, bool (*done)(void *),
+		    void *arg);
+/* Reads what is there without blocking; Return: bytes read. */
+size_t tm_drain(int fd);
+
+/* A server connection that answers requests with fresh @reply bytes. */
+struct tm_bp {
+	struct bl_msgr_conn *c;
+	size_t reply;
+	bool async;		/* hold requests, answered by bp_answer() */
+	unsigned delivered, held, held_max;
+	int closed, close_err;
+	char reason[160];
+	struct bl_msgr_conn_stats st;
+};
+/* @o: callbacks that answer every request (or hold it, x->async). */
+void tm_bp_init(struct tm_bp *x, struct bl_msgr_conn_opts *o, size_t reply);
+void tm_bp_answer(struct tm_bp *x);
+
 #endif
