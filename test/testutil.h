@@ -290,4 +290,126 @@ struct tm_bp {
 void tm_bp_init(struct tm_bp *x, struct bl_msgr_conn_opts *o, size_t reply);
 void tm_bp_answer(struct tm_bp *x);
 
+/* ---- the blbench suites (tu_blbench.c) ---------------------------------- */
+
+#include <sys/resource.h>
+
+/* The test's scratch directory (in the build directory: a real file
+ * system), and one where O_DIRECT works ("" if nowhere): tb_setup() makes
+ * them, tb_teardown() removes them and kills a server left running. */
+extern char tb_scratch[], tb_dio_dir[];
+extern pid_t tb_server;		/* a `blbench serve` of this test */
+extern rlim_t tb_server_nofile;	/* its RLIMIT_NOFILE; 0: inherited */
+void tb_setup(void);
+void tb_teardown(void);
+
+/* What a run of blbench gave. */
+struct tb_res {
+	int status;		/* exit status; 128 + signal if killed */
+	char *out, *err;
+};
+
+/* How a child runs; NULL or zeroes: as the test does. */
+struct tb_how {
+	const char *env;	/* "NAME=VALUE" */
+	bool nobody;		/* as user nobody (exit 125 if it cannot be) */
+	long long fsize;	/* > 0: RLIMIT_FSIZE, SIGXFSZ ignored */
+	rlim_t nofile;		/* > 0: RLIMIT_NOFILE's soft limit */
+	const char *prog;	/* the program (BLBENCH_PATH) */
+	const char *argv0;	/* its argv[0] ("blbench") */
+};
+
+/* A file's bytes in a new malloc'd, NUL-terminated buffer. */
+char *tb_slurp(const char *path);
+/* snprintf that fails the test instead of truncating */
+const char *tb_fmt(char *buf, size_t len, const char *f, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Starts blbench with @args (NULL-terminated), its output into
+ * scratch/.TAG.out and .TAG.err, run as @how says.  Returns the pid. */
+pid_t tb_spawn(const char *tag, const struct tb_how *how,
+	       const char *const *args);
+/* Waits up to @secs seconds for @pid; its exit status, or -1 if it was
+ * still running (it is then killed): a bound that tells a hang. */
+int tb_wait_exit(pid_t pid, int secs);
+/* Waits up to @secs seconds for @text in scratch/.TAG.out, written by
+ * @pid: false if it did not come, or @pid exited first. */
+bool tb_wait_for_output(pid_t pid, const char *tag, const char *text,
+			int secs);
+/* Runs blbench to its end: its status and output into @r. */
+void tb_run_how(struct tb_res *r, const struct tb_how *how,
+		const char *const *args);
+void tb_run_as(struct tb_res *r, const char *env, bool nobody,
+	       const char *const *args);
+/* Runs blbench with @args (NULL-terminated) and, if @env, "NAME=VALUE". */
+void tb_run_env(struct tb_res *r, const char *env, const char *const *args);
+#define TB_RUN(r, ...) \
+	tb_run_env((r), NULL, (const char *const[]){ __VA_ARGS__, NULL })
+#define TB_RUN_ENV(r, env, ...) \
+	tb_run_env((r), (env), (const char *const[]){ __VA_ARGS__, NULL })
+#define TB_RUN_NOBODY(r, ...) \
+	tb_run_as((r), NULL, true, (const char *const[]){ __VA_ARGS__, NULL })
+/* msgbench, as its own name */
+#define TB_RUN_MSGBENCH(r, ...) \
+	tb_run_how((r), &(const struct tb_how){ .prog = MSGBENCH_PATH, \
+					     .argv0 = "msgbench" }, \
+		(const char *const[]){ __VA_ARGS__, NULL })
+#define TB_SPAWN(tag, ...) \
+	tb_spawn((tag), NULL, (const char *const[]){ __VA_ARGS__, NULL })
+void tb_res_free(struct tb_res *r);
+/* Fails the test, showing the output, unless @r exited with @want. */
+void tb_expect_status(const struct tb_res *r, int want);
+
+/* The number after @label in @text (the summary's "Label:  value"). */
+double tb_field(const char *text, const char *label);
+/* "Object prefix: X" of a write. */
+void tb_prefix_of(const char *out, char *buf, size_t len);
+/* The file system block --direct writes keep to in @path's file system. */
+size_t tb_blk_of(const char *path);
+/* The "stored bytes" field of the op header at @off of @path. */
+uint32_t tb_stored_after_header(const char *path, off_t off);
+/* "@dir/@name" and "@kind:@dir/@name" into @buf (@len bytes): @buf. */
+const char *tb_path_in(char *buf, size_t len, const char *dir,
+		       const char *name);
+const char *tb_spec(char *buf, size_t len, const char *kind,
+		    const char *dir, const char *name);
+/* Objects in a directory target (files named benchmark_data*). */
+int tb_count_objects(const char *dir);
+/* rados bench's metadata: object size u64, ops i32, pid i32, op size
+ * u64. */
+void tb_read_meta(const char *path, uint64_t *obj_size, uint32_t *num_ops,
+		  uint64_t *op_size);
+/* Checks a write's summary against the run (labels, arithmetic); the
+ * number of writes it made. */
+int tb_check_write_summary(const char *out, uint64_t op_size,
+			   uint64_t obj_size);
+void tb_check_read_summary(const char *out, uint64_t op_size);
+/* Flips the bits of the byte at @off of @path. */
+void tb_flip_byte(const char *path, off_t off);
+/* How many times @needle stands in @hay. */
+int tb_count_str(const char *hay, const char *needle);
+
+/* Starts `blbench serve --target @target` on an ephemeral port, run as
+ * @how says (may be NULL), with @extra (NULL-terminated, or NULL)
+ * appended; its "tcp:127.0.0.1:PORT" into @tcp. */
+void tb_start_server_extra(const char *target, const struct tb_how *how,
+			   const char *const *extra, char *tcp, size_t len);
+void tb_start_server_how(const char *target, const struct tb_how *how,
+			 char *tcp, size_t len);
+void tb_start_server(const char *target, char *tcp, size_t len);
+/* A server of the directory target scratch/@name. */
+void tb_serve_dir(const char *name, char *tcp, size_t len);
+/* SIGTERM: the server finishes what it does and must exit 0. */
+void tb_stop_server(void);
+/* A connection to the server at "tcp:HOST:PORT" (10 s receive limit). */
+int tb_connect_to(const char *tcp);
+/* A frame of @type with @body as payload, in the messenger's format. */
+size_t tb_make_frame(unsigned char *buf, size_t cap, uint16_t type,
+		     const void *body, size_t blen);
+/* Sends all of @l's bytes on the blocking @fd. */
+void tb_send_list(int fd, const struct bl_list *l);
+/* A request frame of @type: @body after the tag and flags. */
+#define TB_WRITE 2		/* the WRITE request's type */
+void tb_request(struct bl_list *out, uint16_t type, uint64_t tag,
+		struct bl_list *body);
+
 #endif
