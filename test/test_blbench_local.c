@@ -536,7 +536,11 @@ START_TEST(test_a_timed_write_on_a_small_file_wraps_and_runs_its_time)
 }
 END_TEST
 
-/* --fsync, --fdatasync and --sync on the targets that write files */
+/*
+ * --fsync, --fdatasync and --sync on the targets that write files.  Each
+ * write ends at its 8 objects (the 10 s are only a bound): a syncing disk
+ * on a loaded machine once made 19 of 20 in a 1 s run.
+ */
 START_TEST(test_durability_options_write_and_read_back)
 {
 	static const char *const opts[][2] = {
@@ -553,17 +557,17 @@ START_TEST(test_durability_options_write_and_read_back)
 				       tb_scratch, i);
 			else
 				tb_spec(t, sizeof(t), "dir", tb_scratch, "dur");
-			TB_RUN(&r, "-b", "64K", "-t", "4", "--max-objects", "20",
-			       opts[i][0], opts[i][1], "1", "write",
+			TB_RUN(&r, "-b", "64K", "-t", "4", "--max-objects", "8",
+			       opts[i][0], opts[i][1], "10", "write",
 			       "--no-cleanup", "--target", t);
 			tb_expect_status(&r, 0);
 			ck_assert_int_eq(
-				(int)tb_field(r.out, "Total writes made:"), 20);
+				(int)tb_field(r.out, "Total writes made:"), 8);
 			tb_res_free(&r);
 			TB_RUN(&r, "5", "seq", "--target", t);
 			tb_expect_status(&r, 0);
 			ck_assert_int_eq((int)tb_field(r.out,
-						       "Total reads made:"), 20);
+						       "Total reads made:"), 8);
 			tb_res_free(&r);
 			TB_RUN(&r, "cleanup", "--target", t);
 			tb_expect_status(&r, 0);
