@@ -242,11 +242,9 @@ static char *client_err(void)
 static pid_t client_of_stalled_server(const char *timeout, char *tcp,
 				      size_t len)
 {
-	char t[PATH_MAX + 64];
 	pid_t pid;
 
-	tb_start_server(tb_spec(t, sizeof(t), "dir", tb_scratch, "srv"), tcp,
-			len);
+	tb_serve_dir("srv", tcp, len);
 	if (timeout)
 		pid = TB_SPAWN("cl", "-b", "64K", "-t", "2", "--op-timeout",
 			    timeout, "60", "write", "--target", tcp);
