@@ -188,18 +188,18 @@ START_TEST(an_idle_peer_that_took_everything_is_not_reset)
 END_TEST
 
 /*
- * A client that reads its 1 MiB reply slowly, 16 KiB every 20 ms through
- * small socket buffers, takes over a second, while idle_timeout_ms is
- * 200: the server's one send of the reply shows no progress of its own
- * until the kernel took all of it, but the peer acknowledges bytes as it
- * reads, and that is activity.  The client gets the whole reply; once it
+ * A client that reads its 512 KiB reply slowly, 16 KiB every 20 ms
+ * through small socket buffers, takes over half a second, while
+ * idle_timeout_ms is 200: the server's one send of the reply shows no
+ * progress of its own until the kernel took all of it, but the peer
+ * acknowledges bytes as it reads, and that is activity.  The client gets the whole reply; once it
  * has, and sits idle owing nothing, the timeout ends the connection
  * gracefully.
  */
 START_TEST(a_peer_reading_a_large_reply_slowly_is_not_idle)
 {
 	static unsigned char buf[16384];
-	const size_t reply = (size_t)1 << 20;
+	const size_t reply = (size_t)512 << 10;
 	struct idle_rig r;
 	size_t got = 0;
 	int64_t end, next = 0;
