@@ -515,10 +515,11 @@ START_TEST(test_a_timed_write_on_a_small_file_wraps_and_runs_its_time)
 	char *at;
 
 	tb_fmt(t, sizeof(t), "file:%s/wrap:8M", tb_scratch);
-	TB_RUN(&r, "-b", "1M", "-t", "4", "2", "write", "--no-cleanup",
-	    "--target", t);
+	/* 1 s: 8 ops of 1 MiB into the page cache take far less */
+	TB_RUN(&r, "-b", "1M", "-t", "4", "1", "write", "--no-cleanup",
+	       "--target", t);
 	tb_expect_status(&r, 0);
-	ck_assert_double_ge(tb_field(r.out, "Total time run:"), 1.9);
+	ck_assert_double_ge(tb_field(r.out, "Total time run:"), 0.95);
 	ck_assert_int_gt((int)tb_field(r.out, "Total writes made:"), 7);
 	at = strstr(r.err, say);
 	ck_assert_msg(at != NULL, "%s", r.err);
@@ -852,12 +853,6 @@ int main(void)
 		test_unwritable_directory_is_refused_before_the_header,
 		NULL
 	};
-	const struct tu_group groups[] = {
-		{ "local", tests, NULL, .timeout = 60,
-		  .setup = tb_setup, .teardown = tb_teardown },
-		{ NULL }
-	};
 
-	signal(SIGPIPE, SIG_IGN);
-	return tu_run(tu_suite("blbench_local", groups));
+	return tb_main("blbench_local", "local", tests);
 }

@@ -499,12 +499,6 @@ int main(void)
 #endif
 		NULL
 	};
-	const struct tu_group groups[] = {
-		{ "options", tests, NULL, .timeout = 60,
-		  .setup = tb_setup, .teardown = tb_teardown },
-		{ NULL }
-	};
 
-	signal(SIGPIPE, SIG_IGN);
-	return tu_run(tu_suite("blbench_options", groups));
+	return tb_main("blbench_options", "options", tests);
 }

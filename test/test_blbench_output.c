@@ -474,29 +474,19 @@ END_TEST
 
 int main(void)
 {
-	const TTest *output_tests[] = {
+	const TTest *tests[] = {
 		test_json_output_is_one_object_with_rados_keys,
 		test_histogram_buckets_are_contiguous_and_narrow,
 		test_histogram_percentiles_of_known_sets,
 		test_runs_print_latency_percentiles_after_the_summary,
 		test_plot_writes_an_svg_of_its_three_panels,
-		NULL
-	};
-	const TTest *verify_tests[] = {
+		/* verification */
 		test_flipped_body_byte_fails_seq_naming_the_object,
 		test_flipped_header_byte_fails_seq,
 		test_crc_catches_a_flip_even_without_verify,
 		test_flip_in_lz4_data_fails_seq,
 		NULL
 	};
-	const struct tu_group groups[] = {
-		{ "output", output_tests, NULL, .timeout = 60,
-		  .setup = tb_setup, .teardown = tb_teardown },
-		{ "verify", verify_tests, NULL, .timeout = 60,
-		  .setup = tb_setup, .teardown = tb_teardown },
-		{ NULL }
-	};
 
-	signal(SIGPIPE, SIG_IGN);
-	return tu_run(tu_suite("blbench_output", groups));
+	return tb_main("blbench_output", "output", tests);
 }

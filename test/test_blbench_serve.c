@@ -47,24 +47,6 @@
 
 /* ---- hostile clients of blbench serve ------------------------------------ */
 
-/* A number from /proc/PID/status ("VmRSS:"), in KiB. */
-static long status_kb(pid_t pid, const char *key)
-{
-	char path[64], line[256];
-	long v = -1;
-	FILE *f;
-
-	tb_fmt(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, strlen(key)))
-			v = atol(line + strlen(key));
-	fclose(f);
-	ck_assert_int_ge(v, 0);
-	return v;
-}
-
 /* CPU time @pid used so far (user + system), in ms. */
 static int64_t cpu_ms_of(pid_t pid)
 {
@@ -199,7 +181,7 @@ static long growth(const char *key, long base, int ms, const int *keep,
 	long peak = 0;
 
 	while (tm_now_ms() < end) {
-		long v = status_kb(tb_server, key);
+		long v = tm_status_kb(tb_server, key);
 
 		if (v > peak)
 			peak = v;
@@ -227,7 +209,7 @@ START_TEST(test_serve_bounds_memory_for_replies_nobody_reads)
 	tb_serve_dir("srv", tcp, sizeof(tcp));
 	fd = tb_connect_to(tcp);
 	write_object(fd, len);
-	rss0 = status_kb(tb_server, "VmRSS:");
+	rss0 = tm_status_kb(tb_server, "VmRSS:");
 	read_requests(fd, 40, len);
 	/* what the server takes: reading the page cache, one that did not
 	 * stop would pass the bound in a fraction of this */
@@ -340,7 +322,7 @@ START_TEST(test_serve_streams_large_reads_nobody_reads_in_bounded_memory)
 	sparse_object(d, "big", (off_t)1 << 30);
 	sparse_object(d, "mid", (off_t)256 << 20);
 	tb_serve_dir("srv", tcp, sizeof(tcp));
-	rss0 = status_kb(tb_server, "VmRSS:");
+	rss0 = tm_status_kb(tb_server, "VmRSS:");
 	fds[0] = hoarder(tcp, "big", (uint64_t)1 << 30);
 	for (int i = 1; i < 5; i++)
 		fds[i] = hoarder(tcp, "mid", (uint64_t)256 << 20);
@@ -443,7 +425,7 @@ START_TEST(test_serve_memory_budget_refuses_work_and_idle_timeout_frees_it)
 				      "--max-memory", "16M",
 				      "--idle-timeout", "1", NULL },
 			      tcp, sizeof(tcp));
-	rss0 = status_kb(tb_server, "VmRSS:");
+	rss0 = tm_status_kb(tb_server, "VmRSS:");
 	for (int i = 0; i < 6; i++)
 		fds[i] = hoarder(tcp, "big", (uint64_t)1 << 30);
 	grew = growth("VmRSS:", rss0, 1000, fds, 6);
@@ -508,7 +490,7 @@ START_TEST(test_serve_does_not_reserve_what_preambles_claim)
 	crc = bl_crc32c(BL_MSGR_CRC_SEED, pre, 20);
 	memcpy(pre + 20, &crc, 4);
 	tb_serve_dir("srv", tcp, sizeof(tcp));
-	vm0 = status_kb(tb_server, "VmSize:");
+	vm0 = tm_status_kb(tb_server, "VmSize:");
 	for (int i = 0; i < 40; i++) {
 		fds[i] = tb_connect_to(tcp);
 		ck_assert_int_eq(send(fds[i], pre, sizeof(pre), MSG_NOSIGNAL),
@@ -790,12 +772,6 @@ int main(void)
 		test_serve_refuses_a_raw_run_whose_objects_start_past_the_end,
 		NULL
 	};
-	const struct tu_group groups[] = {
-		{ "serve", tests, NULL, .timeout = 60,
-		  .setup = tb_setup, .teardown = tb_teardown },
-		{ NULL }
-	};
 
-	signal(SIGPIPE, SIG_IGN);
-	return tu_run(tu_suite("blbench_serve", groups));
+	return tb_main("blbench_serve", "serve", tests);
 }

@@ -314,16 +314,12 @@ static bool sig_pending(pid_t pid, int sig)
 	return pending;
 }
 
-/* with the default --op-timeout, which must not be what ends it */
-START_TEST(test_sigterm_stops_a_client_whose_server_stalled)
+/* The client @pid, signalled, exits 1 at once, saying why. */
+static void stopped_by_a_signal(pid_t pid)
 {
-	char tcp[64], *err;
-	pid_t pid = client_of_stalled_server(NULL, tcp, sizeof(tcp));
-	int st;
+	int st = tb_wait_exit(pid, 20);
+	char *err = client_err();
 
-	ck_assert_int_eq(kill(pid, SIGTERM), 0);
-	st = tb_wait_exit(pid, 20);
-	err = client_err();
 	ck_assert_msg(st == 1, "client status %d (-1: still running)\n%s", st,
 		      err);
 	ck_assert_msg(strstr(err, "stopped by a signal"),
@@ -332,13 +328,22 @@ START_TEST(test_sigterm_stops_a_client_whose_server_stalled)
 	kill(tb_server, SIGCONT);
 	tb_stop_server();
 }
+
+/* with the default --op-timeout, which must not be what ends it */
+START_TEST(test_sigterm_stops_a_client_whose_server_stalled)
+{
+	char tcp[64];
+	pid_t pid = client_of_stalled_server(NULL, tcp, sizeof(tcp));
+
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	stopped_by_a_signal(pid);
+}
 END_TEST
 
 START_TEST(test_second_sigint_stops_a_client_whose_server_stalled)
 {
-	char tcp[64], *err;
+	char tcp[64];
 	pid_t pid = client_of_stalled_server(NULL, tcp, sizeof(tcp));
-	int st;
 
 	/* the first lets the ops in flight finish: they never will */
 	ck_assert_int_eq(kill(pid, SIGINT), 0);
@@ -347,15 +352,7 @@ START_TEST(test_second_sigint_stops_a_client_whose_server_stalled)
 	ck_assert(!sig_pending(pid, SIGINT));
 	ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), 0);
 	ck_assert_int_eq(kill(pid, SIGINT), 0);
-	st = tb_wait_exit(pid, 20);
-	err = client_err();
-	ck_assert_msg(st == 1, "client status %d (-1: still running)\n%s", st,
-		      err);
-	ck_assert_msg(strstr(err, "stopped by a signal"),
-		      "no reason given:\n%s", err);
-	free(err);
-	kill(tb_server, SIGCONT);
-	tb_stop_server();
+	stopped_by_a_signal(pid);
 }
 END_TEST
 #endif
@@ -670,12 +667,6 @@ int main(void)
 		test_tcp_host_that_does_not_resolve_gives_the_resolvers_reason,
 		NULL
 	};
-	const struct tu_group groups[] = {
-		{ "tcp", tests, NULL, .timeout = 60,
-		  .setup = tb_setup, .teardown = tb_teardown },
-		{ NULL }
-	};
 
-	signal(SIGPIPE, SIG_IGN);
-	return tu_run(tu_suite("blbench_tcp", groups));
+	return tb_main("blbench_tcp", "tcp", tests);
 }

@@ -101,8 +101,9 @@ enum stray { CONNECT_CLOSE, GARBAGE, IDLE };
 
 /*
  * Runs msgbench --impl @impl for 1 s with one stray connection of kind
- * @kind made while it runs (as soon as it listens).  Return: its exit status (wait bounded to
- * 60 s: a run that hangs is killed and fails the test).
+ * @kind made while it runs (as soon as it listens).  Return: its exit
+ * status (wait bounded to 60 s: a run that hangs is killed and fails the
+ * test).
  */
 static int run_with_stray(const char *impl, const char *mode, enum stray kind)
 {

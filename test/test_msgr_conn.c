@@ -432,11 +432,7 @@ START_TEST(send_callbacks_may_send_and_close)
 	struct bl_uring *u = tm_uring();
 	int fa, fb;
 
-	tm_unix_pair(&fa, &fb);
-	tm_peer_init(&a, "a");
-	tm_peer_init(&b, "b");
-	tm_opts_for(&oa, &a);
-	tm_opts_for(&ob, &b);
+	tm_two_peers(false, &fa, &fb, &a, &oa, &b, &ob);
 	a.c = bl_msgr_conn_new(u, fa, &oa);
 	b.c = bl_msgr_conn_new(u, fb, &ob);
 	memset(cbs, 0, sizeof(cbs));
@@ -480,11 +476,7 @@ START_TEST(frame_over_max_payload_closes_the_receiver)
 	struct bl_uring *u = tm_uring();
 	int fa, fb;
 
-	tm_tcp_pair(&fa, &fb);
-	tm_peer_init(&a, "a");
-	tm_peer_init(&b, "b");
-	tm_opts_for(&oa, &a);
-	tm_opts_for(&ob, &b);
+	tm_two_peers(true, &fa, &fb, &a, &oa, &b, &ob);
 	ob.max_payload = 1000;
 	a.c = bl_msgr_conn_new(u, fa, &oa);
 	b.c = bl_msgr_conn_new(u, fb, &ob);
@@ -602,7 +594,6 @@ END_TEST
 
 START_TEST(close_with_frames_in_flight_cancels_and_leaks_nothing)
 {
-	struct tu_alloc_stats st;
 
 	tu_alloc_install(0, 0);
 	for (int who = 0; who < 3; who++) {
@@ -643,9 +634,7 @@ START_TEST(close_with_frames_in_flight_cancels_and_leaks_nothing)
 		ck_assert_msg(!b.bad, "%s", b.bad_msg);
 		bl_uring_destroy(u);
 	}
-	tu_alloc_stats(&st);
-	tu_alloc_uninstall();
-	ck_assert_int_eq(st.live_bytes, 0);
+	tm_alloc_off_leak_free();
 }
 END_TEST
 
@@ -761,7 +750,6 @@ END_TEST
  */
 START_TEST(closing_with_a_stream_open_cancels_what_waits_behind_it)
 {
-	struct tu_alloc_stats st;
 	struct bl_msgr_conn_opts oa, ob;
 	struct bl_list l;
 	struct tm_peer a, b;
@@ -790,15 +778,12 @@ START_TEST(closing_with_a_stream_open_cancels_what_waits_behind_it)
 	ck_assert_uint_eq(a.sent_ok + a.sent_cancel + a.sent_err, 2);
 	ck_assert_uint_eq(b.rx, 0);
 	bl_uring_destroy(u);
-	tu_alloc_stats(&st);
-	tu_alloc_uninstall();
-	ck_assert_int_eq(st.live_bytes, 0);
+	tm_alloc_off_leak_free();
 }
 END_TEST
 
 START_TEST(allocation_failures_return_enomem_and_leak_nothing)
 {
-	struct tu_alloc_stats st;
 	struct bl_msgr_conn_opts oa, ob;
 	struct tm_peer a, b;
 	struct bl_uring *u;
@@ -807,11 +792,7 @@ START_TEST(allocation_failures_return_enomem_and_leak_nothing)
 
 	tu_alloc_install(0, 0);
 	u = tm_uring();
-	tm_unix_pair(&fa, &fb);
-	tm_peer_init(&a, "a");
-	tm_peer_init(&b, "b");
-	tm_opts_for(&oa, &a);
-	tm_opts_for(&ob, &b);
+	tm_two_peers(false, &fa, &fb, &a, &oa, &b, &ob);
 	/* creating: every failing allocation gives NULL, fd still open */
 	for (uint64_t k = 1;; k++) {
 		tu_alloc_fail_at(k, 1);
@@ -856,9 +837,7 @@ START_TEST(allocation_failures_return_enomem_and_leak_nothing)
 	tm_run_until_closed(u, &a, &b);
 	ck_assert_uint_eq(a.sent_ok, ok);
 	bl_uring_destroy(u);
-	tu_alloc_stats(&st);
-	tu_alloc_uninstall();
-	ck_assert_int_eq(st.live_bytes, 0);
+	tm_alloc_off_leak_free();
 }
 END_TEST
 

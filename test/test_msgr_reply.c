@@ -66,11 +66,7 @@ START_TEST(replies_from_on_frame_go_out_directly_in_order)
 	struct bl_uring *u = tm_uring();
 	int fa, fb;
 
-	tm_tcp_pair(&fa, &fb);
-	tm_peer_init(&a, "a");
-	tm_peer_init(&b, "b");
-	tm_opts_for(&oa, &a);
-	tm_opts_for(&ob, &b);
+	tm_two_peers(true, &fa, &fb, &a, &oa, &b, &ob);
 	ob.on_frame = echo_frame;
 	a.c = bl_msgr_conn_new(u, fa, &oa);
 	b.c = bl_msgr_conn_new(u, fb, &ob);

@@ -192,9 +192,9 @@ END_TEST
  * through small socket buffers, takes over half a second, while
  * idle_timeout_ms is 200: the server's one send of the reply shows no
  * progress of its own until the kernel took all of it, but the peer
- * acknowledges bytes as it reads, and that is activity.  The client gets the whole reply; once it
- * has, and sits idle owing nothing, the timeout ends the connection
- * gracefully.
+ * acknowledges bytes as it reads, and that is activity.  The client
+ * gets the whole reply; once it has, and sits idle owing nothing, the
+ * timeout ends the connection gracefully.
  */
 START_TEST(a_peer_reading_a_large_reply_slowly_is_not_idle)
 {

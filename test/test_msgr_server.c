@@ -132,12 +132,7 @@ START_TEST(server_closes_only_the_connection_with_a_malformed_frame)
 
 	memset(&x, 0, sizeof(x));
 	memset(badf, 0, sizeof(badf));
-	memset(&o, 0, sizeof(o));
-	o.on_frame = srv_frame;
-	o.on_close = srv_close;
-	o.arg = &x;
-	o.log = srv_log;
-	o.log_arg = &x;
+	tm_opts(&o, srv_frame, srv_close, srv_log, &x);
 	o.max_payload = 1024;
 	l = tm_listener(&sa);
 	s = bl_msgr_server_new(u, l, &o);
@@ -266,10 +261,7 @@ START_TEST(server_destroy_closes_its_connections)
 	unsigned char *g = tm_stream(2, 1, 10, &n);
 
 	memset(&x, 0, sizeof(x));
-	memset(&o, 0, sizeof(o));
-	o.on_frame = srv_frame;
-	o.on_close = srv_close;
-	o.arg = &x;
+	tm_opts(&o, srv_frame, srv_close, NULL, &x);
 	l = tm_listener(&sa);
 	s = bl_msgr_server_new(u, l, &o);
 	ck_assert_ptr_nonnull(s);
@@ -301,22 +293,6 @@ END_TEST
 
 
 /* ---- hostile peers ------------------------------------------------------ */
-
-/* A number from /proc/self/status ("VmRSS:", "VmSize:"), in KiB. */
-static long proc_kb(const char *key)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, strlen(key)))
-			v = atol(line + strlen(key));
-	fclose(f);
-	ck_assert_int_ge(v, 0);
-	return v;
-}
 
 /* CPU time this process used (user + system), in ms. */
 static int64_t cpu_ms(void)
@@ -381,7 +357,7 @@ START_TEST(replies_nobody_reads_stop_the_reading_at_max_out_bytes)
 	x.c = bl_msgr_conn_new(u, fb, &o);
 	ck_assert_ptr_nonnull(x.c);
 	req = tm_requests(n, &len);
-	rss0 = proc_kb("VmRSS:");
+	rss0 = tm_status_kb(0, "VmRSS:");
 	end = tm_now_ms() + tm_wait_ms;
 	do {
 		push(fa, req, len, &off);
@@ -402,8 +378,8 @@ START_TEST(replies_nobody_reads_stop_the_reading_at_max_out_bytes)
 		      (long long)(tm_now_ms() - t0));
 	ck_assert_msg(x.delivered <= 16 + 4, "%u requests delivered",
 		      x.delivered);
-	ck_assert_msg(proc_kb("VmRSS:") - rss0 < 64 * 1024 * RSS_SHADOW,
-		      "RSS grew by %ld KiB", proc_kb("VmRSS:") - rss0);
+	ck_assert_msg(tm_status_kb(0, "VmRSS:") - rss0 < 64 * 1024 * RSS_SHADOW,
+		      "RSS grew by %ld KiB", tm_status_kb(0, "VmRSS:") - rss0);
 	/* the client reads: everything is answered */
 	end = tm_now_ms() + tm_wait_ms;
 	while ((x.delivered < n || got < n * (reply + BL_MSGR_OVERHEAD)) &&
@@ -514,11 +490,7 @@ START_TEST(streams_both_ways_beyond_max_out_bytes_do_not_stall)
 	struct bl_uring *u = tm_uring();
 	int fa, fb;
 
-	tm_unix_pair(&fa, &fb);
-	tm_peer_init(&a, "a");
-	tm_peer_init(&b, "b");
-	tm_opts_for(&oa, &a);
-	tm_opts_for(&ob, &b);
+	tm_two_peers(false, &fa, &fb, &a, &oa, &b, &ob);
 	oa.max_out_bytes = ob.max_out_bytes = (size_t)1 << 20;
 	a.c = bl_msgr_conn_new(u, fa, &oa);
 	b.c = bl_msgr_conn_new(u, fb, &ob);
@@ -627,10 +599,7 @@ START_TEST(a_large_payload_is_read_in_one_piece_into_a_registered_buffer)
 		memset(&x, 0, sizeof(x));
 		x.want = pay;
 		x.want_len = big;
-		memset(&o, 0, sizeof(o));
-		o.on_frame = claim_frame;
-		o.on_close = claim_close;
-		o.arg = &x;
+		tm_opts(&o, claim_frame, claim_close, NULL, &x);
 		o.align_data = i;
 		tm_unix_pair(&fa, &fb);
 		c = bl_msgr_conn_new(u, fb, &o);
@@ -711,17 +680,18 @@ START_TEST(a_preamble_claiming_the_largest_payload_reserves_little)
 		cs[i] = bl_msgr_conn_new(u, fb[i], &o);
 		ck_assert_ptr_nonnull(cs[i]);
 	}
-	vm0 = proc_kb("VmSize:");
-	rss0 = proc_kb("VmRSS:");
+	vm0 = tm_status_kb(0, "VmSize:");
+	rss0 = tm_status_kb(0, "VmRSS:");
 	for (int i = 0; i < 8; i++)
 		tm_write_all(fa[i], pre, sizeof(pre));
 	for (int i = 0; i < 40; i++)
 		bl_uring_run(u, 1, 10);
-	ck_assert_msg(proc_kb("VmSize:") - vm0 < 256 * 1024,
+	ck_assert_msg(tm_status_kb(0, "VmSize:") - vm0 < 256 * 1024,
 		      "address space grew by %ld MiB for 16 GiB claimed",
-		      (proc_kb("VmSize:") - vm0) / 1024);
-	ck_assert_msg(proc_kb("VmRSS:") - rss0 < 64 * 1024,
-		      "RSS grew by %ld MiB", (proc_kb("VmRSS:") - rss0) / 1024);
+		      (tm_status_kb(0, "VmSize:") - vm0) / 1024);
+	ck_assert_msg(tm_status_kb(0, "VmRSS:") - rss0 < 64 * 1024,
+		      "RSS grew by %ld MiB",
+		      (tm_status_kb(0, "VmRSS:") - rss0) / 1024);
 	ck_assert_int_eq(x.frames + x.closes, 0);
 
 	/* payloads that do arrive still come through direct reads */
@@ -916,12 +886,7 @@ static void fd_server(int l, int ready, int report)
 
 	memset(&x, 0, sizeof(x));
 	memset(&rep, 0, sizeof(rep));
-	memset(&o, 0, sizeof(o));
-	o.on_frame = fdx_frame;
-	o.on_close = fdx_close;
-	o.arg = &x;
-	o.log = fdx_log;
-	o.log_arg = &x;
+	tm_opts(&o, fdx_frame, fdx_close, fdx_log, &x);
 	s = bl_msgr_server_new(u, l, &o);
 	if (!s || spare < 0)
 		_exit(3);
@@ -1041,12 +1006,7 @@ START_TEST(timeouts_close_stalled_and_idle_connections)
 	unsigned char *g = tm_stream(2, 1, 1, &n);
 
 	memset(&x, 0, sizeof(x));
-	memset(&o, 0, sizeof(o));
-	o.on_frame = fdx_frame;
-	o.on_close = fdx_close;
-	o.arg = &x;
-	o.log = fdx_log;
-	o.log_arg = &x;
+	tm_opts(&o, fdx_frame, fdx_close, fdx_log, &x);
 	if (_i == 0)
 		o.header_timeout_ms = 200;
 	else

@@ -174,6 +174,12 @@ extern struct bl_raw *tm_pat_raw;
  * BL_TEST_WAIT_MS raises it for slow runs (valgrind). */
 extern int64_t tm_wait_ms;
 
+/* A number from /proc/PID/status ("VmRSS:", "VmSize:"), in KiB; @pid 0:
+ * this process. */
+long tm_status_kb(pid_t pid, const char *key);
+/* Uninstalls the counting allocator and asserts nothing it gave is
+ * still allocated. */
+void tm_alloc_off_leak_free(void);
 /* Seeds, reads BL_TEST_WAIT_MS and fills the pattern; tm_main() does. */
 void tm_init(const char *who);
 /* Runs suite @name: @tests and @loops once per back end (conn-uring,
@@ -244,6 +250,9 @@ void tm_on_sent(void *arg, int res);
 /* A log callback that drops the line. */
 void tm_quiet_log(void *arg, struct bl_msgr_conn *c, const char *msg);
 void tm_peer_init(struct tm_peer *p, const char *name);
+/* @o: these callbacks (@log's argument @arg too), every other option 0. */
+void tm_opts(struct bl_msgr_conn_opts *o, bl_msgr_frame_fn on_frame,
+	     bl_msgr_close_fn on_close, bl_msgr_log_fn log, void *arg);
 /* @o: @p's callbacks, every other option 0. */
 void tm_opts_for(struct bl_msgr_conn_opts *o, struct tm_peer *p);
 /* Runs @u until *@a >= @wa and *@b >= @wb (a bounded wait). */
@@ -302,6 +311,9 @@ extern pid_t tb_server;		/* a `blbench serve` of this test */
 extern rlim_t tb_server_nofile;	/* its RLIMIT_NOFILE; 0: inherited */
 void tb_setup(void);
 void tb_teardown(void);
+/* Runs suite @suite: @tests (NULL-terminated) as group @group, each in a
+ * scratch directory of its own (tb_setup(), tb_teardown()). */
+int tb_main(const char *suite, const char *group, const TTest *const *tests);
 
 /* What a run of blbench gave. */
 struct tb_res {

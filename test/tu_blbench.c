@@ -342,6 +342,31 @@ void tb_read_meta(const char *path, uint64_t *obj_size, uint32_t *num_ops,
 		*num_ops = *num_ops << 8 | b[8 + i];
 }
 
+/* Each of the @n @labels stands in @out, in this order. */
+static void labels_in_order(const char *out, const char *const *labels,
+			    size_t n)
+{
+	const char *p = out;
+
+	for (size_t i = 0; i < n; i++) {
+		p = strstr(p, labels[i]);
+		ck_assert_msg(p != NULL,
+			      "label '%s' missing or out of order in:\n%s",
+			      labels[i], out);
+	}
+}
+
+/* Bandwidth @bw (MB/s) is @n ops of @op_size bytes in @t seconds. */
+static void bandwidth_agrees(double bw, double n, uint64_t op_size,
+			     double t)
+{
+	/* six significant digits each way: agree to about 1e-5, allow 1e-4 */
+	ck_assert_msg(fabs(bw - n * (double)op_size / t / 1048576.0) <=
+		      1e-4 * bw + 1e-3,
+		      "bandwidth %g is not %g ops * %llu / %g s", bw, n,
+		      (unsigned long long)op_size, t);
+}
+
 /* Checks the write summary against the run: labels, arithmetic. */
 int tb_check_write_summary(const char *out, uint64_t op_size,
 			       uint64_t obj_size)
@@ -356,18 +381,12 @@ int tb_check_write_summary(const char *out, uint64_t op_size,
 		"Average Latency(s):     ", "Stddev Latency(s):      ",
 		"Max latency(s):         ", "Min latency(s):         ",
 	};
-	const char *p = out;
 	double t, n, bw;
 
 	ck_assert_ptr_nonnull(strstr(out,
 		"  sec Cur ops   started  finished  avg MB/s  cur MB/s "
 		"last lat(s)  avg lat(s)\n"));
-	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
-		p = strstr(p, labels[i]);
-		ck_assert_msg(p != NULL,
-			      "label '%s' missing or out of order in:\n%s",
-			      labels[i], out);
-	}
+	labels_in_order(out, labels, sizeof(labels) / sizeof(labels[0]));
 	t = tb_field(out, "Total time run:");
 	n = tb_field(out, "Total writes made:");
 	bw = tb_field(out, "Bandwidth (MB/sec):");
@@ -375,11 +394,7 @@ int tb_check_write_summary(const char *out, uint64_t op_size,
 	ck_assert(n > 0);
 	ck_assert_uint_eq((uint64_t)tb_field(out, "Write size:"), op_size);
 	ck_assert_uint_eq((uint64_t)tb_field(out, "Object size:"), obj_size);
-	/* six significant digits each way: agree to about 1e-5, allow 1e-4 */
-	ck_assert_msg(fabs(bw - n * op_size / t / 1048576.0) <=
-			      1e-4 * bw + 1e-3,
-		      "bandwidth %g is not %g writes * %llu / %g s", bw, n,
-		      (unsigned long long)op_size, t);
+	bandwidth_agrees(bw, n, op_size, t);
 	/* (int)(writes / time), from a time printed to six digits */
 	ck_assert(fabs(tb_field(out, "Average IOPS:") - n / t) <=
 		  1.0 + 1e-4 * n / t);
@@ -400,24 +415,15 @@ void tb_check_read_summary(const char *out, uint64_t op_size)
 		"Min IOPS:             ", "Average Latency(s):   ",
 		"Max latency(s):       ", "Min latency(s):       ",
 	};
-	const char *p = out;
 	double t, n, bw;
 
-	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
-		p = strstr(p, labels[i]);
-		ck_assert_msg(p != NULL,
-			      "label '%s' missing or out of order in:\n%s",
-			      labels[i], out);
-	}
+	labels_in_order(out, labels, sizeof(labels) / sizeof(labels[0]));
 	t = tb_field(out, "Total time run:");
 	n = tb_field(out, "Total reads made:");
 	bw = tb_field(out, "Bandwidth (MB/sec):");
 	ck_assert(n > 0);
 	ck_assert_uint_eq((uint64_t)tb_field(out, "Read size:"), op_size);
-	ck_assert_msg(fabs(bw - n * op_size / t / 1048576.0) <=
-			      1e-4 * bw + 1e-3,
-		      "bandwidth %g is not %g reads * %llu / %g s", bw, n,
-		      (unsigned long long)op_size, t);
+	bandwidth_agrees(bw, n, op_size, t);
 }
 
 /* ---- fixtures ------------------------------------------------------------ */
@@ -571,6 +577,19 @@ void tb_start_server_how(const char *target, const struct tb_how *how,
 void tb_start_server(const char *target, char *tcp, size_t len)
 {
 	tb_start_server_how(target, NULL, tcp, len);
+}
+
+int tb_main(const char *suite, const char *group, const TTest *const *tests)
+{
+	const struct tu_group groups[] = {
+		{ group, tests, NULL, .timeout = 60,
+		  .setup = tb_setup, .teardown = tb_teardown },
+		{ NULL }
+	};
+
+	/* a server that hangs up must fail a send, not end the suite */
+	signal(SIGPIPE, SIG_IGN);
+	return tu_run(tu_suite(suite, groups));
 }
 
 void tb_serve_dir(const char *name, char *tcp, size_t len)

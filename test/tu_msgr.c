@@ -343,14 +343,20 @@ void tm_peer_init(struct tm_peer *p, const char *name)
 	bl_list_init(&p->kept);
 }
 
-void tm_opts_for(struct bl_msgr_conn_opts *o, struct tm_peer *p)
+void tm_opts(struct bl_msgr_conn_opts *o, bl_msgr_frame_fn on_frame,
+	     bl_msgr_close_fn on_close, bl_msgr_log_fn log, void *arg)
 {
 	memset(o, 0, sizeof(*o));
-	o->on_frame = tm_on_frame;
-	o->on_close = tm_on_close;
-	o->arg = p;
-	o->log = tm_on_log;
-	o->log_arg = p;
+	o->on_frame = on_frame;
+	o->on_close = on_close;
+	o->arg = arg;
+	o->log = log;
+	o->log_arg = log ? arg : NULL;
+}
+
+void tm_opts_for(struct bl_msgr_conn_opts *o, struct tm_peer *p)
+{
+	tm_opts(o, tm_on_frame, tm_on_close, tm_on_log, p);
 }
 
 /* Runs @u until *@a >= @wa and *@b >= @wb (a bounded wait). */
@@ -514,10 +520,7 @@ void tm_bp_init(struct tm_bp *x, struct bl_msgr_conn_opts *o, size_t reply)
 {
 	memset(x, 0, sizeof(*x));
 	x->reply = reply;
-	memset(o, 0, sizeof(*o));
-	o->on_frame = tm_bp_frame;
-	o->on_close = tm_bp_close;
-	o->arg = x;
+	tm_opts(o, tm_bp_frame, tm_bp_close, NULL, x);
 }
 
 /* @n small request frames, as bytes. */
@@ -543,6 +546,35 @@ void tm_quiet_log(void *arg, struct bl_msgr_conn *c, const char *msg)
 	(void)arg;
 	(void)c;
 	(void)msg;
+}
+
+long tm_status_kb(pid_t pid, const char *key)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	f = fopen(path, "re");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			v = atol(line + strlen(key));
+	fclose(f);
+	ck_assert_int_ge(v, 0);
+	return v;
+}
+
+void tm_alloc_off_leak_free(void)
+{
+	struct tu_alloc_stats st;
+
+	tu_alloc_stats(&st);
+	tu_alloc_uninstall();
+	ck_assert_int_eq(st.live_bytes, 0);
 }
 
 void tm_init(const char *who)
