@@ -248,10 +248,10 @@ static Suite *accessors_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "allocator", allocator_tests },
-		{ "pool_stats", pool_stats_tests },
-		{ "msgr_fd", msgr_fd_tests },
-		{ NULL }
+		TU_GROUP("allocator", allocator_tests),
+		TU_GROUP("pool_stats", pool_stats_tests),
+		TU_GROUP("msgr_fd", msgr_fd_tests),
+		TU_GROUP_END
 	};
 
 	return tu_suite("accessors", groups);

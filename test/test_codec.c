@@ -1619,12 +1619,12 @@ static Suite *codec_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "iter", iter_tests },
-		{ "inline", NULL, inline_loops },
-		{ "fixed", fixed_tests },
-		{ "varint", varint_tests },
-		{ "bytes", bytes_tests },
-		{ NULL }
+		TU_GROUP("iter", iter_tests),
+		TU_GROUP("inline", NULL, .loops = inline_loops),
+		TU_GROUP("fixed", fixed_tests),
+		TU_GROUP("varint", varint_tests),
+		TU_GROUP("bytes", bytes_tests),
+		TU_GROUP_END
 	};
 
 	return tu_suite("codec", groups);

@@ -400,8 +400,8 @@ static Suite *debug_suite(void)
 		{ NULL, 0, 0 }
 	};
 	const struct tu_group groups[] = {
-		{ "misuse", misuse_tests, misuse_loops },
-		{ NULL }
+		TU_GROUP("misuse", misuse_tests, .loops = misuse_loops),
+		TU_GROUP_END
 	};
 
 	return tu_suite("debug", groups);

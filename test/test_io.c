@@ -1483,14 +1483,17 @@ static Suite *io_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "files", files_tests, NULL, .timeout = 60,
-		  .once_setup = tdir_setup, .once_teardown = tdir_teardown },
-		{ "errors", errors_tests, NULL, .timeout = 60,
-		  .once_setup = tdir_setup, .once_teardown = tdir_teardown },
-		{ "unsized", unsized_tests, NULL, .timeout = 60,
-		  .once_setup = tdir_setup, .once_teardown = tdir_teardown },
-		{ "streams", streams_tests, NULL, .timeout = 60 },
-		{ NULL }
+		TU_GROUP("files", files_tests,
+			 .timeout = 60, .once_setup = tdir_setup,
+			 .once_teardown = tdir_teardown),
+		TU_GROUP("errors", errors_tests,
+			 .timeout = 60, .once_setup = tdir_setup,
+			 .once_teardown = tdir_teardown),
+		TU_GROUP("unsized", unsized_tests,
+			 .timeout = 60, .once_setup = tdir_setup,
+			 .once_teardown = tdir_teardown),
+		TU_GROUP("streams", streams_tests, .timeout = 60),
+		TU_GROUP_END
 	};
 
 	return tu_suite("io", groups);

@@ -4194,24 +4194,25 @@ static Suite *list_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "append", append_tests, append_loops },
-		{ "claim", claim_tests },
-		{ "splice", splice_tests },
-		{ "substr", substr_tests },
-		{ "copy", copy_tests },
-		{ "rebuild", rebuild_tests, NULL, .timeout = 60,
-		  .setup = NULL, .teardown = tu_thread_local_off },
-		{ "pad_to", pad_to_tests },
-		{ "private", private_tests },
-		{ "public_walk", public_walk_tests },
-		{ "compare", compare_tests },
-		{ "iovec", iovec_tests, NULL, .timeout = 60 },
-		{ "crc32c", crc32c_tests },
-		{ "hexdump", hexdump_tests },
-		{ "compact", compact_tests },
-		{ "inputs", inputs_tests },
-		{ "failure", failure_tests, NULL, .timeout = 60 },
-		{ NULL }
+		TU_GROUP("append", append_tests, .loops = append_loops),
+		TU_GROUP("claim", claim_tests),
+		TU_GROUP("splice", splice_tests),
+		TU_GROUP("substr", substr_tests),
+		TU_GROUP("copy", copy_tests),
+		TU_GROUP("rebuild", rebuild_tests,
+			 .timeout = 60, .setup = NULL,
+			 .teardown = tu_thread_local_off),
+		TU_GROUP("pad_to", pad_to_tests),
+		TU_GROUP("private", private_tests),
+		TU_GROUP("public_walk", public_walk_tests),
+		TU_GROUP("compare", compare_tests),
+		TU_GROUP("iovec", iovec_tests, .timeout = 60),
+		TU_GROUP("crc32c", crc32c_tests),
+		TU_GROUP("hexdump", hexdump_tests),
+		TU_GROUP("compact", compact_tests),
+		TU_GROUP("inputs", inputs_tests),
+		TU_GROUP("failure", failure_tests, .timeout = 60),
+		TU_GROUP_END
 	};
 
 	return tu_suite("list", groups);

@@ -2467,15 +2467,16 @@ static Suite *lz4_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "xxh32", xxh32_tests },
-		{ "roundtrip", roundtrip_tests, roundtrip_loops, .timeout = 600,
-		  .setup = NULL, .teardown = tu_thread_local_off },
-		{ "segmentation", segmentation_tests, NULL, .timeout = 600 },
-		{ "interop", interop_tests, NULL, .timeout = 600 },
-		{ "bad_input", bad_input_tests, NULL, .timeout = 600 },
-		{ "failure", failure_tests, NULL, .timeout = 600 },
-		{ "zero_copy", zero_copy_tests, NULL, .timeout = 600 },
-		{ NULL }
+		TU_GROUP("xxh32", xxh32_tests),
+		TU_GROUP("roundtrip", roundtrip_tests,
+			 .loops = roundtrip_loops, .timeout = 600,
+			 .setup = NULL, .teardown = tu_thread_local_off),
+		TU_GROUP("segmentation", segmentation_tests, .timeout = 600),
+		TU_GROUP("interop", interop_tests, .timeout = 600),
+		TU_GROUP("bad_input", bad_input_tests, .timeout = 600),
+		TU_GROUP("failure", failure_tests, .timeout = 600),
+		TU_GROUP("zero_copy", zero_copy_tests, .timeout = 600),
+		TU_GROUP_END
 	};
 
 	return tu_suite("lz4", groups);

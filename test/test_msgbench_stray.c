@@ -184,8 +184,8 @@ int main(void)
 		{ NULL }
 	};
 	const struct tu_group groups[] = {
-		{ "stray", NULL, loops, .timeout = 120 },
-		{ NULL }
+		TU_GROUP("stray", NULL, .loops = loops, .timeout = 120),
+		TU_GROUP_END
 	};
 
 	return tu_run(tu_suite("msgbench_stray", groups));

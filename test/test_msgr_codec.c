@@ -636,8 +636,8 @@ int main(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "codec", tests, NULL, .timeout = 120 },
-		{ NULL }
+		TU_GROUP("codec", tests, .timeout = 120),
+		TU_GROUP_END
 	};
 
 	tm_init("test_msgr_codec");

@@ -613,11 +613,11 @@ static Suite *ptr_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "alloc", alloc_tests },
-		{ "append", append_tests },
-		{ "slice", slice_tests },
-		{ "ownership", ownership_tests },
-		{ NULL }
+		TU_GROUP("alloc", alloc_tests),
+		TU_GROUP("append", append_tests),
+		TU_GROUP("slice", slice_tests),
+		TU_GROUP("ownership", ownership_tests),
+		TU_GROUP_END
 	};
 
 	return tu_suite("ptr", groups);

@@ -93,10 +93,13 @@ TCase *tu_tcase_create(const char *name);
  *
  *	const TTest *alloc_tests[] = { test_a, test_b, NULL };
  *	const struct tu_group groups[] = {
- *		{ "alloc", alloc_tests, NULL, .timeout = 60 },
- *		{ NULL }
+ *		TU_GROUP("alloc", alloc_tests, .timeout = 60),
+ *		TU_GROUP_END
  *	};
  *	return tu_suite("ptr", groups);
+ *
+ * TU_GROUP names the fields it sets (the rest are zero), so that -Wextra
+ * has no initializer to call missing.
  */
 struct tu_loop {
 	const TTest *test;	/* NULL ends the table */
@@ -110,6 +113,8 @@ struct tu_group {
 	SFun setup, teardown;	/* checked fixture (each test's process) */
 	SFun once_setup, once_teardown;	/* unchecked fixture (the runner's) */
 };
+#define TU_GROUP(n, t, ...) { .name = (n), .tests = (t), __VA_ARGS__ }
+#define TU_GROUP_END { .name = NULL }
 Suite *tu_suite(const char *name, const struct tu_group *groups);
 
 /*

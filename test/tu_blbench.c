@@ -582,9 +582,9 @@ void tb_start_server(const char *target, char *tcp, size_t len)
 int tb_main(const char *suite, const char *group, const TTest *const *tests)
 {
 	const struct tu_group groups[] = {
-		{ group, tests, NULL, .timeout = 60,
-		  .setup = tb_setup, .teardown = tb_teardown },
-		{ NULL }
+		TU_GROUP(group, tests, .timeout = 60, .setup = tb_setup,
+			 .teardown = tb_teardown),
+		TU_GROUP_END
 	};
 
 	/* a server that hangs up must fail a send, not end the suite */

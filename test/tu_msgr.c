@@ -596,14 +596,16 @@ int tm_main(const char *name, const TTest *const *tests,
 	    const struct tu_loop *loops)
 {
 	const struct tu_group groups[] = {
-		{ "conn-uring", tests, loops, .timeout = 120,
-		  .setup = tm_setup_uring, .teardown = tu_thread_local_off },
-		{ "conn-defer", tests, loops, .timeout = 120,
-		  .setup = tm_setup_defer, .teardown = tu_thread_local_off },
-		{ "conn-blocking", tests, loops, .timeout = 120,
-		  .setup = tm_setup_blocking,
-		  .teardown = tu_thread_local_off },
-		{ NULL }
+		TU_GROUP("conn-uring", tests, .loops = loops, .timeout = 120,
+			 .setup = tm_setup_uring,
+			 .teardown = tu_thread_local_off),
+		TU_GROUP("conn-defer", tests, .loops = loops, .timeout = 120,
+			 .setup = tm_setup_defer,
+			 .teardown = tu_thread_local_off),
+		TU_GROUP("conn-blocking", tests, .loops = loops,
+			 .timeout = 120, .setup = tm_setup_blocking,
+			 .teardown = tu_thread_local_off),
+		TU_GROUP_END
 	};
 
 	tm_init(name);

@@ -63,6 +63,7 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c)
 		return;
 	c->finished = true;
 	if (s) {
+		bl__msgr_rx_release(c);
 		/* a descriptor is free: out of them, try accepting now */
 		if (s->accept_paused)
 			s->next_accept = 0;
@@ -328,11 +329,12 @@ bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
 			/*
 			 * Nothing of ours waits for the peer.  An answer we
 			 * owe (a request not answered, a stream not finished:
-			 * a slow disk) keeps it open; otherwise it is idle, and
-			 * may still be reading what it got.
+			 * a slow disk; a frame waiting for our receive budget)
+			 * keeps it open; otherwise it is idle, and may still be
+			 * reading what it got.
 			 */
 			if ((c->o.max_inflight && c->unanswered) ||
-			    c->streaming) {
+			    c->streaming || c->rx_wait) {
 				c->act_at = now;
 			} else {
 				bl__msgr_conn_end(c, -ETIMEDOUT, true,
