@@ -249,10 +249,7 @@ static int hoarder(const char *tcp, const char *name, uint64_t len)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz)),
 			 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_port = htons((uint16_t)atoi(strrchr(tcp, ':') + 1));
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	tm_loopback(&a, (unsigned)atoi(strrchr(tcp, ':') + 1));
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	bl_list_init(&body);
 	bl_list_init(&out);
@@ -634,7 +631,6 @@ END_TEST
 START_TEST(test_hello_with_absurd_alignment_is_refused)
 {
 	struct sockaddr_in a;
-	socklen_t al = sizeof(a);
 	struct timeval tv = { 10, 0 };
 	struct pollfd pfd;
 	unsigned char frame[512], body[256], req[512];
@@ -644,14 +640,7 @@ START_TEST(test_hello_with_absurd_alignment_is_refused)
 	int lfd, cfd, st;
 	pid_t pid;
 
-	lfd = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_ge(lfd, 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(lfd, 1), 0);
-	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+	lfd = tm_listener(&a);
 	tb_fmt(tcp, sizeof(tcp), "tcp:127.0.0.1:%d", ntohs(a.sin_port));
 	pid = TB_SPAWN("cl", "-b", "64K", "1", "write", "--target", tcp);
 

@@ -438,16 +438,8 @@ END_TEST
 static int fake_listen(char *tcp, size_t len)
 {
 	struct sockaddr_in a;
-	socklen_t al = sizeof(a);
-	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	int lfd = tm_listener(&a);
 
-	ck_assert_int_ge(lfd, 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(lfd, 1), 0);
-	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
 	tb_fmt(tcp, len, "tcp:127.0.0.1:%d", ntohs(a.sin_port));
 	return lfd;
 }
@@ -575,9 +567,7 @@ START_TEST(test_tcp_target_that_is_not_there_gives_one_line_reason)
 
 	/* a port that was free a moment ago */
 	fd = socket(AF_INET, SOCK_STREAM, 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	tm_loopback(&a, 0);
 	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
 	port = ntohs(a.sin_port);

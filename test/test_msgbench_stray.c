@@ -86,15 +86,9 @@ static unsigned listening_port(pid_t pid)
 static int dial(unsigned port)
 {
 	struct sockaddr_in sa;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	ck_assert_int_ge(fd, 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sa.sin_port = htons((unsigned short)port);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	return fd;
+	tm_loopback(&sa, port);
+	return tm_dial(&sa);
 }
 
 enum stray { CONNECT_CLOSE, GARBAGE, IDLE };

@@ -635,11 +635,6 @@ int main(void)
 		encode_and_parse_fail_cleanly_without_memory,
 		NULL
 	};
-	const struct tu_group groups[] = {
-		TU_GROUP("codec", tests, .timeout = 120),
-		TU_GROUP_END
-	};
 
-	tm_init("test_msgr_codec");
-	return tu_run(tu_suite("msgr_codec", groups));
+	return tm_main_once("test_msgr_codec", "codec", tests);
 }

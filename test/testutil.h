@@ -191,6 +191,9 @@ void tm_init(const char *who);
  * conn-defer, conn-blocking); the exit status, as tu_run(). */
 int tm_main(const char *name, const TTest *const *tests,
 	    const struct tu_loop *loops);
+/* Runs suite @name: @tests once, as group @group (no socket in them). */
+int tm_main_once(const char *name, const char *group,
+		 const TTest *const *tests);
 void tm_setup_uring(void);
 void tm_setup_defer(void);
 void tm_setup_blocking(void);
@@ -212,6 +215,8 @@ bool tm_dio_aligned(const struct bl_list *l);
 /* Connected sockets: TCP on the loopback (no Nagle), or a socketpair. */
 void tm_tcp_pair(int *a, int *b);
 void tm_unix_pair(int *a, int *b);
+/* @sa = 127.0.0.1:@port. */
+void tm_loopback(struct sockaddr_in *sa, unsigned port);
 /* A loopback listener, its address in @sa; a connection to it. */
 int tm_listener(struct sockaddr_in *sa);
 int tm_dial(const struct sockaddr_in *sa);

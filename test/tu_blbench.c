@@ -616,14 +616,10 @@ int tb_connect_to(const char *tcp)
 {
 	struct sockaddr_in a;
 	struct timeval tv = { 10, 0 };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd;
 
-	ck_assert_int_ge(fd, 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_port = htons((uint16_t)atoi(strrchr(tcp, ':') + 1));
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	tm_loopback(&a, (unsigned)atoi(strrchr(tcp, ':') + 1));
+	fd = tm_dial(&a);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	return fd;
 }

@@ -148,22 +148,20 @@ bool tm_dio_aligned(const struct bl_list *l)
 	return true;
 }
 
+void tm_loopback(struct sockaddr_in *sa, unsigned port)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa->sin_port = htons((uint16_t)port);
+}
+
 void tm_tcp_pair(int *a, int *b)
 {
 	struct sockaddr_in sa;
-	socklen_t sl = sizeof(sa);
-	int one = 1, l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1, l = tm_listener(&sa);
 
-	ck_assert_int_ge(l, 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(l, 4), 0);
-	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sa, &sl), 0);
-	*a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(*a, 0);
-	ck_assert_int_eq(connect(*a, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	*a = tm_dial(&sa);
 	*b = accept4(l, NULL, NULL, SOCK_CLOEXEC);
 	ck_assert_int_ge(*b, 0);
 	setsockopt(*a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -187,9 +185,7 @@ int tm_listener(struct sockaddr_in *sa)
 	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	ck_assert_int_ge(l, 0);
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	tm_loopback(sa, 0);
 	ck_assert_int_eq(bind(l, (struct sockaddr *)sa, sizeof(*sa)), 0);
 	ck_assert_int_eq(listen(l, 16), 0);
 	ck_assert_int_eq(getsockname(l, (struct sockaddr *)sa, &sl), 0);
@@ -590,6 +586,18 @@ void tm_init(const char *who)
 		abort();	/* outside any test: no ck_assert here */
 	tu_fill(tm_pat, PAT_LEN, &rng);
 	tm_pat_raw = bl_raw_create_static(tm_pat, PAT_LEN);
+}
+
+int tm_main_once(const char *name, const char *group,
+		 const TTest *const *tests)
+{
+	const struct tu_group groups[] = {
+		TU_GROUP(group, tests, .timeout = 120),
+		TU_GROUP_END
+	};
+
+	tm_init(name);
+	return tu_run(tu_suite(name, groups));
 }
 
 int tm_main(const char *name, const TTest *const *tests,
