@@ -203,13 +203,8 @@ START_TEST(test_raw_file_with_direct_write_seq_rand_cleanup)
 	tb_check_read_summary(r.out, 65536);
 	tb_res_free(&r);
 
-	TB_RUN(&r, "cleanup", "--target", t);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
-	TB_RUN(&r, "1", "seq", "--target", t);
-	tb_expect_status(&r, 1);
-	ck_assert_ptr_nonnull(strstr(r.err, "Must write data"));
-	tb_res_free(&r);
+	TB_RUN_OK("cleanup", "--target", t);
+	tb_seq_fails(t, "Must write data");
 }
 END_TEST
 
@@ -304,10 +299,7 @@ START_TEST(test_cleanup_removes_a_run_whose_metadata_is_damaged)
 	/* with --prefix */
 	keep_run(t, "6", "benchmark_last_metadata", prefix, sizeof(prefix));
 	tb_flip_byte(m, 30);
-	TB_RUN(&r, "1", "seq", "--target", t);
-	tb_expect_status(&r, 1);
-	ck_assert_ptr_nonnull(strstr(r.err, "damaged"));
-	tb_res_free(&r);
+	tb_seq_fails(t, "damaged");
 	TB_RUN(&r, "cleanup", "--prefix", prefix, "--target", t);
 	tb_expect_status(&r, 0);
 	ck_assert_msg(tb_count_objects(d) == 0, "%d objects left:\n%s",
@@ -432,7 +424,6 @@ START_TEST(test_metadata_naming_files_elsewhere_is_refused)
 {
 	char t[PATH_MAX + 64], d[PATH_MAX + 64], m[PATH_MAX + 64];
 	char v[PATH_MAX + 64], prefix[256];
-	struct tb_res r;
 	int fd;
 
 	tb_spec(t, sizeof(t), "dir", tb_scratch, "esc");
@@ -446,13 +437,8 @@ START_TEST(test_metadata_naming_files_elsewhere_is_refused)
 	close(fd);
 	forge_meta_prefix(m, "../victim");
 
-	TB_RUN(&r, "1", "seq", "--target", t);
-	tb_expect_status(&r, 1);
-	ck_assert_ptr_nonnull(strstr(r.err, "damaged"));
-	tb_res_free(&r);
-	TB_RUN(&r, "cleanup", "--target", t);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
+	tb_seq_fails(t, "damaged");
+	TB_RUN_OK("cleanup", "--target", t);
 	ck_assert_msg(access(v, F_OK) == 0, "cleanup removed a file outside %s",
 		      d);
 	ck_assert_int_eq(tb_count_objects(d), 0);
@@ -495,10 +481,7 @@ START_TEST(test_raw_target_too_small_is_refused_and_a_full_one_stops)
 	ck_assert_int_eq((int)tb_field(r.out, "Total writes made:"), 7);
 	ck_assert_ptr_nonnull(strstr(r.err, "no room for more"));
 	tb_res_free(&r);
-	TB_RUN(&r, "5", "seq", "--target", t);
-	tb_expect_status(&r, 0);
-	ck_assert_int_eq((int)tb_field(r.out, "Total reads made:"), 7);
-	tb_res_free(&r);
+	tb_seq_reads(t, "5", 7);
 }
 END_TEST
 
@@ -531,9 +514,7 @@ START_TEST(test_a_timed_write_on_a_small_file_wraps_and_runs_its_time)
 	ck_assert_int_eq((int)tb_field(r.out, "Total reads made:"), 7);
 	ck_assert_ptr_null(strstr(r.out, "not correct"));
 	tb_res_free(&r);
-	TB_RUN(&r, "1", "rand", "--target", t);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
+	TB_RUN_OK("1", "rand", "--target", t);
 }
 END_TEST
 
@@ -565,14 +546,8 @@ START_TEST(test_durability_options_write_and_read_back)
 			ck_assert_int_eq(
 				(int)tb_field(r.out, "Total writes made:"), 8);
 			tb_res_free(&r);
-			TB_RUN(&r, "5", "seq", "--target", t);
-			tb_expect_status(&r, 0);
-			ck_assert_int_eq((int)tb_field(r.out,
-						       "Total reads made:"), 8);
-			tb_res_free(&r);
-			TB_RUN(&r, "cleanup", "--target", t);
-			tb_expect_status(&r, 0);
-			tb_res_free(&r);
+			tb_seq_reads(t, "5", 8);
+			TB_RUN_OK("cleanup", "--target", t);
 		}
 	}
 	TB_RUN(&r, "--sync", "osync", "1", "write");
@@ -619,13 +594,8 @@ START_TEST(test_raw_object_area_is_aligned_to_the_op_size_and_read_back)
 	bytes_at(f, 14 << 20, got);
 	ck_assert_str_eq(got, "BLBENCH1");
 	tb_fmt(t, sizeof(t), "file:%s", f);
-	TB_RUN(&r, "5", "seq", "--target", t);
-	tb_expect_status(&r, 0);
-	ck_assert_int_eq((int)tb_field(r.out, "Total reads made:"), 7);
-	tb_res_free(&r);
-	TB_RUN(&r, "1", "rand", "--target", t);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
+	tb_seq_reads(t, "5", 7);
+	TB_RUN_OK("1", "rand", "--target", t);
 
 	/* a write with -b 1M over it: the first format again */
 	TB_RUN(&r, "-b", "1M", "-t", "2", "0", "write", "--no-cleanup",
@@ -637,10 +607,7 @@ START_TEST(test_raw_object_area_is_aligned_to_the_op_size_and_read_back)
 	ck_assert_str_eq(got, "BLBRAW01");
 	bytes_at(f, 1 << 20, got);
 	ck_assert_str_eq(got, "BLBENCH1");
-	TB_RUN(&r, "5", "seq", "--target", t);
-	tb_expect_status(&r, 0);
-	ck_assert_int_eq((int)tb_field(r.out, "Total reads made:"), 15);
-	tb_res_free(&r);
+	tb_seq_reads(t, "5", 15);
 }
 END_TEST
 
@@ -691,10 +658,8 @@ START_TEST(test_raw_file_takes_one_writer_at_a_time)
 	int fd;
 
 	tb_path_in(f, sizeof(f), dir, "raw");
-	TB_RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "10", "1", "write",
+	TB_RUN_OK("-b", "64K", "-t", "2", "--max-objects", "10", "1", "write",
 	    "--no-cleanup", "--target", tb_fmt(t, sizeof(t), "file:%s:8M", f));
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
 	tb_fmt(t, sizeof(t), "file:%s", f);
 
 	/* the test holds the lock as a reader would: readers share it */
@@ -704,10 +669,7 @@ START_TEST(test_raw_file_takes_one_writer_at_a_time)
 	TB_RUN(&r, "-b", "64K", "-t", "2", "1", "write", "--target", t);
 	expect_refused(&r, "in use by another blbench");
 	tb_res_free(&r);
-	TB_RUN(&r, "1", "seq", "--target", t);
-	tb_expect_status(&r, 0);
-	ck_assert_int_eq((int)tb_field(r.out, "Total reads made:"), 10);
-	tb_res_free(&r);
+	tb_seq_reads(t, "1", 10);
 
 	/* ... then as a writer would: nobody else gets in */
 	ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
@@ -725,22 +687,15 @@ START_TEST(test_raw_file_takes_one_writer_at_a_time)
 	expect_refused(&r, "in use by another blbench");
 	tb_res_free(&r);
 	/* its clients still get in, buffered and (its second open) O_DIRECT */
-	TB_RUN(&r, "1", "seq", "--target", tcp);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
+	TB_RUN_OK("1", "seq", "--target", tcp);
 	if (tb_dio_dir[0]) {
-		TB_RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "10", "1",
+		TB_RUN_OK("-b", "64K", "-t", "2", "--max-objects", "10", "1",
 		    "write", "--no-cleanup", "--direct", "--target", tcp);
-		tb_expect_status(&r, 0);
-		tb_res_free(&r);
 	}
 	tb_stop_server();
 
 	/* nothing was overwritten behind the last writer's back */
-	TB_RUN(&r, "1", "seq", "--target", t);
-	tb_expect_status(&r, 0);
-	ck_assert_int_eq((int)tb_field(r.out, "Total reads made:"), 10);
-	tb_res_free(&r);
+	tb_seq_reads(t, "1", 10);
 }
 END_TEST
 
@@ -768,10 +723,8 @@ START_TEST(test_raw_file_that_cannot_be_written_is_still_read)
 	struct tb_res r;
 
 	tb_path_in(f, sizeof(f), tb_scratch, "ro");
-	TB_RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "10", "1", "write",
+	TB_RUN_OK("-b", "64K", "-t", "2", "--max-objects", "10", "1", "write",
 	    "--no-cleanup", "--target", tb_fmt(t, sizeof(t), "file:%s:8M", f));
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
 	tb_fmt(t, sizeof(t), "file:%s", f);
 	ck_assert_int_eq(chmod(f, 0444), 0);
 	open_scratch_to_all();
@@ -790,9 +743,7 @@ START_TEST(test_raw_file_that_cannot_be_written_is_still_read)
 	tb_expect_status(&r, 0);
 	ck_assert_int_eq((int)tb_field(r.out, "Total reads made:"), 10);
 	tb_res_free(&r);
-	TB_RUN_NOBODY(&r, "1", "rand", "--target", t);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
+	TB_RUN_NOBODY_OK("1", "rand", "--target", t);
 }
 END_TEST
 

@@ -351,24 +351,19 @@ START_TEST(test_runs_print_latency_percentiles_after_the_summary)
 	ck_assert(fabs(v - jfield(r.out, "max_latency")) <= 1.5e-6);
 	tb_res_free(&r);
 
-	TB_RUN(&r, "cleanup", "--target", t);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
+	TB_RUN_OK("cleanup", "--target", t);
 }
 END_TEST
 
 START_TEST(test_plot_writes_an_svg_of_its_three_panels)
 {
 	char t[PATH_MAX + 64], p[PATH_MAX + 64];
-	struct tb_res r;
 	char *svg;
 
 	tb_spec(t, sizeof(t), "dir", tb_scratch, "p");
 	tb_path_in(p, sizeof(p), tb_scratch, "run.svg");
-	TB_RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "2000", "--plot", p,
+	TB_RUN_OK("-b", "64K", "-t", "2", "--max-objects", "2000", "--plot", p,
 	    "1", "write", "--target", t);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
 	svg = tb_slurp(p);
 	ck_assert_msg(!strncmp(svg, "<svg", 4),
 		      "does not start with <svg:\n%.200s", svg);

@@ -203,7 +203,6 @@ START_TEST(test_serve_bounds_memory_for_replies_nobody_reads)
 	char tcp[64];
 	long rss0, grew;
 	int64_t t0, c0;
-	struct tb_res r;
 	int fd;
 
 	tb_serve_dir("srv", tcp, sizeof(tcp));
@@ -225,10 +224,8 @@ START_TEST(test_serve_bounds_memory_for_replies_nobody_reads)
 		      (long long)(cpu_ms_of(tb_server) - c0),
 		      (long long)(tm_now_ms() - t0));
 	/* others are served meanwhile */
-	TB_RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
+	TB_RUN_OK("-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
 	    "--target", tcp);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
 	close(fd);
 	tb_stop_server();
 }
@@ -410,7 +407,6 @@ START_TEST(test_serve_memory_budget_refuses_work_and_idle_timeout_frees_it)
 	char t[PATH_MAX + 64], d[PATH_MAX + 64], tcp[64];
 	long rss0, grew;
 	int64_t end;
-	struct tb_res r;
 	int fds[6], open_n, st;
 	char *err, p[PATH_MAX + 64];
 	pid_t pid, w;
@@ -452,10 +448,8 @@ START_TEST(test_serve_memory_budget_refuses_work_and_idle_timeout_frees_it)
 			usleep(100000);
 	} while (open_n && tm_now_ms() < end);
 	ck_assert_msg(open_n == 0, "%d of 6 still connected", open_n);
-	TB_RUN(&r, "-b", "1M", "-t", "1", "--max-objects", "4", "1", "write",
+	TB_RUN_OK("-b", "1M", "-t", "1", "--max-objects", "4", "1", "write",
 	    "--target", tcp);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
 	for (int i = 0; i < 6; i++)
 		close(fds[i]);
 	tb_stop_server();
@@ -476,7 +470,6 @@ START_TEST(test_serve_does_not_reserve_what_preambles_claim)
 	uint64_t seq = 1;
 	uint32_t crc;
 	long vm0, grew;
-	struct tb_res r;
 	int fds[40];
 
 	memset(pre, 0, sizeof(pre));
@@ -498,10 +491,8 @@ START_TEST(test_serve_does_not_reserve_what_preambles_claim)
 	ck_assert_msg(grew < 1024 * 1024,
 		      "the server's address space grew by %ld MiB for 40 GiB "
 		      "claimed", grew / 1024);
-	TB_RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
+	TB_RUN_OK("-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
 	    "--target", tcp);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
 	for (int i = 0; i < 40; i++)
 		close(fds[i]);
 	tb_stop_server();
@@ -546,7 +537,6 @@ START_TEST(test_serve_out_of_descriptors_backs_off)
 {
 	char tcp[64], errp[PATH_MAX + 64];
 	int64_t t0, c0, cpu, wall;
-	struct tb_res r;
 	int fds[100], lines;
 	char *err;
 
@@ -571,10 +561,8 @@ START_TEST(test_serve_out_of_descriptors_backs_off)
 	free(err);
 	for (int i = 0; i < 100; i++)
 		close(fds[i]);
-	TB_RUN(&r, "-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
+	TB_RUN_OK("-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
 	    "--target", tcp);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
 	tb_stop_server();
 }
 END_TEST

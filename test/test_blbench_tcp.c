@@ -98,9 +98,7 @@ static void tcp_round(const char *tcp, const char *srvdir, const char *direct)
 	tb_expect_status(&r, 0);
 	tb_check_read_summary(r.out, 65536);
 	tb_res_free(&r);
-	TB_RUN(&r, "cleanup", "--target", tcp);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
+	TB_RUN_OK("cleanup", "--target", tcp);
 	ck_assert_int_eq(tb_count_objects(srvdir), 0);
 	ck_assert_int_ne(access(m, F_OK), 0);
 }
@@ -185,14 +183,10 @@ START_TEST(test_tcp_reads_of_large_objects_take_no_fault_per_page)
 	struct tb_res r;
 
 	tb_serve_dir("srv", tcp, sizeof(tcp));
-	TB_RUN(&r, "-t", "4", "--max-objects", "4", "0", "write",
+	TB_RUN_OK("-t", "4", "--max-objects", "4", "0", "write",
 	       "--no-cleanup", "--run-name", "small", "--target", tcp);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
-	TB_RUN(&r, "-t", "4", "--max-objects", "24", "0", "write",
+	TB_RUN_OK("-t", "4", "--max-objects", "24", "0", "write",
 	       "--no-cleanup", "--run-name", "big", "--target", tcp);
-	tb_expect_status(&r, 0);
-	tb_res_free(&r);
 	seq_faults(tcp, "big", &c_big, &s_big);
 	seq_faults(tcp, "small", &c_small, &s_small);
 	seq_faults(tcp, "big", &c_big, &s_big);

@@ -433,10 +433,7 @@ START_TEST(an_aborted_connection_is_reset)
 	bl_msgr_conn_abort(x.c, -EPROTO, "gave up on the peer");
 	bl_msgr_conn_close(x.c, 0, NULL);
 	bl_msgr_conn_abort(NULL, -EPROTO, NULL);
-	end = tm_now_ms() + tm_wait_ms;
-	while (!x.closed && tm_now_ms() < end)
-		bl_uring_run(u, 1, 10);
-	ck_assert_int_eq(x.closed, 1);
+	tm_run_until_one(u, &x.closed, 10);
 	ck_assert_int_eq(x.close_err, -EPROTO);
 	ck_assert_str_eq(x.reason, "gave up on the peer");
 	ck_assert_uint_eq(x.st.frames_sent, 0);

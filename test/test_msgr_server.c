@@ -392,10 +392,7 @@ START_TEST(replies_nobody_reads_stop_the_reading_at_max_out_bytes)
 	ck_assert_uint_eq(x.delivered, n);
 	ck_assert_uint_eq(got, n * (reply + BL_MSGR_OVERHEAD));
 	bl_msgr_conn_close(x.c, 0, NULL);
-	end = tm_now_ms() + tm_wait_ms;
-	while (!x.closed && tm_now_ms() < end)
-		bl_uring_run(u, 1, 100);
-	ck_assert_int_eq(x.closed, 1);
+	tm_run_until_one(u, &x.closed, 100);
 	ck_assert_uint_eq(x.st.frames_sent, n);
 	ck_assert_uint_ge(x.st.throttled, 1);
 	free(req);
@@ -468,10 +465,7 @@ START_TEST(max_inflight_bounds_requests_waiting_for_an_answer)
 	}
 	ck_assert_uint_eq(got, n * (100 + BL_MSGR_OVERHEAD));
 	bl_msgr_conn_close(x.c, 0, NULL);
-	end = tm_now_ms() + tm_wait_ms;
-	while (!x.closed && tm_now_ms() < end)
-		bl_uring_run(u, 1, 100);
-	ck_assert_int_eq(x.closed, 1);
+	tm_run_until_one(u, &x.closed, 100);
 	free(req);
 	close(fa);
 	bl_uring_destroy(u);
@@ -622,10 +616,7 @@ START_TEST(a_large_payload_is_read_in_one_piece_into_a_registered_buffer)
 			ck_assert_uint_ge(x.segs, 3);
 		bl_msgr_conn_close(c, 0, NULL);
 		close(fa);
-		end = tm_now_ms() + tm_wait_ms;
-		while (!x.closes && tm_now_ms() < end)
-			bl_uring_run(u, 1, 10);
-		ck_assert_int_eq(x.closes, 1);
+		tm_run_until_one(u, &x.closes, 10);
 		bl_uring_regpool_destroy(rp);
 		bl_uring_destroy(u);
 	}

@@ -268,6 +268,9 @@ void tm_opts_for(struct bl_msgr_conn_opts *o, struct tm_peer *p);
 /* Runs @u until *@a >= @wa and *@b >= @wb (a bounded wait). */
 void tm_run_until(struct bl_uring *u, const uint64_t *a, uint64_t wa,
 		  const uint64_t *b, uint64_t wb);
+/* Runs @u (waits of @wait ms) until *@n is not 0: it must be 1 (a bounded
+ * wait, for a callback that must run once). */
+void tm_run_until_one(struct bl_uring *u, const int *n, int wait);
 /* Runs @u until @a (and @b, unless NULL) closed, once each. */
 void tm_run_until_closed(struct bl_uring *u, struct tm_peer *a,
 			 struct tm_peer *b);
@@ -378,6 +381,12 @@ void tb_run_env(struct tb_res *r, const char *env, const char *const *args);
 #define TB_SPAWN(tag, ...) \
 	tb_spawn((tag), NULL, (const char *const[]){ __VA_ARGS__, NULL })
 void tb_res_free(struct tb_res *r);
+/* Runs blbench (as nobody if @nobody) with @args: it must exit 0. */
+void tb_run_ok(bool nobody, const char *const *args);
+#define TB_RUN_OK(...) \
+	tb_run_ok(false, (const char *const[]){ __VA_ARGS__, NULL })
+#define TB_RUN_NOBODY_OK(...) \
+	tb_run_ok(true, (const char *const[]){ __VA_ARGS__, NULL })
 /* Fails the test, showing the output, unless @r exited with @want. */
 void tb_expect_status(const struct tb_res *r, int want);
 
@@ -405,6 +414,10 @@ void tb_read_meta(const char *path, uint64_t *obj_size, uint32_t *num_ops,
 int tb_check_write_summary(const char *out, uint64_t op_size,
 			   uint64_t obj_size);
 void tb_check_read_summary(const char *out, uint64_t op_size);
+/* A seq of @target for at most @secs reads @want objects, exit 0. */
+void tb_seq_reads(const char *target, const char *secs, int want);
+/* A seq of @target fails (exit 1) saying @why. */
+void tb_seq_fails(const char *target, const char *why);
 /* Flips the bits of the byte at @off of @path. */
 void tb_flip_byte(const char *path, off_t off);
 /* How many times @needle stands in @hay. */

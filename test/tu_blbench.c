@@ -224,6 +224,15 @@ void tb_run_env(struct tb_res *r, const char *env, const char *const *args)
 	tb_run_as(r, env, false, args);
 }
 
+void tb_run_ok(bool nobody, const char *const *args)
+{
+	struct tb_res r;
+
+	tb_run_as(&r, NULL, nobody, args);
+	tb_expect_status(&r, 0);
+	tb_res_free(&r);
+}
+
 void tb_res_free(struct tb_res *r)
 {
 	free(r->out);
@@ -484,6 +493,26 @@ void tb_teardown(void)
 	nftw(tb_scratch, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	if (tb_dio_dir[0] && strcmp(tb_dio_dir, tb_scratch))
 		nftw(tb_dio_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void tb_seq_reads(const char *target, const char *secs, int want)
+{
+	struct tb_res r;
+
+	TB_RUN(&r, secs, "seq", "--target", target);
+	tb_expect_status(&r, 0);
+	ck_assert_int_eq((int)tb_field(r.out, "Total reads made:"), want);
+	tb_res_free(&r);
+}
+
+void tb_seq_fails(const char *target, const char *why)
+{
+	struct tb_res r;
+
+	TB_RUN(&r, "1", "seq", "--target", target);
+	tb_expect_status(&r, 1);
+	ck_assert_msg(strstr(r.err, why), "no '%s' in:\n%s", why, r.err);
+	tb_res_free(&r);
 }
 
 void tb_flip_byte(const char *path, off_t off)

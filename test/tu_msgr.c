@@ -369,6 +369,15 @@ void tm_run_until(struct bl_uring *u, const uint64_t *a, uint64_t wa,
 		      (unsigned long long)*b, (unsigned long long)wb);
 }
 
+void tm_run_until_one(struct bl_uring *u, const int *n, int wait)
+{
+	int64_t end = tm_now_ms() + tm_wait_ms;
+
+	while (!*n && tm_now_ms() < end)
+		ck_assert_int_ge(bl_uring_run(u, 1, wait), 0);
+	ck_assert_int_eq(*n, 1);
+}
+
 void tm_run_until_closed(struct bl_uring *u, struct tm_peer *a,
 			     struct tm_peer *b)
 {
