@@ -191,6 +191,13 @@ static long growth(const char *key, long base, int ms, const int *keep,
 	return peak - base;
 }
 
+/* A write of 20 objects through the server at @tcp succeeds. */
+static void another_client_is_served(const char *tcp)
+{
+	TB_RUN_OK("-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
+		  "--target", tcp);
+}
+
 /*
  * A client pipelines 40 READs of 32 MiB and never reads a reply.  The
  * server's resident memory stays far below the 1.3 GiB the replies would
@@ -224,8 +231,7 @@ START_TEST(test_serve_bounds_memory_for_replies_nobody_reads)
 		      (long long)(cpu_ms_of(tb_server) - c0),
 		      (long long)(tm_now_ms() - t0));
 	/* others are served meanwhile */
-	TB_RUN_OK("-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
-	    "--target", tcp);
+	another_client_is_served(tcp);
 	close(fd);
 	tb_stop_server();
 }
@@ -491,8 +497,7 @@ START_TEST(test_serve_does_not_reserve_what_preambles_claim)
 	ck_assert_msg(grew < 1024 * 1024,
 		      "the server's address space grew by %ld MiB for 40 GiB "
 		      "claimed", grew / 1024);
-	TB_RUN_OK("-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
-	    "--target", tcp);
+	another_client_is_served(tcp);
 	for (int i = 0; i < 40; i++)
 		close(fds[i]);
 	tb_stop_server();
@@ -561,8 +566,7 @@ START_TEST(test_serve_out_of_descriptors_backs_off)
 	free(err);
 	for (int i = 0; i < 100; i++)
 		close(fds[i]);
-	TB_RUN_OK("-b", "64K", "-t", "2", "--max-objects", "20", "1", "write",
-	    "--target", tcp);
+	another_client_is_served(tcp);
 	tb_stop_server();
 }
 END_TEST
