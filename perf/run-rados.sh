@@ -156,7 +156,7 @@ d = json.loads(t[t.index("{"):])
 n = d.get("total_writes_made", d.get("total_reads_made"))
 # --jobs: the clients' own rates summed too, as four rados bench runs
 # are added up
-rates = sum(j["bandwidth"] for j in d.get("jobs", [])) or d["bandwidth"]
+rates = sum(float(j["bandwidth"]) for j in d.get("jobs", [])) or d["bandwidth"]
 print(d["bandwidth"], n, d["average_latency"], d["latency_p99"],
       d["client_copied_bytes"], rates)
 PY
@@ -207,7 +207,7 @@ run_one() {
 		return 1
 	fi
 	local bw n lat p99 cp
-	read -r bw n lat p99 cp <<<"$v"
+	read -r bw n lat p99 cp _ <<<"$v"
 	record "$round" "$who" "$mode" "$bw" "$n" "$(cpu_of "$work/times")" \
 		"$lat" "${p99:--}" "${cp:--}"
 }

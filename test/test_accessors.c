@@ -229,7 +229,7 @@ START_TEST(msgr_conn_fd_is_the_socket_keep_fd_leaves_open)
 }
 END_TEST
 
-static Suite *accessors_suite(void)
+int main(void)
 {
 	const TTest *allocator_tests[] = {
 		allocator_get_gives_a_default_that_allocates,
@@ -254,10 +254,5 @@ static Suite *accessors_suite(void)
 		TU_GROUP_END
 	};
 
-	return tu_suite("accessors", groups);
-}
-
-int main(void)
-{
-	return tu_run(accessors_suite());
+	return tu_run(tu_suite("accessors", groups));
 }

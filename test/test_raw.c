@@ -788,7 +788,7 @@ START_TEST(test_raws_use_the_installed_allocator)
 }
 END_TEST
 
-static Suite *raw_suite(void)
+int main(void)
 {
 	const TTest *create_tests[] = {
 		test_create_data_is_64_byte_aligned_and_sized,
@@ -856,10 +856,5 @@ static Suite *raw_suite(void)
 		TU_GROUP_END
 	};
 
-	return tu_suite("raw", groups);
-}
-
-int main(void)
-{
-	return tu_run(raw_suite());
+	return tu_run(tu_suite("raw", groups));
 }

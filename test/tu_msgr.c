@@ -158,15 +158,12 @@ void tm_loopback(struct sockaddr_in *sa, unsigned port)
 
 void tm_tcp_pair(int *a, int *b)
 {
-	struct sockaddr_in sa;
-	int one = 1, l = tm_listener(&sa);
+	int fds[2], one = 1;
 
-	*a = tm_dial(&sa);
-	*b = accept4(l, NULL, NULL, SOCK_CLOEXEC);
-	ck_assert_int_ge(*b, 0);
-	setsockopt(*a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	tu_tcp_pair(fds);	/* Nagle off on fds[0]; both ends send here */
+	*a = fds[0];
+	*b = fds[1];
 	setsockopt(*b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	close(l);
 }
 
 void tm_unix_pair(int *a, int *b)
