@@ -171,7 +171,7 @@ START_TEST(test_raw_file_with_direct_write_seq_rand_cleanup)
 	int writes;
 
 	if (!tb_dio_dir[0]) {
-		fprintf(stderr, "test_blbench: no file system here takes "
+		fprintf(stderr, "test_blbench_local: no file system here takes "
 			"O_DIRECT; raw test skipped\n");
 		return;
 	}
@@ -713,7 +713,8 @@ static bool cannot_be_nobody(const struct tb_res *r)
 	if (r->status != 125)
 		return false;
 	fprintf(stderr,
-		"test_blbench: cannot run as user nobody here; test skipped\n");
+		"test_blbench_local: cannot run as user nobody here; test "
+		"skipped\n");
 	return true;
 }
 
