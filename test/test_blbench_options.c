@@ -76,20 +76,25 @@ START_TEST(test_bad_options_give_usage_and_status_2)
 		{ "--run-name", "..", "cleanup", NULL },
 		{ "--prefix", "benchmark_data/../x", "cleanup", NULL },
 	};
-	struct tb_res r;
+	enum { N = sizeof(cases) / sizeof(cases[0]) };
+	const char *args[N][8] = { { NULL } };
+	struct tb_res r[N];
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const char *args[8] = { NULL };
-
+	for (size_t i = 0; i < N; i++)
 		for (int j = 0; j < 6 && cases[i][j]; j++)
-			args[j] = cases[i][j];
-		tb_run_env(&r, NULL, args);
-		ck_assert_msg(r.status == 2, "case %zu (%s ...): status %d\n%s",
-			      i, args[0] ? args[0] : "", r.status, r.err);
-		ck_assert_msg(strstr(r.err, "usage: blbench") != NULL,
-			      "case %zu: no usage on stderr:\n%s", i, r.err);
-		ck_assert_str_eq(r.out, "");
-		tb_res_free(&r);
+			args[i][j] = cases[i][j];
+	/* all started at once: each is a process of its own either way */
+	tb_run_many(NULL, N, args[0], 8, r);
+	for (size_t i = 0; i < N; i++) {
+		ck_assert_msg(r[i].status == 2,
+			      "case %zu (%s ...): status %d\n%s", i,
+			      args[i][0] ? args[i][0] : "", r[i].status,
+			      r[i].err);
+		ck_assert_msg(strstr(r[i].err, "usage: blbench") != NULL,
+			      "case %zu: no usage on stderr:\n%s", i,
+			      r[i].err);
+		ck_assert_str_eq(r[i].out, "");
+		tb_res_free(&r[i]);
 	}
 }
 END_TEST
@@ -191,30 +196,36 @@ START_TEST(test_msgbench_bad_options_give_a_reason_and_status_2)
 		{ "--parse", "--size", "1K", NULL },	/* named: --parse */
 		{ "extra", NULL },
 	};
-	struct tb_res r;
+	enum { N = sizeof(cases) / sizeof(cases[0]) };
+	const struct tb_how how = { .prog = MSGBENCH_PATH,
+				    .argv0 = "msgbench" };
+	const char *args[N][5] = { { NULL } };
+	struct tb_res r[N];
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const char *args[5] = { NULL };
+	for (size_t i = 0; i < N; i++)
+		for (int j = 0; j < 4 && cases[i][j]; j++)
+			args[i][j] = cases[i][j];
+	tb_run_many(&how, N, args[0], 5, r);
+	for (size_t i = 0; i < N; i++) {
 		const char *bad = NULL;
 
 		for (int j = 0; j < 4 && cases[i][j]; j++)
-			bad = args[j] = cases[i][j];
-		if (!strcmp(args[0], "--parse"))
-			bad = args[0];	/* what does not go with the rest */
-		tb_run_how(&r, &(const struct tb_how){ .prog = MSGBENCH_PATH,
-						  .argv0 = "msgbench" },
-			args);
-		ck_assert_msg(r.status == 2, "case %zu (%s %s): status %d\n%s",
-			      i, args[0], bad, r.status, r.err);
+			bad = cases[i][j];
+		/* --parse is what does not go with the rest */
+		if (!strcmp(args[i][0], "--parse"))
+			bad = args[i][0];
+		ck_assert_msg(r[i].status == 2,
+			      "case %zu (%s %s): status %d\n%s", i,
+			      args[i][0], bad, r[i].status, r[i].err);
 		/* one line of reason naming the value, then the usage */
-		ck_assert_msg(!strncmp(r.err, "msgbench: ", 10) &&
-				      strstr(r.err, bad) &&
-				      strstr(r.err, bad) < strchr(r.err, '\n'),
+		ck_assert_msg(!strncmp(r[i].err, "msgbench: ", 10) &&
+			      strstr(r[i].err, bad) &&
+			      strstr(r[i].err, bad) < strchr(r[i].err, '\n'),
 			      "case %zu: no reason naming '%s':\n%s", i, bad,
-			      r.err);
-		ck_assert_ptr_nonnull(strstr(r.err, "\nusage: msgbench"));
-		ck_assert_str_eq(r.out, "");
-		tb_res_free(&r);
+			      r[i].err);
+		ck_assert_ptr_nonnull(strstr(r[i].err, "\nusage: msgbench"));
+		ck_assert_str_eq(r[i].out, "");
+		tb_res_free(&r[i]);
 	}
 }
 END_TEST

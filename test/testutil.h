@@ -493,6 +493,11 @@ void tb_run_env(struct tb_res *r, const char *env, const char *const *args);
 #define TB_SPAWN(tag, ...) \
 	tb_spawn((tag), NULL, (const char *const[]){ __VA_ARGS__, NULL })
 void tb_res_free(struct tb_res *r);
+/* Starts @n runs at once, as @how says, run i with the NULL-terminated
+ * arguments at @args + i * @stride; each one's status and output into
+ * @r[i] (a run still going after 60 s is killed: status -1). */
+void tb_run_many(const struct tb_how *how, size_t n, const char *const *args,
+		 size_t stride, struct tb_res *r);
 /* Runs blbench (as nobody if @nobody) with @args: it must exit 0. */
 void tb_run_ok(bool nobody, const char *const *args);
 #define TB_RUN_OK(...) \

@@ -224,6 +224,27 @@ void tb_run_env(struct tb_res *r, const char *env, const char *const *args)
 	tb_run_as(r, env, false, args);
 }
 
+void tb_run_many(const struct tb_how *how, size_t n, const char *const *args,
+		 size_t stride, struct tb_res *r)
+{
+	char tag[16], p[PATH_MAX + 64];
+	pid_t *pids = calloc(n, sizeof(*pids));
+
+	ck_assert_ptr_nonnull(pids);
+	for (size_t i = 0; i < n; i++)
+		pids[i] = tb_spawn(tb_fmt(tag, sizeof(tag), "m%zu", i), how,
+				   args + i * stride);
+	for (size_t i = 0; i < n; i++) {
+		tb_fmt(tag, sizeof(tag), "m%zu", i);
+		r[i].status = tb_wait_exit(pids[i], 60);
+		r[i].out = tb_slurp(tb_fmt(p, sizeof(p), "%s/.%s.out",
+					   tb_scratch, tag));
+		r[i].err = tb_slurp(tb_fmt(p, sizeof(p), "%s/.%s.err",
+					   tb_scratch, tag));
+	}
+	free(pids);
+}
+
 void tb_run_ok(bool nobody, const char *const *args)
 {
 	struct tb_res r;
