@@ -16,7 +16,9 @@
 # who goes first in a pair flips from round to round.  seq reads every
 # object once (rados bench's seq), so it is as long as the objects make
 # it; rand and write run for BL_BENCH_SECONDS.  The write case writes
-# under a run name of its own and removes its objects after each run.
+# under a run name of its own and removes its objects after each run;
+# beside it runs the same write into a dir: target on the server's file
+# system from the client's own process (no messenger): the write's bound.
 #
 # Per case the table gives the median bandwidth and its min-max range,
 # the median of the msgbench runs paired with it, their ratio, and CPU
@@ -65,7 +67,7 @@ spid=
 cleanup() {
 	[ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
 	rm -f "$raw" "$out"
-	rm -rf "$base/objs"
+	rm -rf "$base/objs" "$base/local"
 	[ "$made_base" = 1 ] && rmdir "$base" 2>/dev/null
 }
 trap 'cleanup; exit 130' INT TERM
@@ -140,6 +142,31 @@ one_blbench() {	# mode depth round
 	}
 }
 
+# The write case's bound: the same write into a dir: target on the
+# server's file system, in the client's own process (no messenger), so
+# that a write slower than the stream shows whether the transport or the
+# target's page-cache writes hold it.  RAW: CASE ROUND local MiB/s cpu 0
+one_local() {	# depth round
+	mkdir -p "$base/local" || exit 1
+	/usr/bin/time -f "TIME %U %S" "$bb" --target "dir:$base/local" \
+		-t "$1" --run-name tcpbench-l --max-objects 512 "$secs" write \
+		>"$out" 2>&1 || {
+		echo "$0: the local write failed:" >&2
+		cat "$out" >&2
+		exit 1
+	}
+	awk -v c="write:$1" -v r="$2" '
+		/^Total writes made:/ { n = $4 }
+		/^Write size:/ { size = $3 }
+		/^Bandwidth \(MB\/sec\):/ { bw = $3 }
+		$1 == "TIME" { cpu = $2 + $3 }
+		END {
+			gib = n * size / 1073741824
+			if (gib <= 0) exit 1
+			printf "%s %d local %.1f %.3f 0\n", c, r, bw, cpu / gib
+		}' "$out" >>"$raw"
+}
+
 one_msgbench() {	# case round
 	"$mb" --mode stream --size 4M --conns 1 --seconds "$secs" --impl ours \
 		-q >"$out" 2>&1 || {
@@ -172,6 +199,7 @@ while [ "$r" -le "$rounds" ]; do
 			one_msgbench "$c" "$r"
 			one_blbench "$mode" "$depth" "$r"
 		fi
+		[ "$mode" = write ] && one_local "$depth" "$r"
 	done
 	echo "# round $r of $rounds done (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
 	r=$((r + 1))
@@ -220,4 +248,12 @@ END {
 				(bwmed[cs[i]] >= bwmed[p[1] ":1"] ? "holds" : "MISSED")
 	}
 	printf "goal: CPU per GiB on each side <= 2x msgbench'"'"'s: %s\n", (ok_cpu ? "holds" : "MISSED")
+	for (i = 1; i <= n; i++) {
+		c = cs[i]
+		if (!((c, "local") in bw))
+			continue
+		l = med(bw[c, "local"]); llo = lo; lhi = hi
+		printf "%s against the same write into a local dir: target (its bound): %.0f vs %.0f (%.0f-%.0f) MiB/s, %.2fx\n", \
+			c, bwmed[c], l, llo, lhi, l > 0 ? bwmed[c] / l : 0
+	}
 }' "$raw"
