@@ -253,7 +253,8 @@ END {
 		if (!((c, "local") in bw))
 			continue
 		l = med(bw[c, "local"]); llo = lo; lhi = hi
-		printf "%s against the same write into a local dir: target (its bound): %.0f vs %.0f (%.0f-%.0f) MiB/s, %.2fx\n", \
-			c, bwmed[c], l, llo, lhi, l > 0 ? bwmed[c] / l : 0
+		lc = med(cc[c, "local"])
+		printf "%s against the same write into a local dir: target (its bound): %.0f vs %.0f (%.0f-%.0f) MiB/s, %.2fx; the local writer'"'"'s CPU %.3f s/GiB\n", \
+			c, bwmed[c], l, llo, lhi, (l > 0 ? bwmed[c] / l : 0), lc
 	}
 }' "$raw"
