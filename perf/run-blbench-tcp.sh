@@ -11,7 +11,8 @@
 #
 # The server starts once; a write with --no-cleanup puts the objects in
 # its directory (and so in the page cache).  Each round then runs every
-# case - seq and rand at -t 1, 4 and 16, and write at -t 16 - each paired
+# case - seq and rand at -t 1, 4 and 16, write at -t 16, and the same
+# write with --direct (the server's files O_DIRECT) - each paired
 # with one msgbench --mode stream --size 4M --conns 1 --impl ours run;
 # who goes first in a pair flips from round to round.  seq reads every
 # object once (rados bench's seq), so it is as long as the objects make
@@ -37,7 +38,8 @@
 #                      /var/tmp, removed at the end)
 #   BL_BENCH_PORT      loopback port of the server (default 6800 + pid % 1000)
 #   BL_BENCH_CASES     mode:depth list (default: seq:1 seq:4 seq:16 rand:1
-#                      rand:4 rand:16 write:16)
+#                      rand:4 rand:16 write:16 dwrite:16; dwrite is write
+#                      --direct: the server writes O_DIRECT)
 #   BL_BENCH_RAW       file to keep the raw lines in
 set -u
 
@@ -56,7 +58,7 @@ rounds=${BL_BENCH_ROUNDS:-5}
 secs=${BL_BENCH_SECONDS:-3}
 nobj=${BL_BENCH_OBJECTS:-256}
 port=${BL_BENCH_PORT:-$((6800 + $$ % 1000))}
-cases=${BL_BENCH_CASES:-"seq:1 seq:4 seq:16 rand:1 rand:4 rand:16 write:16"}
+cases=${BL_BENCH_CASES:-"seq:1 seq:4 seq:16 rand:1 rand:4 rand:16 write:16 dwrite:16"}
 addr=127.0.0.1:$port
 tck=$(getconf CLK_TCK)
 
@@ -105,7 +107,12 @@ echo "# $(uname -r), $(nproc) CPUs, load average at start: $(cut -d' ' -f1-3 /pr
 
 # RAW lines: CASE ROUND prog MiB/s cli-s/GiB srv-s/GiB
 one_blbench() {	# mode depth round
-	if [ "$1" = write ]; then
+	label=$1:$2
+	if [ "$1" = dwrite ]; then
+		# write with --direct: the server opens its files O_DIRECT
+		set -- write "$2" "$3" --run-name tcpbench-w --max-objects 512 \
+			--direct
+	elif [ "$1" = write ]; then
 		# a run of its own, its objects removed at its end; at most
 		# 512 objects (2 GiB) so a fast run cannot fill the disk
 		set -- "$1" "$2" "$3" --run-name tcpbench-w --max-objects 512
@@ -124,7 +131,7 @@ one_blbench() {	# mode depth round
 		cat "$out" >&2
 		exit 1
 	fi
-	awk -v c="$mode:$depth" -v r="$round" -v sv=$((s1 - s0)) -v tck="$tck" '
+	awk -v c="$label" -v r="$round" -v sv=$((s1 - s0)) -v tck="$tck" '
 		/^Total (reads|writes) made:/ { n = $4 }
 		/^Object size:/ { size = $3 }
 		/^(Read|Write) size:/ { size = $3 }
@@ -146,16 +153,17 @@ one_blbench() {	# mode depth round
 # server's file system, in the client's own process (no messenger), so
 # that a write slower than the stream shows whether the transport or the
 # target's page-cache writes hold it.  RAW: CASE ROUND local MiB/s cpu 0
-one_local() {	# depth round
+one_local() {	# mode depth round
 	mkdir -p "$base/local" || exit 1
 	/usr/bin/time -f "TIME %U %S" "$bb" --target "dir:$base/local" \
-		-t "$1" --run-name tcpbench-l --max-objects 512 "$secs" write \
+		$([ "$1" = dwrite ] && echo --direct) -t "$2" \
+		--run-name tcpbench-l --max-objects 512 "$secs" write \
 		>"$out" 2>&1 || {
 		echo "$0: the local write failed:" >&2
 		cat "$out" >&2
 		exit 1
 	}
-	awk -v c="write:$1" -v r="$2" '
+	awk -v c="$1:$2" -v r="$3" '
 		/^Total writes made:/ { n = $4 }
 		/^Write size:/ { size = $3 }
 		/^Bandwidth \(MB\/sec\):/ { bw = $3 }
@@ -199,7 +207,10 @@ while [ "$r" -le "$rounds" ]; do
 			one_msgbench "$c" "$r"
 			one_blbench "$mode" "$depth" "$r"
 		fi
-		[ "$mode" = write ] && one_local "$depth" "$r"
+		# (one_blbench set $mode to what it ran: the case's own)
+		case ${c%%:*} in
+		write|dwrite) one_local "${c%%:*}" "$depth" "$r" ;;
+		esac
 	done
 	echo "# round $r of $rounds done (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
 	r=$((r + 1))
