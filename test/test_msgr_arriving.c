@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 #include <bufferlist.h>
 #include <bufferlist/msgr.h>
@@ -46,14 +45,12 @@ static void on_frame(void *arg, struct bl_msgr_conn *c,
 		     struct bl_msgr_frame *f)
 {
 	struct rig *r = arg;
-	unsigned char *got = tu_flatten(&f->payload);
 
 	(void)c;
 	/* the payload, byte for byte, as the peers' frame holds it */
 	if (bl_list_length(&f->payload) != r->plen ||
-	    memcmp(got, r->wire + BL_MSGR_PREAMBLE, r->plen))
+	    !tm_matches(&f->payload, 0))
 		r->bad++;
-	free(got);
 	r->delivered++;
 }
 
@@ -69,53 +66,26 @@ static void on_close(void *arg, struct bl_msgr_conn *c, int err,
 		r->timed_out++;
 }
 
-static void quiet(void *arg, struct bl_msgr_conn *c, const char *line)
+/*
+ * A server with @budget (0: none) and @idle_ms (0: none) on loopback,
+ * and a frame of @plen bytes of the pattern for the peers to send.
+ */
+static void rig_start(struct rig *r, size_t budget, unsigned idle_ms,
+		      size_t plen)
 {
-	(void)arg;
-	(void)c;
-	(void)line;
-}
-
-/* A server with @budget (0: none) on loopback, and @plen's frame. */
-static void rig_start(struct rig *r, size_t budget, size_t plen)
-{
-	socklen_t sl = sizeof(r->sa);
-	struct bl_list pay, out;
-	uint64_t rng = 7;
-	unsigned char *src;
-
 	memset(r, 0, sizeof(*r));
-	r->u = tu_ring_new(false, 0, 0);
-	r->l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(r->l, 0);
-	r->sa.sin_family = AF_INET;
-	r->sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(r->l, (struct sockaddr *)&r->sa,
-			      sizeof(r->sa)), 0);
-	ck_assert_int_eq(listen(r->l, PEERS), 0);
-	ck_assert_int_eq(getsockname(r->l, (struct sockaddr *)&r->sa, &sl), 0);
-	r->o.on_frame = on_frame;
-	r->o.on_close = on_close;
-	r->o.arg = r;
-	r->o.log = quiet;
+	r->u = tm_uring();
+	r->l = tm_listener(&r->sa);
+	tm_opts(&r->o, on_frame, on_close, tm_quiet_log, r);
 	r->o.max_rx_bytes = budget;
+	r->o.idle_timeout_ms = idle_ms;
 	/* a ring far smaller than a payload: payloads cannot arrive whole
 	 * in memory that exists already (which the budget leaves alone) */
 	r->o.nbufs = 4;
 	r->s = bl_msgr_server_new(r->u, r->l, &r->o);
 	ck_assert_ptr_nonnull(r->s);
-
 	r->plen = plen;
-	src = tu_rand_buf(plen, &rng);
-	bl_list_init(&pay);
-	bl_list_init(&out);
-	ck_assert_int_eq(bl_list_append(&pay, src, plen), 0);
-	ck_assert_int_eq(bl_msgr_encode(&out, 1, 1, &pay, 0), 0);
-	r->wire = tu_flatten(&out);
-	r->wlen = bl_list_length(&out);
-	bl_list_clear(&pay);
-	bl_list_clear(&out);
-	free(src);
+	r->wire = tm_frame_bytes(1, 1, plen, 0, &r->wlen);
 	for (int i = 0; i < PEERS; i++)
 		r->fd[i] = -1;
 }
@@ -137,37 +107,19 @@ static void peer_send(struct rig *r, int i, size_t from, size_t to)
 	int sz = 8 << 20;
 
 	if (r->fd[i] < 0) {
-		r->fd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		ck_assert_int_ge(r->fd[i], 0);
+		r->fd[i] = tm_dial(&r->sa);
 		/* room for a whole frame: the peer never blocks on us */
 		setsockopt(r->fd[i], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-		ck_assert_int_eq(connect(r->fd[i],
-					 (struct sockaddr *)&r->sa,
-					 sizeof(r->sa)), 0);
 	}
-	while (from < to) {
-		ssize_t n = send(r->fd[i], r->wire + from, to - from,
-				 MSG_NOSIGNAL);
-
-		ck_assert_int_gt(n, 0);
-		from += (size_t)n;
-	}
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	tm_write_all(r->fd[i], r->wire + from, to - from);
 }
 
 /* Serves for @ms, noting the most the allocator held above @base. */
 static int64_t serve_for(struct rig *r, int ms, int64_t base)
 {
-	int64_t end = now_ms() + ms, most = 0;
+	int64_t end = tm_now_ms() + ms, most = 0;
 
-	while (now_ms() < end) {
+	while (tm_now_ms() < end) {
 		struct tu_alloc_stats st;
 
 		ck_assert_int_ge(bl_msgr_server_poll(r->s, 10), 0);
@@ -178,12 +130,12 @@ static int64_t serve_for(struct rig *r, int ms, int64_t base)
 	return most;
 }
 
-/* Serves until @n frames were delivered (20 s at most: a hang fails). */
+/* Serves until @n frames were delivered (a bounded wait). */
 static void serve_until_delivered(struct rig *r, int n)
 {
-	int64_t end = now_ms() + 20000;
+	int64_t end = tm_now_ms() + tm_wait_ms;
 
-	while (r->delivered < n && now_ms() < end)
+	while (r->delivered < n && tm_now_ms() < end)
 		ck_assert_int_ge(bl_msgr_server_poll(r->s, 10), 0);
 	ck_assert_int_eq(r->delivered, n);
 }
@@ -198,36 +150,29 @@ static int64_t live_now(void)
 
 /*
  * Four peers each send the preamble and the first MiB of a 2 MiB payload,
- * and stop.  Without a budget (_i 0) each connection reads its payload
- * straight into memory of its own, so the server holds more than 3 MiB
- * between them; with a budget of 3 MiB (_i 1) one payload is reserved
- * (a second does not fit), the others wait without reading, and the
- * server holds no more than the budget.  Then the peers send the rest:
+ * and stop.  Without a budget each connection reads its payload straight
+ * into memory of its own, so the server holds more than 3 MiB between
+ * them; with a budget of 3 MiB one payload is reserved (a second does not
+ * fit), the others wait without reading, and the server holds no more
+ * than the budget.  Then the peers send the rest:
  * all four payloads arrive whole and right, one after another, and the
  * memory is given back.
  */
-START_TEST(many_large_payloads_at_once_hold_at_most_the_budget)
+/* The peers of the two tests below; the most the server held. */
+static int64_t four_peers_half_way(size_t budget)
 {
-	const size_t budget = _i ? 3 * MIB : 0, plen = 2 * MIB;
+	const size_t plen = 2 * MIB;
 	struct rig r;
 	int64_t base, most;
 
 	tu_alloc_install(0, 0);
-	rig_start(&r, budget, plen);
+	rig_start(&r, budget, 0, plen);
 	/* the server's ring and buffers are there before any peer sends */
 	serve_for(&r, 50, 0);
 	base = live_now();
 	for (int i = 0; i < PEERS; i++)
 		peer_send(&r, i, 0, BL_MSGR_PREAMBLE + MIB);
 	most = serve_for(&r, 400, base);
-	if (_i)
-		ck_assert_msg(most <= (int64_t)budget,
-			      "held %lld bytes over a budget of %zu",
-			      (long long)most, budget);
-	else
-		ck_assert_msg(most > (int64_t)(3 * MIB),
-			      "held only %lld bytes with no budget: the test "
-			      "proves nothing", (long long)most);
 	ck_assert_int_eq(r.delivered, 0);
 	for (int i = 0; i < PEERS; i++)
 		peer_send(&r, i, BL_MSGR_PREAMBLE + MIB, r.wlen);
@@ -237,19 +182,40 @@ START_TEST(many_large_payloads_at_once_hold_at_most_the_budget)
 	rig_end(&r);
 	ck_assert_int_le(live_now(), base);
 	tu_alloc_uninstall();
+	return most;
+}
+
+START_TEST(many_large_payloads_at_once_hold_at_most_the_budget)
+{
+	int64_t most = four_peers_half_way(3 * MIB);
+
+	ck_assert_msg(most <= (int64_t)(3 * MIB),
+		      "held %lld bytes over a budget of 3 MiB",
+		      (long long)most);
+}
+END_TEST
+
+/* The same peers without a budget: what the test above bounds. */
+START_TEST(many_large_payloads_at_once_without_a_budget_hold_more)
+{
+	int64_t most = four_peers_half_way(0);
+
+	ck_assert_msg(most > (int64_t)(3 * MIB),
+		      "held only %lld bytes with no budget: the test above "
+		      "proves nothing", (long long)most);
 }
 END_TEST
 
 /*
  * A payload longer than the whole budget still arrives: it goes when
- * nothing else is held.  Two peers send 3 MiB payloads against a 1 MiB
+ * nothing else is held.  Two peers send 2 MiB payloads against a 1 MiB
  * budget; both are delivered, in turn.
  */
 START_TEST(a_payload_over_the_whole_budget_goes_when_nothing_is_held)
 {
 	struct rig r;
 
-	rig_start(&r, MIB, 3 * MIB);
+	rig_start(&r, MIB, 0, 2 * MIB);
 	peer_send(&r, 0, 0, r.wlen);
 	peer_send(&r, 1, 0, r.wlen);
 	serve_until_delivered(&r, 2);
@@ -272,11 +238,7 @@ START_TEST(a_connection_waiting_for_the_budget_is_not_idle)
 	const size_t head = BL_MSGR_PREAMBLE + ((size_t)100 << 10);
 	struct rig r;
 
-	rig_start(&r, 2 * MIB, 2 * MIB);
-	bl_msgr_server_destroy(r.s);
-	r.o.idle_timeout_ms = 200;
-	r.s = bl_msgr_server_new(r.u, r.l, &r.o);
-	ck_assert_ptr_nonnull(r.s);
+	rig_start(&r, 2 * MIB, 200, 2 * MIB);
 	peer_send(&r, 0, 0, head);			/* A */
 	serve_for(&r, 50, 0);
 	peer_send(&r, 1, 0, r.wlen);			/* B waits */
@@ -302,7 +264,7 @@ START_TEST(a_waiting_peer_that_goes_away_leaves_the_queue)
 {
 	struct rig r;
 
-	rig_start(&r, 2 * MIB, 2 * MIB);
+	rig_start(&r, 2 * MIB, 0, 2 * MIB);
 	peer_send(&r, 0, 0, BL_MSGR_PREAMBLE + MIB);	/* holds the budget */
 	serve_for(&r, 100, 0);
 	peer_send(&r, 1, 0, BL_MSGR_PREAMBLE + MIB);	/* waits, then goes */
@@ -338,11 +300,7 @@ START_TEST(a_payload_that_arrives_slowly_is_not_idle)
 	size_t sent = 0;
 	struct rig r;
 
-	rig_start(&r, 0, 2 * MIB);
-	bl_msgr_server_destroy(r.s);
-	r.o.idle_timeout_ms = 300;
-	r.s = bl_msgr_server_new(r.u, r.l, &r.o);
-	ck_assert_ptr_nonnull(r.s);
+	rig_start(&r, 0, 300, 2 * MIB);
 	while (sent < r.wlen) {
 		size_t n = r.wlen - sent < step ? r.wlen - sent : step;
 
@@ -370,30 +328,19 @@ START_TEST(a_connection_without_a_server_ignores_the_budget)
 	struct bl_msgr_conn_opts o;
 	struct bl_msgr_conn *c;
 	struct rig r;
-	int sv[2];
+	int a, b;
 
-	rig_start(&r, 0, 2 * MIB);
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
-				    sv), 0);
-	memset(&o, 0, sizeof(o));
-	o.on_frame = on_frame;
-	o.arg = &r;
+	rig_start(&r, 0, 0, 2 * MIB);
+	tm_unix_pair(&a, &b);
+	tm_opts(&o, on_frame, NULL, tm_quiet_log, &r);
 	o.max_rx_bytes = 4096;
-	c = bl_msgr_conn_new(r.u, sv[0], &o);
+	c = bl_msgr_conn_new(r.u, a, &o);
 	ck_assert_ptr_nonnull(c);
-	for (size_t off = 0; off < r.wlen;) {
-		ssize_t n = send(sv[1], r.wire + off, r.wlen - off,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
-
-		if (n > 0)
-			off += (size_t)n;
-		ck_assert_int_ge(bl_uring_run(r.u, 0, 0), 0);
-	}
-	while (r.delivered < 1)
-		ck_assert_int_ge(bl_uring_run(r.u, 1, 1000), 0);
+	tm_feed(r.u, b, r.wire, r.wlen);
+	tm_run_until_one(r.u, &r.delivered, 1000);
 	ck_assert_int_eq(r.bad, 0);
 	bl_msgr_conn_close(c, 0, "done");
-	close(sv[1]);
+	close(b);
 	while (bl_uring_inflight(r.u))
 		ck_assert_int_ge(bl_uring_run(r.u, 1, 1000), 0);
 	rig_end(&r);
@@ -402,27 +349,16 @@ END_TEST
 
 int main(void)
 {
-	const TTest *budget_tests[] = {
+	const TTest *tests[] = {
+		many_large_payloads_at_once_hold_at_most_the_budget,
+		many_large_payloads_at_once_without_a_budget_hold_more,
 		a_payload_over_the_whole_budget_goes_when_nothing_is_held,
 		a_connection_waiting_for_the_budget_is_not_idle,
 		a_waiting_peer_that_goes_away_leaves_the_queue,
 		a_connection_without_a_server_ignores_the_budget,
-		NULL
-	};
-	const TTest *idle_tests[] = {
 		a_payload_that_arrives_slowly_is_not_idle,
 		NULL
 	};
-	const struct tu_loop budget_loops[] = {
-		{ many_large_payloads_at_once_hold_at_most_the_budget, 0, 2 },
-		{ NULL, 0, 0 }
-	};
-	const struct tu_group groups[] = {
-		TU_GROUP("budget", budget_tests,
-			 .loops = budget_loops, .timeout = 60),
-		TU_GROUP("idle", idle_tests, .timeout = 60),
-		TU_GROUP_END
-	};
 
-	return tu_run(tu_suite("msgr_arriving", groups));
+	return tm_main_once("msgr_arriving", "arriving", tests);
 }
