@@ -316,7 +316,10 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * ours.  Payloads below @direct_min arrive in the receive buffers, whose
  * memory exists already, and are not counted.  So many peers that each
  * send a large payload at once hold at most the budget (plus one payload
- * when that payload alone exceeds it), not the sum of their claims.
+ * when that payload alone exceeds it), not the sum of their claims.  The
+ * reservation is the payload's whole length, not the bytes received: a
+ * peer that stops half way through holds it, and the peers queued behind
+ * it wait, until it ends (@idle_timeout_ms bounds that wait).
  *
  * Direct reads (@direct_min): once the preamble of such a payload is in,
  * the rest of the frame is read with bl_uring_read(fd, -1, ...) into raws
