@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_failure.c - failure atomicity: every public operation that can
+ * test_alloc_failures.c - failure atomicity: every public operation that can
  * allocate is run with an allocator that fails its Nth allocation, for
  * N = 1, 2, 3, ... (once, and from N on), until it succeeds without a
  * failure being hit.  Each run must either succeed with the right result or
@@ -39,7 +39,7 @@
 static unsigned char DATA[DATA_LEN];
 static unsigned char static_buf[STATIC_LEN];
 static unsigned char static_pristine[STATIC_LEN];
-static struct bl_pool *test_pool;	/* "test_failure": must end empty */
+static struct bl_pool *test_pool;	/* "test_alloc_failures": must end empty */
 static char file_path[4096];		/* DATA_LEN bytes of DATA */
 static int file_fd = -1;
 
@@ -1404,7 +1404,7 @@ int main(void)
 	tu_fill(DATA, DATA_LEN, &rng);
 	tu_fill(static_buf, STATIC_LEN, &rng);
 	memcpy(static_pristine, static_buf, STATIC_LEN);
-	test_pool = bl_pool_create("test_failure", NULL);
+	test_pool = bl_pool_create("test_alloc_failures", NULL);
 	if (!test_pool)
 		return EXIT_FAILURE;
 	snprintf(file_path, sizeof(file_path), "%s/bl_failure.XXXXXX",
