@@ -234,4 +234,11 @@ void tu_fb_header(struct tu_fb *f, unsigned flg, unsigned bd, uint64_t csize);
 void tu_fb_block(struct tu_fb *f, const void *data, size_t n, bool bchk,
 		 bool force_raw);
 
+/* ---- the codec suites' lists and cursors (tu_codec.c) -------------------- */
+
+/* A new list of @len bytes, one segment (its own raw) per byte. */
+void tu_list_bytewise(struct bl_list *l, const void *data, size_t len);
+/* Asserts that @it stands at @off with @remaining bytes after it. */
+void tu_assert_at(const struct bl_iter *it, size_t off, size_t remaining);
+
 #endif
