@@ -41,6 +41,17 @@ static void pool_teardown(void)
 	bl_ptr_release(&pool);
 }
 
+/*
+ * A list length for make check (BL_TEST_QUICK): a quarter, still far past
+ * LINDEX_MIN and over hundreds of chunks.  A debug build checks the index
+ * against the chain before each lookup, in O(chunks), which makes a walk
+ * of every segment quadratic; make check-long runs the full lengths.
+ */
+static unsigned quick(unsigned n)
+{
+	return getenv("BL_TEST_QUICK") ? n / 4 : n;
+}
+
 /* ---- a list beside the flat copy of its bytes ------------------------- */
 
 struct ml {
@@ -1005,13 +1016,13 @@ START_TEST(test_get_ptr_at_every_position_like_a_walk)
 
 	for (int mixed = 0; mixed < 2; mixed++) {
 		if (mixed) {
-			ml_build_mixed_chunks(&m, 25000, &rng);
+			ml_build_mixed_chunks(&m, quick(25000), &rng);
 		} else {
 			ml_init(&m);
-			ml_push(&m, 40000, 200, &rng);
+			ml_push(&m, quick(40000), 200, &rng);
 		}
 		t = seg_table(&m.l, &n);
-		ck_assert_uint_gt(n, 20000);
+		ck_assert_uint_gt(n, quick(20000));
 		/* the first two chunks and the tail: no index needed */
 		front = segs_before_chunk(&m.l, 2);
 		tail = tail_first(&m.l);
@@ -1141,7 +1152,7 @@ START_TEST(test_get_ptr_after_splices)
 		struct ml m;
 		size_t off;
 
-		ml_build_mixed_chunks(&m, 12000, &rng);
+		ml_build_mixed_chunks(&m, quick(12000), &rng);
 		for (unsigned r = 0; r < 12; r++) {
 			ml_get_ptr_index_all(&m);
 			off = m.len / 3 + tu_rand(&rng) % (m.len / 3);
@@ -1176,8 +1187,8 @@ START_TEST(test_get_ptr_after_splices)
 			ml_get_ptrs(&m, 200, &rng);
 			ml_get_ptr_all(&m);
 			bl_list_clear(&by);
-			if (bl_list_num_buffers(&m.l) < 9000)
-				ml_push(&m, 4000, 60, &rng);
+			if (bl_list_num_buffers(&m.l) < quick(9000))
+				ml_push(&m, quick(4000), 60, &rng);
 		}
 		/* the third chunk, which the index covers, becomes the tail */
 		ml_get_ptr_index_all(&m);
@@ -1195,7 +1206,7 @@ START_TEST(test_get_ptr_after_splices)
 		model_remove(&m, off, m.len - off);
 		ck_assert_int_eq(bl__list_validate(&m.l), 0);
 		ml_get_ptr_all(&m);
-		ml_push(&m, 12000, 60, &rng);
+		ml_push(&m, quick(12000), 60, &rng);
 		ml_get_ptr_all(&m);
 		ck_assert_ptr_nonnull(m.l._lidx);
 		/* the front: the index goes, get_ptr makes it again */
@@ -1218,10 +1229,10 @@ START_TEST(test_get_ptr_after_claims)
 	uint64_t rng = seed + 14;
 	struct ml a, b;
 
-	ml_build_mixed_chunks(&a, 20000, &rng);
+	ml_build_mixed_chunks(&a, quick(20000), &rng);
 	for (int r = 0; r < 4; r++) {
-		ml_build_mixed_chunks(&b, 2000 + (unsigned)(tu_rand(&rng) %
-							    8000), &rng);
+		ml_build_mixed_chunks(&b, quick(2000) + (unsigned)(tu_rand(&rng)
+						% quick(8000)), &rng);
 		ml_get_ptr_index_all(&a);
 		ml_get_ptr_index_all(&b);
 		if (r % 2 == 0) {
