@@ -243,6 +243,13 @@ void run_until(struct bl_uring *u, struct ures *r, int want_calls)
 	ck_assert_int_ge(r->calls, want_calls);
 }
 
+void ring_start(struct bl_list *l, size_t *total, struct ures *r)
+{
+	tu_alloc_install(0, 0);
+	make_list(l, total);
+	bl_list_init(&r->data);
+}
+
 /* @u, whatever back end it got, writes @l (@total bytes) to out_path. */
 void ring_writes(struct bl_uring *u, struct bl_list *l,
 		 struct ures *r, size_t total, const char *what)

@@ -136,6 +136,9 @@ void upcb(void *arg, ssize_t res, struct bl_list *data, bool more);
 struct bl_uring *ring_new(bool blocking);
 /* Runs @u until @r's callback ran (with the fault plan still armed). */
 void run_until(struct bl_uring *u, struct ures *r, int want_calls);
+/* The counting allocator installed, make_list() into @l, @r's list
+ * ready: where a uring case starts. */
+void ring_start(struct bl_list *l, size_t *total, struct ures *r);
 /* @u, whatever back end it got, writes @l (@total bytes) to out_path. */
 void ring_writes(struct bl_uring *u, struct bl_list *l, struct ures *r,
 		 size_t total, const char *what);

@@ -42,14 +42,16 @@
 
 /* ---- 1. the blocking io layer ------------------------------------------- */
 
-struct wcase {
+/* An operation of the io layer and the call of it that fails. */
+struct iocase {
 	const char *name;
-	int op;			/* 0 write_fd, 1 pwrite, 2 write_file */
+	int op;			/* 0 write_fd or read_fd, 1 pwrite or pread,
+				 * 2 write_file or read_file */
 	enum fs_sym sym;
 	unsigned kinds;
 };
 
-static const struct wcase wcases[] = {
+static const struct iocase wcases[] = {
 	{ "write_fd/writev", 0, FS_WRITEV, K_FILE },
 	{ "pwrite/pwritev", 1, FS_PWRITEV, K_FILE },
 	{ "write_file/open", 2, FS_OPEN, KB(K_EINTR) | KB(K_EIO) |
@@ -64,7 +66,7 @@ static const struct wcase wcases[] = {
 #define POFF 4096
 
 /* One armed run; returns the call's result, *done the bytes reported. */
-static int wrun(const struct wcase *c, const struct bl_list *l, size_t *done)
+static int wrun(const struct iocase *c, const struct bl_list *l, size_t *done)
 {
 	int fd = -1, rc;
 
@@ -92,7 +94,7 @@ START_TEST(io_write)
 	/* every write call of every write operation fails or falls short
 	 * in turn: retried or reported exactly, the file holds what was
 	 * reported, the list is untouched, and a clean retry succeeds */
-	const struct wcase *c = &wcases[_i];
+	const struct iocase *c = &wcases[_i];
 	struct bl_list l;
 	struct snap s;
 	unsigned char *want;
@@ -164,14 +166,7 @@ START_TEST(io_write)
 }
 END_TEST
 
-struct rcase {
-	const char *name;
-	int op;			/* 0 read_fd, 1 pread, 2 read_file */
-	enum fs_sym sym;
-	unsigned kinds;
-};
-
-static const struct rcase rcases[] = {
+static const struct iocase rcases[] = {
 	{ "read_fd/read", 0, FS_READ, K_FILE },
 	{ "pread/pread", 1, FS_PREAD, K_FILE },
 	{ "read_file/open", 2, FS_OPEN, KB(K_EINTR) | KB(K_EIO) },
@@ -181,7 +176,7 @@ static const struct rcase rcases[] = {
 
 #define PREFIX 100
 
-static ssize_t rrun(const struct rcase *c, struct bl_list *l)
+static ssize_t rrun(const struct iocase *c, struct bl_list *l)
 {
 	ssize_t rc;
 
@@ -203,7 +198,7 @@ START_TEST(io_read)
 	/* every read call fails or falls short in turn: retried, or the
 	 * list is exactly as it was (or, for EAGAIN after some bytes, holds
 	 * those bytes), nothing leaks, and a clean retry reads it all */
-	const struct rcase *c = &rcases[_i];
+	const struct iocase *c = &rcases[_i];
 	unsigned char *want = malloc(PREFIX + FLEN);
 	struct bl_list l;
 	struct snap s;

@@ -201,9 +201,7 @@ START_TEST(uring_setup_fault)
 	unsigned long pts = 0;
 	size_t total;
 
-	tu_alloc_install(0, 0);
-	make_list(&l, &total);
-	bl_list_init(&r.data);
+	ring_start(&l, &total, &r);
 	for (unsigned i = 0; i < 5; i++) {
 		fs_reset();
 		if (i < 4)
@@ -266,9 +264,7 @@ START_TEST(uring_setup_flags_fallback)
 	unsigned long pts = 0;
 	size_t total;
 
-	tu_alloc_install(0, 0);
-	make_list(&l, &total);
-	bl_list_init(&r.data);
+	ring_start(&l, &total, &r);
 	for (unsigned fail = 0; fail <= nsteps; fail++) {
 		struct bl_uring_params p = { .single_issuer = _i == 1 };
 		struct bl_uring *u;
