@@ -241,4 +241,13 @@ void tu_list_bytewise(struct bl_list *l, const void *data, size_t len);
 /* Asserts that @it stands at @off with @remaining bytes after it. */
 void tu_assert_at(const struct bl_iter *it, size_t off, size_t remaining);
 
+/* ---- a child that must run cleanly (tu_child.c) -------------------------- */
+
+/* Runs @fn as tu_run_child() does and asserts that it exited 0 with
+ * nothing in its stderr containing @marker (a checker's report). */
+void tu_child_clean(void (*fn)(void), const char *marker);
+/* A child's misuse: a slice released, then a copy of it taken without a
+ * reference released too (the raw's second release). */
+void tu_slice_released_twice(void);
+
 #endif
