@@ -186,22 +186,17 @@ static ssize_t stream_bytewise(const unsigned char *f, size_t n,
 	ssize_t r = 0, total = 0;
 
 	TU_REQUIRE(d);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && r >= 0; i++) {
 		struct bl_list piece;
 
 		bl_list_init(&piece);
 		add_static(&piece, f + i, 1);
 		r = bl_lz4_decoder_feed(d, &piece, out);
 		bl_list_clear(&piece);
-		if (r < 0)
-			break;
-		total += r;
+		total += r > 0 ? r : 0;
 	}
-	if (r >= 0) {
-		r = bl_lz4_decoder_end(d);
-		if (!r)
-			r = total;
-	}
+	if (r >= 0 && !(r = bl_lz4_decoder_end(d)))
+		r = total;
 	bl_lz4_decoder_free(d);
 	return r;
 }
