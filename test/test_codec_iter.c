@@ -35,84 +35,100 @@ static void release_abc(struct bl_list *l, struct bl_ptr seg[4])
 
 /* ---- iterator ---------------------------------------------------------- */
 
-START_TEST(test_iter_init_at_offsets)
+/*
+ * A cursor's moves as a table: each step's call returns @rc; then, unless
+ * @at is NOWHERE, the cursor stands at @at with the rest after it, and a
+ * copy that succeeded gave @bytes.
+ */
+#define NOWHERE SIZE_MAX
+struct step {
+	char op;		/* i init, a advance, s seek, c copy */
+	size_t arg;		/* offset, or byte count */
+	int rc;
+	size_t at;
+	const char *bytes;
+};
+
+static void run_steps(const struct bl_list *l, const struct step *s,
+		      size_t n)
 {
-	struct bl_list l, e;
+	size_t len = bl_list_length(l);
 	struct bl_iter it;
+	char buf[16];
+
+	for (; n--; s++) {
+		int rc = s->op == 'i' ? bl_iter_init(&it, l, s->arg) :
+			 s->op == 'a' ? bl_iter_advance(&it, s->arg) :
+			 s->op == 's' ? bl_iter_seek(&it, s->arg) :
+					bl_iter_copy(&it, s->arg, buf);
+
+		ck_assert_int_eq(rc, s->rc);
+		if (s->bytes && !rc)
+			ck_assert_mem_eq(buf, s->bytes, s->arg);
+		if (s->at != NOWHERE)
+			tu_assert_at(&it, s->at, len - s->at);
+	}
+}
+
+/* run_steps() on "ABCDEFGHIJ" as ABC DEF GHI J. */
+static void run_on_abc(const struct step *s, size_t n)
+{
+	struct bl_list l;
 
 	make_abc(&l);
-	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
-	tu_assert_at(&it, 0, 10);
-	ck_assert_int_eq(bl_iter_init(&it, &l, 4), 0);
-	tu_assert_at(&it, 4, 6);
-	ck_assert_int_eq(bl_iter_init(&it, &l, 3), 0);
-	tu_assert_at(&it, 3, 7);
-	ck_assert_int_eq(bl_iter_init(&it, &l, 10), 0);
-	tu_assert_at(&it, 10, 0);
-	ck_assert_int_eq(bl_iter_init(&it, &l, 11), -ERANGE);
-	ck_assert_int_eq(bl_iter_init(&it, &l, SIZE_MAX), -ERANGE);
-	bl_list_init(&e);
-	ck_assert_int_eq(bl_iter_init(&it, &e, 0), 0);
-	tu_assert_at(&it, 0, 0);
-	ck_assert_int_eq(bl_iter_init(&it, &e, 1), -ERANGE);
+	run_steps(&l, s, n);
 	bl_list_clear(&l);
+}
+
+#define NSTEPS(t) (sizeof(t) / sizeof(t[0]))
+#define STEP(o, a, r, at) { (o), (a), (r), (at), NULL }
+#define COPY(n, at, b) { 'c', (n), 0, (at), (b) }
+
+START_TEST(test_iter_init_at_offsets)
+{
+	static const struct step abc[] = {
+		STEP('i', 0, 0, 0), STEP('i', 4, 0, 4), STEP('i', 3, 0, 3),
+		STEP('i', 10, 0, 10), STEP('i', 11, -ERANGE, NOWHERE),
+		STEP('i', SIZE_MAX, -ERANGE, NOWHERE),
+	};
+	static const struct step empty[] = {
+		STEP('i', 0, 0, 0), STEP('i', 1, -ERANGE, NOWHERE),
+	};
+	struct bl_list e;
+
+	run_on_abc(abc, NSTEPS(abc));
+	bl_list_init(&e);
+	run_steps(&e, empty, NSTEPS(empty));
 }
 END_TEST
 
 START_TEST(test_iter_advance_crosses_segments)
 {
-	struct bl_list l;
-	struct bl_iter it;
-	char buf[4] = { 0 };
+	static const struct step steps[] = {
+		STEP('i', 0, 0, NOWHERE), STEP('a', 2, 0, 2),
+		STEP('a', 5, 0, 7),
+		/* too far: refused, cursor stays */
+		STEP('a', 4, -ERANGE, 7), STEP('a', SIZE_MAX, -ERANGE, 7),
+		COPY(3, 10, "HIJ"), STEP('a', 0, 0, NOWHERE),
+		STEP('a', 1, -ERANGE, 10),
+	};
 
-	make_abc(&l);
-	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
-	ck_assert_int_eq(bl_iter_advance(&it, 2), 0);
-	tu_assert_at(&it, 2, 8);
-	ck_assert_int_eq(bl_iter_advance(&it, 5), 0);
-	tu_assert_at(&it, 7, 3);
-	/* too far: refused, cursor stays */
-	ck_assert_int_eq(bl_iter_advance(&it, 4), -ERANGE);
-	tu_assert_at(&it, 7, 3);
-	ck_assert_int_eq(bl_iter_advance(&it, SIZE_MAX), -ERANGE);
-	tu_assert_at(&it, 7, 3);
-	ck_assert_int_eq(bl_iter_copy(&it, 3, buf), 0);
-	ck_assert_mem_eq(buf, "HIJ", 3);
-	tu_assert_at(&it, 10, 0);
-	ck_assert_int_eq(bl_iter_advance(&it, 0), 0);
-	ck_assert_int_eq(bl_iter_advance(&it, 1), -ERANGE);
-	tu_assert_at(&it, 10, 0);
-	bl_list_clear(&l);
+	run_on_abc(steps, NSTEPS(steps));
 }
 END_TEST
 
 START_TEST(test_iter_seek_both_ways)
 {
-	struct bl_list l;
-	struct bl_iter it;
-	char buf[4] = { 0 };
+	static const struct step steps[] = {
+		STEP('i', 0, 0, NOWHERE), STEP('s', 9, 0, 9),
+		COPY(1, NOWHERE, "J"), STEP('s', 3, 0, NOWHERE),
+		COPY(3, NOWHERE, "DEF"), STEP('s', 0, 0, NOWHERE),
+		COPY(2, NOWHERE, "AB"), STEP('s', 10, 0, 10),
+		STEP('s', 5, 0, NOWHERE), STEP('s', 11, -ERANGE, NOWHERE),
+		STEP('s', SIZE_MAX, -ERANGE, 5), COPY(2, NOWHERE, "FG"),
+	};
 
-	make_abc(&l);
-	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
-	ck_assert_int_eq(bl_iter_seek(&it, 9), 0);
-	tu_assert_at(&it, 9, 1);
-	ck_assert_int_eq(bl_iter_copy(&it, 1, buf), 0);
-	ck_assert_mem_eq(buf, "J", 1);
-	ck_assert_int_eq(bl_iter_seek(&it, 3), 0);
-	ck_assert_int_eq(bl_iter_copy(&it, 3, buf), 0);
-	ck_assert_mem_eq(buf, "DEF", 3);
-	ck_assert_int_eq(bl_iter_seek(&it, 0), 0);
-	ck_assert_int_eq(bl_iter_copy(&it, 2, buf), 0);
-	ck_assert_mem_eq(buf, "AB", 2);
-	ck_assert_int_eq(bl_iter_seek(&it, 10), 0);
-	tu_assert_at(&it, 10, 0);
-	ck_assert_int_eq(bl_iter_seek(&it, 5), 0);
-	ck_assert_int_eq(bl_iter_seek(&it, 11), -ERANGE);
-	ck_assert_int_eq(bl_iter_seek(&it, SIZE_MAX), -ERANGE);
-	tu_assert_at(&it, 5, 5);
-	ck_assert_int_eq(bl_iter_copy(&it, 2, buf), 0);
-	ck_assert_mem_eq(buf, "FG", 2);
-	bl_list_clear(&l);
+	run_on_abc(steps, NSTEPS(steps));
 }
 END_TEST
 
