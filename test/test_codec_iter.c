@@ -348,6 +348,17 @@ START_TEST(test_iter_copied_by_assignment_is_independent)
 }
 END_TEST
 
+/* A random walk's list: @len random bytes in @data, as segments of 1..13
+ * bytes of their own raws, and a cursor at its start. */
+static void walk_start(struct bl_list *l, struct bl_iter *it,
+		       unsigned char *data, size_t len, uint64_t *rng)
+{
+	tu_fill(data, len, rng);
+	bl_list_init(l);
+	tu_append_segmented(l, data, len, 13, 1, rng);
+	ck_assert_int_eq(bl_iter_init(it, l, 0), 0);
+}
+
 START_TEST(test_iter_random_walk_matches_model)
 {
 	static unsigned char data[5000];
@@ -356,10 +367,7 @@ START_TEST(test_iter_random_walk_matches_model)
 	struct bl_list l;
 	struct bl_iter it;
 
-	tu_fill(data, sizeof(data), &rng);
-	bl_list_init(&l);
-	tu_append_segmented(&l, data, sizeof(data), 13, 1, &rng);
-	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	walk_start(&l, &it, data, sizeof(data), &rng);
 	for (int i = 0; i < 2000; i++) {
 		size_t pos = bl_iter_offset(&it), n = tu_rand(&rng) % 600;
 
@@ -738,10 +746,7 @@ START_TEST(test_inline_random_walk_matches_model)
 	struct bl_list l;
 	struct bl_iter it;
 
-	tu_fill(data, sizeof(data), &rng);
-	bl_list_init(&l);
-	tu_append_segmented(&l, data, sizeof(data), 13, 1, &rng);
-	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
+	walk_start(&l, &it, data, sizeof(data), &rng);
 	for (int i = 0; i < 20000; i++) {
 		size_t pos = bl_iter_offset(&it), left = sizeof(data) - pos;
 		size_t n = tu_rand(&rng) % 20;
