@@ -118,7 +118,7 @@ START_TEST(test_stream_random_pieces_many_frames)
 
 		data[i] = tu_data(lens[i], i == 2 ? TU_MIXED : TU_TEXT, &rng);
 		f = tu_lz4_flat(data[i], lens[i], &tu_lz4_opts[(size_t)i * 3],
-				  &flen);
+				&flen);
 		if (i & 1) {	/* a skippable frame before it */
 			tu_fb_le32(&all, 0x184D2A50u + (uint32_t)i * 5);
 			tu_fb_le32(&all, 10);
@@ -152,7 +152,7 @@ START_TEST(test_stream_random_pieces_many_frames)
 			off += n;
 			if (off < all.len)	/* end() only looks */
 				TU_REQUIRE(bl_lz4_decoder_end(d) == 0 ||
-					bl_lz4_decoder_end(d) == -EBADMSG);
+					   bl_lz4_decoder_end(d) == -EBADMSG);
 		}
 		ck_assert_int_eq(bl_lz4_decoder_end(d), 0);
 		bl_lz4_decoder_free(d);
@@ -339,7 +339,7 @@ START_TEST(test_block_decoder_seams_near_block_end)
 	for (int round = 0; round < 60; round++) {
 		size_t n = KiB + tu_rand(&rng) % (15 * KiB);
 		unsigned char *src = tu_data(n, round % 2 ? TU_TEXT : TU_MIXED,
-					       &rng);
+					     &rng);
 		size_t cs, cap = n + 64;
 
 		cs = (size_t)LZ4_compress_default((const char *)src, c,

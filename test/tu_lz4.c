@@ -96,7 +96,7 @@ void tu_seg(struct bl_list *l, const void *data, size_t n)
 
 /* Appends @len bytes as segments of exactly @seg bytes, each its own raw. */
 void tu_fixed(struct bl_list *l, const void *data, size_t len,
-	       size_t seg)
+	      size_t seg)
 {
 	const char *p = data;
 
@@ -111,7 +111,7 @@ void tu_fixed(struct bl_list *l, const void *data, size_t len,
 
 /* Segments of log-uniform sizes between 1 byte and @max, own raws. */
 void tu_logseg(struct bl_list *l, const void *data, size_t len,
-		size_t max, uint64_t *rng)
+	       size_t max, uint64_t *rng)
 {
 	const char *p = data;
 	unsigned bits = 0;
@@ -203,7 +203,7 @@ void tu_out_prefill(struct bl_list *out)
 
 /* Compresses flat bytes into a malloc'd frame; *len receives its length. */
 unsigned char *tu_lz4_flat(const void *data, size_t n,
-			    const struct bl_lz4_opts *o, size_t *len)
+			   const struct bl_lz4_opts *o, size_t *len)
 {
 	struct bl_list in, out;
 	unsigned char *f;
@@ -374,7 +374,7 @@ void tu_fb_header(struct tu_fb *f, unsigned flg, unsigned bd, uint64_t csize)
 
 /* One block: compressed when it helps (or @force_raw), + checksum when @bchk. */
 void tu_fb_block(struct tu_fb *f, const void *data, size_t n, bool bchk,
-	      bool force_raw)
+		 bool force_raw)
 {
 	char *c = malloc(LZ4_compressBound((int)n));
 	int cs = force_raw ? 0 : LZ4_compress_default(data, c, (int)n,
