@@ -80,7 +80,7 @@ END_TEST
 START_TEST(slice_copied_without_reference_is_reported)
 {
 	assert_asan_report(tu_run_child(tu_slice_released_twice, err,
-						sizeof(err)),
+					sizeof(err)),
 			   "use-after-poison");
 }
 END_TEST
