@@ -771,7 +771,7 @@ START_TEST(test_mixed_stream_round_trip_any_segmentation)
 END_TEST
 
 
-static Suite *codec_suite(void)
+int main(void)
 {
 	const TTest *fixed_tests[] = {
 		test_encode_fixed_is_little_endian,
@@ -811,10 +811,6 @@ static Suite *codec_suite(void)
 		{ NULL }
 	};
 
-	return tu_suite("codec_encode", groups);
-}
 
-int main(void)
-{
-	return tu_run(codec_suite());
+	return tu_run(tu_suite("codec_encode", groups));
 }

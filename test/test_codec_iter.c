@@ -814,7 +814,7 @@ START_TEST(test_iter_copy_to_null_is_einval)
 }
 END_TEST
 
-static Suite *codec_suite(void)
+int main(void)
 {
 	const TTest *iter_tests[] = {
 		test_iter_init_at_offsets,
@@ -847,10 +847,6 @@ static Suite *codec_suite(void)
 		{ NULL }
 	};
 
-	return tu_suite("codec_iter", groups);
-}
 
-int main(void)
-{
-	return tu_run(codec_suite());
+	return tu_run(tu_suite("codec_iter", groups));
 }

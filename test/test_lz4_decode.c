@@ -808,7 +808,7 @@ START_TEST(test_decompression_bomb)
 }
 END_TEST
 
-static Suite *lz4_suite(void)
+int main(void)
 {
 	const TTest *segmentation_tests[] = {
 		test_decode_every_segmentation_of_tiny_frame,
@@ -837,11 +837,6 @@ static Suite *lz4_suite(void)
 		{ NULL }
 	};
 
-	return tu_suite("lz4_decode", groups);
-}
-
-int main(void)
-{
 	seed = tu_seed("test_lz4_decode");
-	return tu_run(lz4_suite());
+	return tu_run(tu_suite("lz4_decode", groups));
 }

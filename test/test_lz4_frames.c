@@ -634,7 +634,7 @@ START_TEST(test_output_segments_are_large_and_valid)
 }
 END_TEST
 
-static Suite *lz4_suite(void)
+int main(void)
 {
 	const TTest *xxh32_tests[] = {
 		test_xxh32_matches_liblz4,
@@ -674,11 +674,6 @@ static Suite *lz4_suite(void)
 		{ NULL }
 	};
 
-	return tu_suite("lz4_frames", groups);
-}
-
-int main(void)
-{
 	seed = tu_seed("test_lz4_frames");
-	return tu_run(lz4_suite());
+	return tu_run(tu_suite("lz4_frames", groups));
 }
