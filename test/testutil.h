@@ -250,4 +250,10 @@ void tu_child_clean(void (*fn)(void), const char *marker);
  * reference released too (the raw's second release). */
 void tu_slice_released_twice(void);
 
+/* ---- the Ceph suites' cluster (tu_ceph.c) -------------------------------- */
+
+/* The pool make check-ceph's cluster gives (BL_CEPH_POOL, with CEPH_CONF
+ * set), or NULL, said on stdout as @who's: the suite then exits 77. */
+const char *tu_ceph_pool(const char *who);
+
 #endif
