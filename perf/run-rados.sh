@@ -19,8 +19,11 @@
 # and each reads only its own objects.  Before every run: sync, and 2 s for
 # the OSDs to settle.  Then, unless BL_BENCH_JOBS=0, the same for many
 # clients: `blbench --jobs 4 -t 8` against four `rados bench -t 8` processes
-# started together under their own --run-name, their bandwidths summed
-# (write and seq).
+# started together under their own --run-name (write and seq), in two rows:
+# each client's own bandwidth summed (rados bench's four summaries, and
+# blbench's per-job JSON array), and all clients' bytes over the longest
+# client's time (blbench's own summary; rados bench's ops over the longest
+# "Total time run").
 #
 # What is measured, per run: the summary's "Bandwidth (MB/sec)" (MB = 2^20
 # bytes, the same label in both) and "Average Latency(s)", blbench's p99
@@ -133,24 +136,29 @@ echo "# $rounds rounds ($layout), $secs s each, -t $depth, 4 MiB ops, pool $pool
 echo "# blbench: $bin"
 df -h "$(dirname "$CEPH_CONF")" | sed 's/^/# /'
 
-# rados bench's plain summary: "MB/s ops avg-lat" (- when absent)
+# rados bench's plain summary: "MB/s ops avg-lat time-run" (- or 0 when
+# absent)
 parse_rados() {	# parse_rados FILE
 	awk -F: '
 		/^Bandwidth \(MB\/sec\)/ { gsub(/ /, "", $2); bw = $2 }
 		/^Total (writes|reads) made/ { gsub(/ /, "", $2); n = $2 }
 		/^Average Latency\(s\)/ { gsub(/ /, "", $2); lat = $2 }
-		END { if (bw != "" && n != "") print bw, n, (lat == "" ? "-" : lat) }' "$1"
+		/^Total time run/ { gsub(/ /, "", $2); t = $2 }
+		END { if (bw != "" && n != "") print bw, n, (lat == "" ? "-" : lat), (t == "" ? 0 : t) }' "$1"
 }
 # blbench's JSON (after rados bench's "hints = 1" line): "MB/s ops avg-lat
-# p99 copied"
+# p99 copied rates-summed"
 parse_blbench() {	# parse_blbench FILE
 	python3 - "$1" <<'PY' 2>/dev/null
 import json, sys
 t = open(sys.argv[1]).read()
 d = json.loads(t[t.index("{"):])
 n = d.get("total_writes_made", d.get("total_reads_made"))
+# --jobs: the clients' own rates summed too, as four rados bench runs
+# are added up
+rates = sum(float(j["bandwidth"]) for j in d.get("jobs", [])) or d["bandwidth"]
 print(d["bandwidth"], n, d["average_latency"], d["latency_p99"],
-      d["client_copied_bytes"])
+      d["client_copied_bytes"], rates)
 PY
 }
 
@@ -186,7 +194,9 @@ run_one() {
 	( "${cmd[@]}" >"$out" 2>"$err"; st=$?; times >"$work/times"; exit $st )
 	st=$?
 	local v
-	if [ "$who" = rados ]; then v=$(parse_rados "$out"); else v=$(parse_blbench "$out"); fi
+	# rados bench: its own time is not needed for one client
+	if [ "$who" = rados ]; then v=$(parse_rados "$out" | cut -d' ' -f1-3)
+	else v=$(parse_blbench "$out"); fi
 	if [ "$st" -ne 0 ] || [ -z "$v" ]; then
 		echo "# round $round: $who $mode FAILED (status $st)" >&2
 		tail -n 5 "$err" >&2
@@ -197,16 +207,17 @@ run_one() {
 		return 1
 	fi
 	local bw n lat p99 cp
-	read -r bw n lat p99 cp <<<"$v"
+	read -r bw n lat p99 cp _ <<<"$v"
 	record "$round" "$who" "$mode" "$bw" "$n" "$(cpu_of "$work/times")" \
 		"$lat" "${p99:--}" "${cp:--}"
 }
 
 # run_many ROUND CLIENT MODE: BL_BENCH_JOBS clients of -t BL_BENCH_JOBS_T:
 # blbench --jobs N in one process, or N rados bench processes started
-# together (bandwidths and ops summed, CPU of all of them)
+# together (ops summed over the longest client's time, CPU of all of them)
 run_many() {
 	local round=$1 who=$2 mode=$3 st=0 k v bw=0 n=0 lat=0 p99=- cp=-
+	local rates=0
 	local -a cmd
 	sync
 	sleep 2
@@ -217,7 +228,7 @@ run_many() {
 		( "${cmd[@]}" >"$work/out" 2>"$work/err"; st=$?; times >"$work/times"; exit $st )
 		st=$?
 		v=$(parse_blbench "$work/out")
-		[ -n "$v" ] && read -r bw n lat p99 cp <<<"$v"
+		[ -n "$v" ] && read -r bw n lat p99 cp rates <<<"$v"
 	else
 		(
 			for k in $(seq 1 "$njobs"); do
@@ -232,16 +243,23 @@ run_many() {
 			exit $st
 		)
 		st=$?
-		local lsum=0
+		local lsum=0 tmax=0
 		for k in $(seq 1 "$njobs"); do
 			v=$(parse_rados "$work/out.$k")
 			[ -z "$v" ] && { st=1; break; }
-			read -r b1 n1 l1 <<<"$v"
-			bw=$(awk -v a="$bw" -v b="$b1" 'BEGIN { print a + b }')
+			read -r b1 n1 l1 t1 <<<"$v"
+			rates=$(awk -v a="$rates" -v b="$b1" 'BEGIN { print a + b }')
 			n=$((n + n1))
 			lsum=$(awk -v a="$lsum" -v b="$l1" -v c="$n1" 'BEGIN { print a + b * c }')
+			tmax=$(awk -v a="$tmax" -v b="$t1" 'BEGIN { print (b > a ? b : a) }')
 		done
+		# and the clients' bytes over the longest client's time, as
+		# blbench --jobs reports it (fio's aggregate): a sum of rates
+		# counts a client that finished early as if it had gone on at
+		# its rate while the others still ran
 		[ "$n" -gt 0 ] && lat=$(awk -v a="$lsum" -v c="$n" 'BEGIN { print a / c }')
+		[ "$n" -gt 0 ] && bw=$(awk -v n="$n" -v s="$opsize" -v t="$tmax" \
+			'BEGIN { printf "%.3f", (t > 0 ? n * s / 1048576 / t : 0) }')
 		cat "$work"/err.* >"$work/err" 2>/dev/null
 	fi
 	if [ "$st" -ne 0 ] || [ "$n" -eq 0 ]; then
@@ -253,7 +271,11 @@ run_many() {
 		echo "# round $round: $who x$njobs $mode read wrong data" >&2
 		return 1
 	fi
-	record "$round" "$who" "${mode}x$njobs" "$bw" "$n" \
+	# two rows: each client's own rate summed (what rados bench users
+	# add up by hand), and all bytes over the longest client's time
+	record "$round" "$who" "${mode}x$njobs" "$rates" "$n" \
+		"$(cpu_of "$work/times")" "$lat" "$p99" "$cp"
+	record "$round" "$who" "${mode}x${njobs}all" "$bw" "$n" \
 		"$(cpu_of "$work/times")" "$lat" "$p99" "$cp"
 }
 
@@ -328,7 +350,7 @@ stat() {	# stat WHO MODE FIELD   FIELD: bw | cpu (s per GiB) | lat | copied
 }
 
 modes="write seq rand"
-[ "$njobs" -gt 0 ] && modes="$modes writex$njobs seqx$njobs"
+[ "$njobs" -gt 0 ] && modes="$modes writex$njobs seqx$njobs writex${njobs}all seqx${njobs}all"
 echo
 echo "| mode | rados bench MB/s | blbench MB/s | blbench / rados | rados bench avg lat (s) | blbench avg lat (s) | rados bench CPU s/GiB | blbench CPU s/GiB | blbench / rados | blbench bytes copied (max) |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
@@ -341,7 +363,10 @@ for m in $modes; do
 	read -r bc bcl bch <<<"$(stat blbench "$m" cpu)"
 	read -r _ _ cpmax <<<"$(stat blbench "$m" copied)"
 	label=$m
-	case $m in *x*) label="${m%x*} (${njobs} clients of -t $jdepth)" ;; esac
+	case $m in
+	*all) label="${m%x*} (${njobs} clients of -t $jdepth, all bytes / longest time)" ;;
+	*x*) label="${m%x*} (${njobs} clients of -t $jdepth, rates summed)" ;;
+	esac
 	awk -v m="$label" -v rb="$rb" -v rbl="$rbl" -v rbh="$rbh" -v bb="$bb" \
 		-v bbl="$bbl" -v bbh="$bbh" -v rl="$rl" -v bl="$bl" -v rc="$rc" \
 		-v rcl="$rcl" -v rch="$rch" -v bc="$bc" -v bcl="$bcl" \

@@ -8,11 +8,11 @@
 #                     and not a block parked in a per-thread cache;
 #   BL_TEST_QUICK=1   suites that honour it run fewer random iterations.
 #
-# test_uring runs twice: on the io_uring back end and on the blocking one
-# (BL_URING_FORCE_BLOCKING=1).  Output goes to test/NAME.valgrind[-MODE].log
-# (the suite) and .vg (valgrind); one summary line per run is printed, and
-# the exit status is non-zero if any run had an error or a definite or
-# indirect leak, or its suite failed.
+# The test_uring_* suites run twice: on the io_uring back end and on the
+# blocking one (BL_URING_FORCE_BLOCKING=1).  Output goes to
+# test/NAME.valgrind[-MODE].log (the suite) and .vg (valgrind); one
+# summary line per run is printed, and the exit status is non-zero if any
+# run had an error or a definite or indirect leak, or its suite failed.
 #
 # Environment: LIBTOOL (the build's libtool: test programs may be libtool
 # wrapper scripts), top_srcdir, VALGRIND (default valgrind), VG_SUITES (a
@@ -102,7 +102,7 @@ for prog in "$@"; do
 		case " $VG_SUITES " in *" $name "*) ;; *) continue ;; esac
 	fi
 	case $name in
-	test_uring|test_uring_sync) modes="io_uring blocking" ;;
+	test_uring_*) modes="io_uring blocking" ;;
 	*) modes="-" ;;
 	esac
 	for mode in $modes; do

@@ -229,7 +229,7 @@ START_TEST(msgr_conn_fd_is_the_socket_keep_fd_leaves_open)
 }
 END_TEST
 
-static Suite *accessors_suite(void)
+int main(void)
 {
 	const TTest *allocator_tests[] = {
 		allocator_get_gives_a_default_that_allocates,
@@ -248,16 +248,11 @@ static Suite *accessors_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "allocator", allocator_tests },
-		{ "pool_stats", pool_stats_tests },
-		{ "msgr_fd", msgr_fd_tests },
-		{ NULL }
+		TU_GROUP("allocator", allocator_tests),
+		TU_GROUP("pool_stats", pool_stats_tests),
+		TU_GROUP("msgr_fd", msgr_fd_tests),
+		TU_GROUP_END
 	};
 
-	return tu_suite("accessors", groups);
-}
-
-int main(void)
-{
-	return tu_run(accessors_suite());
+	return tu_run(tu_suite("accessors", groups));
 }

@@ -1388,8 +1388,8 @@ static Suite *failure_suite(void)
 		{ NULL, 0, 0 }
 	};
 	const struct tu_group groups[] = {
-		{ "enomem", NULL, enomem_loops, .timeout = 60 },
-		{ NULL }
+		TU_GROUP("enomem", NULL, .loops = enomem_loops, .timeout = 60),
+		TU_GROUP_END
 	};
 
 	return tu_suite("failure", groups);

@@ -639,8 +639,9 @@ static Suite *faults_suite(void)
 		{ NULL, 0, 0 }
 	};
 	const struct tu_group groups[] = {
-		{ "allocations", NULL, alloc_loops, .timeout = 120 },
-		{ NULL }
+		TU_GROUP("allocations", NULL, .loops = alloc_loops,
+			 .timeout = 120),
+		TU_GROUP_END
 	};
 
 	return tu_suite("alloc_failures_io", groups);

@@ -3702,17 +3702,17 @@ static Suite *blbench_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "options", options_tests, NULL, .timeout = 60,
-		  .setup = setup, .teardown = teardown },
-		{ "local", local_tests, NULL, .timeout = 60,
-		  .setup = setup, .teardown = teardown },
-		{ "output", output_tests, NULL, .timeout = 60,
-		  .setup = setup, .teardown = teardown },
-		{ "verify", verify_tests, NULL, .timeout = 60,
-		  .setup = setup, .teardown = teardown },
-		{ "tcp", tcp_tests, NULL, .timeout = 60,
-		  .setup = setup, .teardown = teardown },
-		{ NULL }
+		TU_GROUP("options", options_tests,
+			 .timeout = 60, .setup = setup, .teardown = teardown),
+		TU_GROUP("local", local_tests,
+			 .timeout = 60, .setup = setup, .teardown = teardown),
+		TU_GROUP("output", output_tests,
+			 .timeout = 60, .setup = setup, .teardown = teardown),
+		TU_GROUP("verify", verify_tests,
+			 .timeout = 60, .setup = setup, .teardown = teardown),
+		TU_GROUP("tcp", tcp_tests,
+			 .timeout = 60, .setup = setup, .teardown = teardown),
+		TU_GROUP_END
 	};
 
 	return tu_suite("blbench", groups);

@@ -1430,23 +1430,24 @@ int main(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "write_read", write_read_tests, write_read_loops,
-		  .timeout = 300, .setup = setup, .teardown = teardown },
-		{ "aio", aio_tests, NULL, .timeout = 300, .setup = setup,
-		  .teardown = teardown },
-		{ "list", list_tests, NULL, .timeout = 300, .setup = setup,
-		  .teardown = teardown },
-		{ "alloc_hint", alloc_hint_tests, NULL, .timeout = 300,
-		  .setup = setup, .teardown = teardown },
+		TU_GROUP("write_read", write_read_tests,
+			 .loops = write_read_loops, .timeout = 300,
+			 .setup = setup, .teardown = teardown),
+		TU_GROUP("aio", aio_tests, .timeout = 300, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("list", list_tests, .timeout = 300, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("alloc_hint", alloc_hint_tests, .timeout = 300,
+			 .setup = setup, .teardown = teardown),
 #ifdef BL_COUNT_MEMCPY
-		{ "process_copies", process_copies_tests, NULL, .timeout = 300,
-		  .setup = setup, .teardown = teardown },
+		TU_GROUP("process_copies", process_copies_tests, .timeout = 300,
+			 .setup = setup, .teardown = teardown),
 #endif
-		{ "errors", errors_tests, NULL, .timeout = 300, .setup = setup,
-		  .teardown = teardown },
-		{ "thread_local", thread_local_tests, NULL, .timeout = 300,
-		  .setup = setup, .teardown = teardown_thread_local },
-		{ NULL }
+		TU_GROUP("errors", errors_tests, .timeout = 300, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("thread_local", thread_local_tests, .timeout = 300,
+			 .setup = setup, .teardown = teardown_thread_local),
+		TU_GROUP_END
 	};
 
 	g_pool = tu_ceph_pool("test_ceph");

@@ -1240,20 +1240,20 @@ static int run(bool ec)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "omap", omap_tests, NULL, .timeout = 300, .setup = setup,
-		  .teardown = teardown },
-		{ "ops", ops_tests, NULL, .timeout = 300, .setup = setup,
-		  .teardown = teardown },
-		{ "aio", aio_tests, NULL, .timeout = 300, .setup = setup,
-		  .teardown = teardown },
-		{ "big", big_tests, NULL, .timeout = 900, .setup = setup,
-		  .teardown = teardown },
-		{ "thread_local", thread_local_tests, NULL, .timeout = 300,
-		  .setup = setup, .teardown = teardown_thread_local },
+		TU_GROUP("omap", omap_tests, .timeout = 300, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("ops", ops_tests, .timeout = 300, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("aio", aio_tests, .timeout = 300, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("big", big_tests, .timeout = 900, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("thread_local", thread_local_tests, .timeout = 300,
+			 .setup = setup, .teardown = teardown_thread_local),
 		/* the last: without the pool, the end of the table */
-		{ ec ? "ec" : NULL, ec_tests, NULL, .timeout = 300,
-		  .setup = setup_ec, .teardown = teardown_ec },
-		{ NULL }
+		TU_GROUP(ec ? "ec" : NULL, ec_tests, .timeout = 300,
+			 .setup = setup_ec, .teardown = teardown_ec),
+		TU_GROUP_END
 	};
 
 	return tu_run(tu_suite("ceph_ops", groups));

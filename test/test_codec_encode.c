@@ -805,10 +805,10 @@ int main(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "fixed", fixed_tests, NULL, .timeout = 0 },
-		{ "varint", varint_tests, NULL, .timeout = 0 },
-		{ "bytes", bytes_tests, NULL, .timeout = 0 },
-		{ NULL }
+		TU_GROUP("fixed", fixed_tests),
+		TU_GROUP("varint", varint_tests),
+		TU_GROUP("bytes", bytes_tests),
+		TU_GROUP_END
 	};
 
 

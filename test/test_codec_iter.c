@@ -15,13 +15,6 @@
 
 /* ---- helpers ----------------------------------------------------------- */
 
-/* "ABCDEFGHIJ" as ABC DEF GHI J. */
-static void make_abc(struct bl_list *l)
-{
-	bl_list_init(l);
-	tu_append_fixed(l, "ABCDEFGHIJ", 10, 3);
-}
-
 /* Each of @l's four raws back to the list's and @seg's references only
  * (what a test shared has been dropped); then both go. */
 static void release_abc(struct bl_list *l, struct bl_ptr seg[4])
@@ -75,7 +68,7 @@ static void run_on_abc(const struct step *s, size_t n)
 {
 	struct bl_list l;
 
-	make_abc(&l);
+	tu_make_abc(&l);
 	run_steps(&l, s, n);
 	bl_list_clear(&l);
 }
@@ -164,7 +157,7 @@ START_TEST(test_iter_copy_list_shares_slices)
 	struct bl_ptr seg[4];
 	uint64_t c0;
 
-	make_abc(&l);
+	tu_make_abc(&l);
 	for (unsigned i = 0; i < 4; i++)
 		ck_assert_int_eq(bl_list_get_ptr(&l, i, &seg[i]), 0);
 	bl_list_init(&dst);
@@ -199,7 +192,7 @@ START_TEST(test_iter_copy_list_inside_segment_into_empty_sets_one_slot)
 	struct bl_ptr seg[4], p;
 	struct tu_alloc_stats st;
 
-	make_abc(&l);
+	tu_make_abc(&l);
 	for (unsigned i = 0; i < 4; i++)
 		ck_assert_int_eq(bl_list_get_ptr(&l, i, &seg[i]), 0);
 	bl_list_init(&dst);
@@ -250,7 +243,7 @@ START_TEST(test_iter_copy_list_to_segment_end_or_beyond)
 	struct bl_list l, dst;
 	struct bl_iter it;
 
-	make_abc(&l);
+	tu_make_abc(&l);
 	bl_list_init(&dst);
 	/* up to the end of DEF exactly: the cursor moves on to GHI */
 	ck_assert_int_eq(bl_iter_init(&it, &l, 4), 0);
@@ -297,7 +290,7 @@ START_TEST(test_get_ptr_and_advance_returns_runs)
 	const char *d = NULL;
 	uint64_t c0;
 
-	make_abc(&l);
+	tu_make_abc(&l);
 	ck_assert_int_eq(bl_list_get_ptr(&l, 1, &seg1), 0);
 	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
 	c0 = copied_now();
@@ -329,7 +322,7 @@ START_TEST(test_iter_copied_by_assignment_is_independent)
 	struct bl_iter a, b;
 	char ba[3], bb[3];
 
-	make_abc(&l);
+	tu_make_abc(&l);
 	ck_assert_int_eq(bl_iter_init(&a, &l, 2), 0);
 	b = a;
 	ck_assert_int_eq(bl_iter_advance(&b, 5), 0);
@@ -533,7 +526,7 @@ START_TEST(test_inline_get_ptr_at_segment_boundaries)
 	const char *d;
 	uint64_t c0 = copied_now();
 
-	make_abc(&l);
+	tu_make_abc(&l);
 	for (unsigned i = 0; i < 4; i++) {
 		seg[i] = (struct bl_ptr)BL_PTR_INIT;
 		ck_assert_int_eq(bl_list_get_ptr(&l, i, &seg[i]), 0);
@@ -599,7 +592,7 @@ START_TEST(test_inline_advance_at_segment_boundaries)
 	const char *d;
 	uint64_t v, c0;
 
-	make_abc(&l);
+	tu_make_abc(&l);
 	bl_list_init(&dst);
 	/* to the end of a segment exactly, then what follows */
 	ck_assert_int_eq(bl_iter_init(&it, &l, 0), 0);
@@ -842,9 +835,9 @@ int main(void)
 		{ NULL, 0, 0 }
 	};
 	const struct tu_group groups[] = {
-		{ "iter", iter_tests, NULL, .timeout = 0 },
-		{ "inline", NULL, inline_loops, .timeout = 0 },
-		{ NULL }
+		TU_GROUP("iter", iter_tests),
+		TU_GROUP("inline", NULL, .loops = inline_loops),
+		TU_GROUP_END
 	};
 
 

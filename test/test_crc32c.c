@@ -805,11 +805,11 @@ static Suite *crc32c_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "values", values_tests },
-		{ "impls", impls_tests, NULL, .timeout = 600 },
-		{ "algebra", algebra_tests, NULL, .timeout = 120 },
-		{ "dispatch", dispatch_tests, NULL, .timeout = 60 },
-		{ NULL }
+		TU_GROUP("values", values_tests),
+		TU_GROUP("impls", impls_tests, .timeout = 600),
+		TU_GROUP("algebra", algebra_tests, .timeout = 120),
+		TU_GROUP("dispatch", dispatch_tests, .timeout = 60),
+		TU_GROUP_END
 	};
 
 	return tu_suite("crc32c", groups);

@@ -381,8 +381,8 @@ int main(void)
 		{ NULL, 0, 0 }
 	};
 	const struct tu_group groups[] = {
-		{ "misuse", misuse_tests, misuse_loops, .timeout = 0 },
-		{ NULL }
+		TU_GROUP("misuse", misuse_tests, .loops = misuse_loops),
+		TU_GROUP_END
 	};
 
 	return tu_run(tu_suite("debug", groups));

@@ -1262,13 +1262,13 @@ static Suite *denc_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "struct", struct_tests, NULL, .timeout = 60 },
-		{ "hole", hole_tests },
-		{ "scalars", scalars_tests, NULL, .timeout = 60 },
-		{ "seq", seq_tests },
-		{ "predicates", predicates_tests },
-		{ "failure", failure_tests, NULL, .timeout = 120 },
-		{ NULL }
+		TU_GROUP("struct", struct_tests, .timeout = 60),
+		TU_GROUP("hole", hole_tests),
+		TU_GROUP("scalars", scalars_tests, .timeout = 60),
+		TU_GROUP("seq", seq_tests),
+		TU_GROUP("predicates", predicates_tests),
+		TU_GROUP("failure", failure_tests, .timeout = 120),
+		TU_GROUP_END
 	};
 
 	return tu_suite("denc", groups);

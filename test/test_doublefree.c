@@ -142,8 +142,8 @@ static Suite *doublefree_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "asan", asan_tests, NULL, .timeout = 120 },
-		{ NULL }
+		TU_GROUP("asan", asan_tests, .timeout = 120),
+		TU_GROUP_END
 	};
 
 	return tu_suite("doublefree", groups);

@@ -162,8 +162,8 @@ static Suite *replay_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "corpora", corpora_tests, NULL, .timeout = 600 },
-		{ NULL }
+		TU_GROUP("corpora", corpora_tests, .timeout = 600),
+		TU_GROUP_END
 	};
 
 	return tu_suite("fuzz_replay", groups);

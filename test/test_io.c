@@ -67,15 +67,6 @@ static off_t file_size(int fd)
 	return st.st_size;
 }
 
-static void set_nonblock(int fd, bool on)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	ck_assert_int_ge(fl, 0);
-	fl = on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK;
-	ck_assert_int_eq(fcntl(fd, F_SETFL, fl), 0);
-}
-
 /* The lowest free descriptor number: unchanged across a call = no fd leak. */
 static int lowest_free_fd(void)
 {
@@ -823,6 +814,45 @@ static void small_pipe(int p[2])
 	ck_assert_int_ge(fcntl(p[1], F_SETPIPE_SZ, 4096), 4096);
 }
 
+/*
+ * Reads @fd to its end onto @got at @have (@bite bytes at a time, at most
+ * 4096; yielding after each when @yield); more than @len in all fails.
+ * Return: the new @have.
+ */
+static size_t read_to_eof(int fd, unsigned char *got, size_t have,
+			  size_t len, size_t bite, bool yield)
+{
+	unsigned char buf[4096];
+
+	ck_assert_uint_le(bite, sizeof(buf));
+	for (;;) {
+		ssize_t n = read(fd, buf, bite);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		ck_assert_int_ge(n, 0);
+		if (n == 0)
+			return have;
+		ck_assert_uint_le(have + (size_t)n, len);
+		memcpy(got + have, buf, (size_t)n);
+		have += (size_t)n;
+		if (yield)
+			sched_yield();
+	}
+}
+
+/* Joins the writer @th: it wrote all @len bytes of @want, @got has them. */
+static void writer_wrote_all(pthread_t th, const struct writer *w,
+			     const unsigned char *got, size_t have,
+			     const unsigned char *want, size_t len)
+{
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(w->ret, 0);
+	ck_assert_uint_eq(w->done, len);
+	ck_assert_uint_eq(have, len);
+	ck_assert_mem_eq(got, want, len);
+}
+
 START_TEST(test_list_larger_than_pipe_reaches_a_slow_reader_whole)
 {
 	uint64_t rng = seed + 11;
@@ -843,25 +873,8 @@ START_TEST(test_list_larger_than_pipe_reaches_a_slow_reader_whole)
 	ck_assert_int_eq(pthread_create(&th, NULL, writer_fn, &w), 0);
 
 	/* drain in small bites, yielding, so the writer keeps finding it full */
-	for (;;) {
-		unsigned char bite[1000];
-		ssize_t n = read(p[0], bite, sizeof(bite));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		ck_assert_int_ge(n, 0);
-		if (n == 0)
-			break;
-		ck_assert_uint_le(have + (size_t)n, len);
-		memcpy(got + have, bite, (size_t)n);
-		have += (size_t)n;
-		sched_yield();
-	}
-	ck_assert_int_eq(pthread_join(th, NULL), 0);
-	ck_assert_int_eq(w.ret, 0);
-	ck_assert_uint_eq(w.done, len);
-	ck_assert_uint_eq(have, len);
-	ck_assert_mem_eq(got, want, len);
+	have = read_to_eof(p[0], got, have, len, 1000, true);
+	writer_wrote_all(th, &w, got, have, want, len);
 
 	close(p[0]);
 	bl_list_clear(&l);
@@ -969,8 +982,8 @@ START_TEST(test_nonblocking_socket_gives_eagain_with_progress_then_resumes)
 			 0);
 	ck_assert_int_eq(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf,
 				    sizeof(sndbuf)), 0);
-	set_nonblock(sv[0], true);
-	set_nonblock(sv[1], true);
+	tu_set_nonblock(sv[0], true);
+	tu_set_nonblock(sv[1], true);
 
 	/* the socket takes part of it, then would block */
 	ck_assert_int_eq(bl_list_write_fd(&l, sv[0], &done), -EAGAIN);
@@ -1008,14 +1021,6 @@ START_TEST(test_nonblocking_socket_gives_eagain_with_progress_then_resumes)
 }
 END_TEST
 
-static bool sigpipe_pending(void)
-{
-	sigset_t set;
-
-	ck_assert_int_eq(sigpending(&set), 0);
-	return sigismember(&set, SIGPIPE) == 1;
-}
-
 /*
  * The reader of a pipe or socket went away: the write fails with -EPIPE
  * and the process lives, with SIGPIPE at its default disposition (which
@@ -1046,15 +1051,15 @@ START_TEST(test_write_to_a_gone_reader_is_epipe_without_sigpipe)
 		close(fds[0]);
 		ck_assert_int_eq(bl_list_write_fd(&l, fds[1], &done), -EPIPE);
 		ck_assert_uint_eq(done, 0);
-		ck_assert(!sigpipe_pending());
+		ck_assert(!tu_sigpipe_pending());
 
 		/* blocked and pending already: the caller's stays */
 		ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, &pipe_set, &mask0),
 				 0);
 		ck_assert_int_eq(raise(SIGPIPE), 0);
-		ck_assert(sigpipe_pending());
+		ck_assert(tu_sigpipe_pending());
 		ck_assert_int_eq(bl_list_write_fd(&l, fds[1], NULL), -EPIPE);
-		ck_assert(sigpipe_pending());
+		ck_assert(tu_sigpipe_pending());
 		{
 			static const struct timespec zero = { 0, 0 };
 
@@ -1063,7 +1068,7 @@ START_TEST(test_write_to_a_gone_reader_is_epipe_without_sigpipe)
 		}
 		/* blocked, none pending: the write's own is consumed */
 		ck_assert_int_eq(bl_list_write_fd(&l, fds[1], NULL), -EPIPE);
-		ck_assert(!sigpipe_pending());
+		ck_assert(!tu_sigpipe_pending());
 		ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, &mask0, NULL), 0);
 		close(fds[1]);
 	}
@@ -1079,7 +1084,7 @@ START_TEST(test_nonblocking_read_gives_eagain_or_what_arrived)
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
 			 0);
-	set_nonblock(sv[0], true);
+	tu_set_nonblock(sv[0], true);
 	bl_list_init(&l);
 	ck_assert_int_eq(bl_list_append(&l, "keep", 4), 0);
 
@@ -1228,7 +1233,7 @@ START_TEST(test_eintr_during_blocked_write_is_retried)
 	small_pipe(p);
 	/* fill the pipe to the brim so the writer moves no byte until drained */
 	memset(fill, 'f', sizeof(fill));
-	set_nonblock(p[1], true);
+	tu_set_nonblock(p[1], true);
 	for (;;) {
 		ssize_t n = write(p[1], fill, prefill ? 1 : sizeof(fill));
 
@@ -1238,7 +1243,7 @@ START_TEST(test_eintr_during_blocked_write_is_retried)
 		}
 		prefill += (size_t)n;
 	}
-	set_nonblock(p[1], false);
+	tu_set_nonblock(p[1], false);
 	got = malloc(prefill + len);
 	ck_assert_ptr_nonnull(got);
 
@@ -1332,23 +1337,9 @@ START_TEST(test_short_writes_cut_by_signals_resume_mid_segment)
 		have += page;
 		ck_assert_uint_ne(have % 1000, 0);
 	}
-	for (;;) {
-		ssize_t n = read(p[0], got + have, len - have);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		ck_assert_int_ge(n, 0);
-		if (n == 0)
-			break;
-		have += (size_t)n;
-		ck_assert_uint_le(have, len);
-	}
-	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	have = read_to_eof(p[0], got, have, len, page, false);
+	writer_wrote_all(th, &w, got, have, want, len);
 	ck_assert_int_eq(sigaction(SIGUSR1, &old, NULL), 0);
-	ck_assert_int_eq(w.ret, 0);
-	ck_assert_uint_eq(w.done, len);
-	ck_assert_uint_eq(have, len);
-	ck_assert_mem_eq(got, want, len);
 
 	close(p[0]);
 	bl_list_clear(&l);
@@ -1441,7 +1432,7 @@ START_TEST(test_null_arguments_are_einval)
 }
 END_TEST
 
-static Suite *io_suite(void)
+int main(void)
 {
 	const TTest *files_tests[] = {
 		test_one_segment_round_trip_at_unaligned_offset,
@@ -1483,23 +1474,21 @@ static Suite *io_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "files", files_tests, NULL, .timeout = 60,
-		  .once_setup = tdir_setup, .once_teardown = tdir_teardown },
-		{ "errors", errors_tests, NULL, .timeout = 60,
-		  .once_setup = tdir_setup, .once_teardown = tdir_teardown },
-		{ "unsized", unsized_tests, NULL, .timeout = 60,
-		  .once_setup = tdir_setup, .once_teardown = tdir_teardown },
-		{ "streams", streams_tests, NULL, .timeout = 60 },
-		{ NULL }
+		TU_GROUP("files", files_tests,
+			 .timeout = 60, .once_setup = tdir_setup,
+			 .once_teardown = tdir_teardown),
+		TU_GROUP("errors", errors_tests,
+			 .timeout = 60, .once_setup = tdir_setup,
+			 .once_teardown = tdir_teardown),
+		TU_GROUP("unsized", unsized_tests,
+			 .timeout = 60, .once_setup = tdir_setup,
+			 .once_teardown = tdir_teardown),
+		TU_GROUP("streams", streams_tests, .timeout = 60),
+		TU_GROUP_END
 	};
 
-	return tu_suite("io", groups);
-}
-
-int main(void)
-{
 	/* a write to a pipe whose reader is gone must fail, not kill the runner */
 	signal(SIGPIPE, SIG_IGN);
 	seed = tu_seed("test_io");
-	return tu_run(io_suite());
+	return tu_run(tu_suite("io", groups));
 }

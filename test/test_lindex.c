@@ -1473,15 +1473,19 @@ static Suite *lindex_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "lookups", lookups_tests, NULL, .timeout = 300,
-		  .once_setup = pool_setup, .once_teardown = pool_teardown },
-		{ "changes", changes_tests, NULL, .timeout = 300,
-		  .once_setup = pool_setup, .once_teardown = pool_teardown },
-		{ "get_ptr", get_ptr_tests, NULL, .timeout = 300,
-		  .once_setup = pool_setup, .once_teardown = pool_teardown },
-		{ "memory", memory_tests, NULL, .timeout = 300,
-		  .once_setup = pool_setup, .once_teardown = pool_teardown },
-		{ NULL }
+		TU_GROUP("lookups", lookups_tests,
+			 .timeout = 300, .once_setup = pool_setup,
+			 .once_teardown = pool_teardown),
+		TU_GROUP("changes", changes_tests,
+			 .timeout = 300, .once_setup = pool_setup,
+			 .once_teardown = pool_teardown),
+		TU_GROUP("get_ptr", get_ptr_tests,
+			 .timeout = 300, .once_setup = pool_setup,
+			 .once_teardown = pool_teardown),
+		TU_GROUP("memory", memory_tests,
+			 .timeout = 300, .once_setup = pool_setup,
+			 .once_teardown = pool_teardown),
+		TU_GROUP_END
 	};
 
 	return tu_suite("lindex", groups);

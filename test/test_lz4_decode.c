@@ -565,15 +565,15 @@ START_TEST(test_corrupt_bytes_are_ebadmsg)
 	for (size_t pos = 0; pos < flen; pos++) {
 		for (int bit = 0; bit < 8; bit += (pos < 32 || flen - pos < 16) ? 1 : 3) {
 			struct bl_list in, out;
-			struct tu_snap si, so;
+			struct tu_lz4_snap si, so;
 			ssize_t r;
 
 			f[pos] ^= (unsigned char)(1u << bit);
 			bl_list_init(&in);
 			tu_out_prefill(&out);
 			tu_fixed(&in, f, flen, pos % 2 ? 1000 : flen);
-			tu_snap_take(&si, &in);
-			tu_snap_take(&so, &out);
+			tu_lz4_snap_take(&si, &in);
+			tu_lz4_snap_take(&so, &out);
 			r = bl_lz4_decompress(&in, &out, 0);
 			if (r >= 0) {
 				ck_assert_int_eq(r, (ssize_t)len);
@@ -582,11 +582,11 @@ START_TEST(test_corrupt_bytes_are_ebadmsg)
 				tu_assert_list_eq(&out, data, len);
 			} else {
 				ck_assert_int_eq(r, -EBADMSG);
-				tu_snap_check(&so, &out);
+				tu_lz4_snap_check(&so, &out);
 			}
-			tu_snap_check(&si, &in);
-			tu_snap_free(&si);
-			tu_snap_free(&so);
+			tu_lz4_snap_check(&si, &in);
+			tu_lz4_snap_free(&si);
+			tu_lz4_snap_free(&so);
 			bl_list_clear(&in);
 			bl_list_clear(&out);
 			f[pos] ^= (unsigned char)(1u << bit);
@@ -599,22 +599,22 @@ START_TEST(test_corrupt_bytes_are_ebadmsg)
 	f = tu_lz4_flat(data, len, &o, &flen);
 	for (size_t pos = 0; pos < flen; pos++) {
 		struct bl_list in, out;
-		struct tu_snap si, so;
+		struct tu_lz4_snap si, so;
 		ssize_t r;
 
 		f[pos] ^= 0xA5;
 		bl_list_init(&in);
 		tu_out_prefill(&out);
 		tu_fixed(&in, f, flen, pos % 3 ? 333 : flen);
-		tu_snap_take(&si, &in);
-		tu_snap_take(&so, &out);
+		tu_lz4_snap_take(&si, &in);
+		tu_lz4_snap_take(&so, &out);
 		r = bl_lz4_decompress(&in, &out, 0);
 		ck_assert(r == -EBADMSG || r >= 0);
-		tu_snap_check(&si, &in);
+		tu_lz4_snap_check(&si, &in);
 		if (r < 0)
-			tu_snap_check(&so, &out);
-		tu_snap_free(&si);
-		tu_snap_free(&so);
+			tu_lz4_snap_check(&so, &out);
+		tu_lz4_snap_free(&si);
+		tu_lz4_snap_free(&so);
 		bl_list_clear(&in);
 		bl_list_clear(&out);
 		f[pos] ^= 0xA5;
@@ -728,17 +728,17 @@ START_TEST(test_max_out_is_e2big)
 	unsigned char *data = tu_data(len, TU_TEXT, &rng);
 	unsigned char *f = tu_lz4_flat(data, len, NULL, &flen);
 	struct bl_list in, out;
-	struct tu_snap si, so;
+	struct tu_lz4_snap si, so;
 
 	bl_list_init(&in);
 	tu_out_prefill(&out);
 	tu_fixed(&in, f, flen, 4096);
-	tu_snap_take(&si, &in);
-	tu_snap_take(&so, &out);
+	tu_lz4_snap_take(&si, &in);
+	tu_lz4_snap_take(&so, &out);
 	ck_assert_int_eq(bl_lz4_decompress(&in, &out, len - 1), -E2BIG);
 	ck_assert_int_eq(bl_lz4_decompress(&in, &out, 1), -E2BIG);
-	tu_snap_check(&si, &in);
-	tu_snap_check(&so, &out);
+	tu_lz4_snap_check(&si, &in);
+	tu_lz4_snap_check(&so, &out);
 	ck_assert_int_eq(bl_lz4_decompress(&in, &out, len), (ssize_t)len);
 	ck_assert_uint_eq(bl_list_length(&out), len + 6);
 
@@ -756,8 +756,8 @@ START_TEST(test_max_out_is_e2big)
 		bl_lz4_decoder_free(d);
 		bl_list_clear(&o2);
 	}
-	tu_snap_free(&si);
-	tu_snap_free(&so);
+	tu_lz4_snap_free(&si);
+	tu_lz4_snap_free(&so);
 	bl_list_clear(&in);
 	bl_list_clear(&out);
 	free(f);
@@ -832,9 +832,9 @@ int main(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "segmentation", segmentation_tests, NULL, .timeout = 600 },
-		{ "bad_input", bad_input_tests, NULL, .timeout = 600 },
-		{ NULL }
+		TU_GROUP("segmentation", segmentation_tests, .timeout = 600),
+		TU_GROUP("bad_input", bad_input_tests, .timeout = 600),
+		TU_GROUP_END
 	};
 
 	seed = tu_seed("test_lz4_decode");

@@ -288,12 +288,12 @@ START_TEST(test_bad_options_are_einval)
 {
 	struct bl_lz4_opts o = { 0, 0, false, false, false };
 	struct bl_list in, out;
-	struct tu_snap so;
+	struct tu_lz4_snap so;
 
 	bl_list_init(&in);
 	ck_assert_int_eq(bl_list_append(&in, "abc", 3), 0);
 	tu_out_prefill(&out);
-	tu_snap_take(&so, &out);
+	tu_lz4_snap_take(&so, &out);
 	o.level = 13;
 	ck_assert_int_eq(bl_lz4_compress(&in, &out, &o), -EINVAL);
 	o.level = 0;
@@ -303,8 +303,8 @@ START_TEST(test_bad_options_are_einval)
 	ck_assert_int_eq(bl_lz4_compress(&in, &out, &o), -EINVAL);
 	o.block_size_id = -1;
 	ck_assert_int_eq(bl_lz4_compress(&in, &out, &o), -EINVAL);
-	tu_snap_check(&so, &out);
-	tu_snap_free(&so);
+	tu_lz4_snap_check(&so, &out);
+	tu_lz4_snap_free(&so);
 	bl_list_clear(&in);
 	bl_list_clear(&out);
 }
@@ -315,14 +315,14 @@ static void compress_fail_each(const struct bl_list *in,
 			       const struct bl_lz4_opts *o)
 {
 	struct tu_alloc_stats st;
-	struct tu_snap si, so;
+	struct tu_lz4_snap si, so;
 	struct bl_list out;
 	uint64_t n;
 	ssize_t r;
 
 	tu_out_prefill(&out);
-	tu_snap_take(&si, in);
-	tu_snap_take(&so, &out);
+	tu_lz4_snap_take(&si, in);
+	tu_lz4_snap_take(&so, &out);
 	for (n = 1;; n++) {
 		tu_alloc_install(n, 0);
 		r = bl_lz4_compress(in, &out, o);
@@ -334,16 +334,16 @@ static void compress_fail_each(const struct bl_list *in,
 		ck_assert_int_eq(r, -ENOMEM);
 		ck_assert_int_eq(st.live_bytes, 0);
 		tu_alloc_uninstall();
-		tu_snap_check(&si, in);
-		tu_snap_check(&so, &out);
+		tu_lz4_snap_check(&si, in);
+		tu_lz4_snap_check(&so, &out);
 	}
 	ck_assert_uint_gt(n, 1);
 	bl_list_clear(&out);
 	tu_alloc_stats(&st);
 	ck_assert_int_eq(st.live_bytes, 0);
 	tu_alloc_uninstall();
-	tu_snap_free(&si);
-	tu_snap_free(&so);
+	tu_lz4_snap_free(&si);
+	tu_lz4_snap_free(&so);
 }
 
 START_TEST(test_compress_alloc_failure_at_each_step)
@@ -369,14 +369,14 @@ END_TEST
 static void decompress_fail_each(const struct bl_list *in, size_t want)
 {
 	struct tu_alloc_stats st;
-	struct tu_snap si, so;
+	struct tu_lz4_snap si, so;
 	struct bl_list out;
 	uint64_t n;
 	ssize_t r;
 
 	tu_out_prefill(&out);
-	tu_snap_take(&si, in);
-	tu_snap_take(&so, &out);
+	tu_lz4_snap_take(&si, in);
+	tu_lz4_snap_take(&so, &out);
 	for (n = 1;; n++) {
 		tu_alloc_install(n, 0);
 		r = bl_lz4_decompress(in, &out, 0);
@@ -391,14 +391,14 @@ static void decompress_fail_each(const struct bl_list *in, size_t want)
 			tu_alloc_stats(&st);
 			ck_assert_int_eq(st.live_bytes, 0);
 			tu_alloc_uninstall();
-			tu_snap_check(&so, &out);
+			tu_lz4_snap_check(&so, &out);
 			continue;
 		}
 		ck_assert_int_eq(r, -ENOMEM);
 		ck_assert_int_eq(st.live_bytes, 0);
 		tu_alloc_uninstall();
-		tu_snap_check(&si, in);
-		tu_snap_check(&so, &out);
+		tu_lz4_snap_check(&si, in);
+		tu_lz4_snap_check(&so, &out);
 	}
 	bl_list_clear(&out);
 	tu_alloc_stats(&st);
@@ -430,17 +430,17 @@ static void decompress_fail_each(const struct bl_list *in, size_t want)
 			break;
 		}
 		ck_assert_int_eq(r, -ENOMEM);
-		tu_snap_check(&so, &out);
+		tu_lz4_snap_check(&so, &out);
 		ck_assert_int_eq(bl_lz4_decoder_feed(d, in, &out), -EINVAL);
 		bl_lz4_decoder_free(d);
 		bl_list_clear(&out);
 		tu_alloc_stats(&st);
 		ck_assert_int_eq(st.live_bytes, 0);
 		tu_alloc_uninstall();
-		tu_snap_check(&si, in);
+		tu_lz4_snap_check(&si, in);
 	}
-	tu_snap_free(&si);
-	tu_snap_free(&so);
+	tu_lz4_snap_free(&si);
+	tu_lz4_snap_free(&so);
 }
 
 START_TEST(test_decompress_alloc_failure_at_each_step)
@@ -666,12 +666,12 @@ int main(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "xxh32", xxh32_tests, NULL, .timeout = 0 },
-		{ "roundtrip", roundtrip_tests, roundtrip_loops, .timeout = 600,
-		  .setup = NULL, .teardown = tu_thread_local_off },
-		{ "failure", failure_tests, NULL, .timeout = 600 },
-		{ "zero_copy", zero_copy_tests, NULL, .timeout = 600 },
-		{ NULL }
+		TU_GROUP("xxh32", xxh32_tests),
+		TU_GROUP("roundtrip", roundtrip_tests, .loops = roundtrip_loops,
+			 .timeout = 600, .teardown = tu_thread_local_off),
+		TU_GROUP("failure", failure_tests, .timeout = 600),
+		TU_GROUP("zero_copy", zero_copy_tests, .timeout = 600),
+		TU_GROUP_END
 	};
 
 	seed = tu_seed("test_lz4_frames");

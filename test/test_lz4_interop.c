@@ -649,9 +649,9 @@ static Suite *lz4_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "mutants", mutant_tests, NULL, .timeout = 600 },
-		{ "interop", interop_tests, NULL, .timeout = 600 },
-		{ NULL }
+		TU_GROUP("mutants", mutant_tests, .timeout = 600),
+		TU_GROUP("interop", interop_tests, .timeout = 600),
+		TU_GROUP_END
 	};
 
 	return tu_suite("lz4_interop", groups);

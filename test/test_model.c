@@ -72,8 +72,8 @@ static Suite *model_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "random", random_tests, NULL, .timeout = 300 },
-		{ NULL }
+		TU_GROUP("random", random_tests, .timeout = 300),
+		TU_GROUP_END
 	};
 
 	return tu_suite("model", groups);

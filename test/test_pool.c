@@ -9,6 +9,17 @@
 #include <unistd.h>
 #include "testutil.h"
 
+/* @p holds no raw and no byte. */
+static void assert_pool_empty(struct bl_pool *p)
+{
+	struct bl_pool_stats st;
+
+	bl_pool_get_stats(p, &st);
+	ck_assert_int_eq(st.raws, 0);
+	ck_assert_int_eq(st.bytes, 0);
+	ck_assert_int_eq(st.bytes_used, 0);
+}
+
 START_TEST(pool_create_returns_same_pool_for_same_name)
 {
 	struct bl_pool *a = bl_pool_create("same-name", NULL);
@@ -69,8 +80,7 @@ START_TEST(pool_accounting_counts_raws_bytes_and_frontier)
 	struct bl_raw *r1, *r2;
 	struct bl_ptr sl;
 
-	bl_pool_get_stats(p, &st);
-	ck_assert_int_eq(st.raws, 0);
+	assert_pool_empty(p);
 	r1 = bl_raw_create_in(p, 1000);
 	r2 = bl_raw_create_aligned_in(p, 8192, 4096);
 	ck_assert_ptr_eq(bl_raw_pool(r1), p);
@@ -88,10 +98,7 @@ START_TEST(pool_accounting_counts_raws_bytes_and_frontier)
 	bl_pool_get_stats(p, &st);
 	ck_assert_int_eq(st.raws, 1);
 	bl_ptr_release(&sl);
-	bl_pool_get_stats(p, &st);
-	ck_assert_int_eq(st.raws, 0);
-	ck_assert_int_eq(st.bytes, 0);
-	ck_assert_int_eq(st.bytes_used, 0);
+	assert_pool_empty(p);
 }
 END_TEST
 
@@ -113,10 +120,7 @@ START_TEST(pool_list_appends_allocate_in_the_lists_pool)
 	ck_assert_int_eq(st.bytes_used, 50 * 300);
 	ck_assert_int_ge(st.bytes, st.bytes_used);
 	bl_list_clear(&l);
-	bl_pool_get_stats(p, &st);
-	ck_assert_int_eq(st.raws, 0);
-	ck_assert_int_eq(st.bytes, 0);
-	ck_assert_int_eq(st.bytes_used, 0);
+	assert_pool_empty(p);
 }
 END_TEST
 
@@ -144,8 +148,7 @@ START_TEST(pool_rebuild_and_compact_keep_the_pool)
 	bl_pool_get_stats(p, &st);
 	ck_assert_int_eq(st.raws, 1);
 	bl_list_clear(&l);
-	bl_pool_get_stats(p, &st);
-	ck_assert_int_eq(st.raws, 0);
+	assert_pool_empty(p);
 }
 END_TEST
 
@@ -491,33 +494,40 @@ static void cache_restore(void)
 
 int main(void)
 {
-	Suite *s = suite_create("pool");
-	TCase *tc = tcase_create("pools");
-	TCase *tcc = tcase_create("caches");
-	TCase *tw = tcase_create("waste");
-
-	tcase_set_timeout(tcc, 60);	/* threads, sanitizers, a loaded machine */
-
-	tcase_add_test(tc, pool_create_returns_same_pool_for_same_name);
-	tcase_add_test(tc, pool_create_past_bl_pool_max_is_enospc);
-	tcase_add_test(tc, pool_accounting_counts_raws_bytes_and_frontier);
-	tcase_add_test(tc, pool_list_appends_allocate_in_the_lists_pool);
-	tcase_add_test(tc, pool_rebuild_and_compact_keep_the_pool);
-	tcase_add_test(tc, pool_own_allocator_sees_every_allocation_and_free);
-	tcase_add_test(tc, pool_global_allocator_sees_every_raw_and_chunk);
-	tcase_add_test(tc, pool_dump_prints_every_pool);
+	const TTest *pools_tests[] = {
+		pool_create_returns_same_pool_for_same_name,
+		pool_create_past_bl_pool_max_is_enospc,
+		pool_accounting_counts_raws_bytes_and_frontier,
+		pool_list_appends_allocate_in_the_lists_pool,
+		pool_rebuild_and_compact_keep_the_pool,
+		pool_own_allocator_sees_every_allocation_and_free,
+		pool_global_allocator_sees_every_raw_and_chunk,
+		pool_dump_prints_every_pool,
+		NULL
+	};
 	/* these run with the cache on, whatever BL_POOL_CACHE says */
-	tcase_add_checked_fixture(tcc, cache_on, cache_restore);
-	tcase_add_test(tcc, size_class_is_the_smallest_class_that_fits);
-	tcase_add_test(tcc, cache_recycles_small_raws);
-	tcase_add_test(tcc, cache_off_sends_raws_to_the_allocator);
-	tcase_add_test(tcc, cache_cross_thread_release_is_counted_and_reused);
-	tcase_add_test(tcc, cache_thread_exit_hands_its_cache_to_the_depot);
-	tcase_add_test(tw, compact_releases_a_large_raw_and_keeps_the_bytes);
-	tcase_add_test(tw, compact_failure_leaves_the_list_unchanged);
-	tcase_add_test(tw, lone_small_list_pins_little);
-	suite_add_tcase(s, tc);
-	suite_add_tcase(s, tcc);
-	suite_add_tcase(s, tw);
-	return tu_run(s);
+	const TTest *caches_tests[] = {
+		size_class_is_the_smallest_class_that_fits,
+		cache_recycles_small_raws,
+		cache_off_sends_raws_to_the_allocator,
+		cache_cross_thread_release_is_counted_and_reused,
+		cache_thread_exit_hands_its_cache_to_the_depot,
+		NULL
+	};
+	const TTest *waste_tests[] = {
+		compact_releases_a_large_raw_and_keeps_the_bytes,
+		compact_failure_leaves_the_list_unchanged,
+		lone_small_list_pins_little,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		TU_GROUP("pools", pools_tests),
+		/* threads, sanitizers, a loaded machine */
+		TU_GROUP("caches", caches_tests, .timeout = 60,
+			 .setup = cache_on, .teardown = cache_restore),
+		TU_GROUP("waste", waste_tests),
+		TU_GROUP_END
+	};
+
+	return tu_run(tu_suite("pool", groups));
 }

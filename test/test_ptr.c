@@ -18,6 +18,17 @@ static void assert_ptr_is(const struct bl_ptr *p, const struct bl_raw *raw,
 	ck_assert_uint_eq(p->len, len);
 }
 
+/* @p is the first @len bytes of a raw of @cap bytes that only it holds. */
+static void assert_fresh(const struct bl_ptr *p, size_t len, size_t cap)
+{
+	ck_assert_ptr_nonnull(p->raw);
+	assert_ptr_is(p, p->raw, 0, len);
+	ck_assert_uint_eq(bl_raw_length(p->raw), cap);
+	ck_assert_uint_eq(bl_raw_nref(p->raw), 1);
+	ck_assert_ptr_eq(bl_ptr_data(p), bl_raw_data(p->raw));
+	ck_assert_uint_eq(bl_ptr_unused_tail(p), cap - len);
+}
+
 /* A 10-byte slice "0123456789" over its own raw. */
 static void make10(struct bl_ptr *p)
 {
@@ -35,14 +46,8 @@ START_TEST(test_alloc_covers_exactly_len)
 		struct bl_ptr p = BL_PTR_INIT;
 
 		ck_assert_int_eq(bl_ptr_alloc(&p, lens[i]), 0);
-		ck_assert_ptr_nonnull(p.raw);
-		ck_assert_uint_eq(p.off, 0);
-		ck_assert_uint_eq(p.len, lens[i]);
-		ck_assert_uint_eq(bl_raw_length(p.raw), lens[i]);
-		ck_assert_uint_eq(bl_raw_nref(p.raw), 1);
-		ck_assert_ptr_eq(bl_ptr_data(&p), bl_raw_data(p.raw));
 		/* the raw is all handed out: nothing to append into */
-		ck_assert_uint_eq(bl_ptr_unused_tail(&p), 0);
+		assert_fresh(&p, lens[i], lens[i]);
 		memset(bl_ptr_data(&p), 0x5a, lens[i]);
 		bl_ptr_release(&p);
 	}
@@ -54,9 +59,7 @@ START_TEST(test_alloc_zero_length)
 	struct bl_ptr p = BL_PTR_INIT;
 
 	ck_assert_int_eq(bl_ptr_alloc(&p, 0), 0);
-	ck_assert_ptr_nonnull(p.raw);
-	ck_assert_uint_eq(p.len, 0);
-	ck_assert_uint_eq(bl_raw_length(p.raw), 0);
+	assert_fresh(&p, 0, 0);
 	bl_ptr_release(&p);
 	ck_assert_ptr_null(p.raw);
 }
@@ -87,12 +90,7 @@ START_TEST(test_reserve_makes_empty_growable_slice)
 	struct bl_ptr p = BL_PTR_INIT;
 
 	ck_assert_int_eq(bl_ptr_reserve(&p, 100), 0);
-	ck_assert_ptr_nonnull(p.raw);
-	ck_assert_uint_eq(p.off, 0);
-	ck_assert_uint_eq(p.len, 0);
-	ck_assert_uint_eq(bl_raw_length(p.raw), 100);
-	ck_assert_uint_eq(bl_raw_nref(p.raw), 1);
-	ck_assert_uint_eq(bl_ptr_unused_tail(&p), 100);
+	assert_fresh(&p, 0, 100);
 	bl_ptr_release(&p);
 }
 END_TEST
@@ -571,7 +569,7 @@ START_TEST(test_data_of_empty_and_offset_slice)
 }
 END_TEST
 
-static Suite *ptr_suite(void)
+int main(void)
 {
 	const TTest *alloc_tests[] = {
 		test_alloc_covers_exactly_len,
@@ -613,17 +611,12 @@ static Suite *ptr_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "alloc", alloc_tests },
-		{ "append", append_tests },
-		{ "slice", slice_tests },
-		{ "ownership", ownership_tests },
-		{ NULL }
+		TU_GROUP("alloc", alloc_tests),
+		TU_GROUP("append", append_tests),
+		TU_GROUP("slice", slice_tests),
+		TU_GROUP("ownership", ownership_tests),
+		TU_GROUP_END
 	};
 
-	return tu_suite("ptr", groups);
-}
-
-int main(void)
-{
-	return tu_run(ptr_suite());
+	return tu_run(tu_suite("ptr", groups));
 }

@@ -788,7 +788,7 @@ START_TEST(test_raws_use_the_installed_allocator)
 }
 END_TEST
 
-static Suite *raw_suite(void)
+int main(void)
 {
 	const TTest *create_tests[] = {
 		test_create_data_is_64_byte_aligned_and_sized,
@@ -843,23 +843,18 @@ static Suite *raw_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "create", create_tests },
-		{ "static", static_tests },
-		{ "claim", claim_tests },
-		{ "refcount", refcount_tests },
-		{ "threads", threads_tests, NULL, .timeout = 60 },
-		{ "thread-local-switch", thread_local_switch_tests, NULL,
-		  .setup = NULL, .teardown = local_off },
-		{ "thread-local", thread_local_tests, NULL,
-		  .setup = local_on, .teardown = local_off },
-		{ "alloc", alloc_tests },
-		{ NULL }
+		TU_GROUP("create", create_tests),
+		TU_GROUP("static", static_tests),
+		TU_GROUP("claim", claim_tests),
+		TU_GROUP("refcount", refcount_tests),
+		TU_GROUP("threads", threads_tests, .timeout = 60),
+		TU_GROUP("thread-local-switch", thread_local_switch_tests,
+			 .setup = NULL, .teardown = local_off),
+		TU_GROUP("thread-local", thread_local_tests,
+			 .setup = local_on, .teardown = local_off),
+		TU_GROUP("alloc", alloc_tests),
+		TU_GROUP_END
 	};
 
-	return tu_suite("raw", groups);
-}
-
-int main(void)
-{
-	return tu_run(raw_suite());
+	return tu_run(tu_suite("raw", groups));
 }

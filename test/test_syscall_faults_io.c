@@ -381,8 +381,9 @@ static Suite *faults_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "syscalls", dio_tests, io_loops, .timeout = 120 },
-		{ NULL }
+		TU_GROUP("syscalls", dio_tests, .loops = io_loops,
+			 .timeout = 120),
+		TU_GROUP_END
 	};
 
 	return tu_suite("syscall_faults_io", groups);

@@ -641,11 +641,12 @@ static Suite *faults_suite(void)
 		{ NULL, 0, 0 }
 	};
 	const struct tu_group groups[] = {
-		{ "syscalls", wait_tests, uring_loops, .timeout = 120 },
+		TU_GROUP("syscalls", wait_tests, .loops = uring_loops,
+			 .timeout = 120),
 		/* the last: without io_uring, the end of the table */
-		{ have_uring ? "io_uring" : NULL, io_uring_tests,
-		  io_uring_loops, .timeout = 120 },
-		{ NULL }
+		TU_GROUP(have_uring ? "io_uring" : NULL, io_uring_tests,
+			 .loops = io_uring_loops, .timeout = 120),
+		TU_GROUP_END
 	};
 
 	return tu_suite("syscall_faults_uring", groups);

@@ -805,8 +805,8 @@ static Suite *threads_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "shared raws", shared_raws_tests, NULL, .timeout = 120 },
-		{ NULL }
+		TU_GROUP("shared raws", shared_raws_tests, .timeout = 120),
+		TU_GROUP_END
 	};
 
 	return tu_suite("threads", groups);

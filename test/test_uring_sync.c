@@ -6,11 +6,11 @@
  * cancelling one operation, per-operation timeouts and timers.
  *
  * Every case runs in a "*-uring" TCase (io_uring) and a "*-blocking" one
- * (bl_uring_params.force_blocking); where io_uring cannot be set up, the
- * uring cases are skipped with a message (they do not count as passed:
- * the blocking ones still run).  Faults the kernel will not produce on
- * demand (a sync's -EIO, a short write in a linked chain) are injected at
- * the completion through the library's CQE hook (uring_int.h).
+ * (bl_uring_params.force_blocking, tu_ring_main()); where io_uring
+ * cannot be set up, the uring cases are replaced by one test of the
+ * fallback (the blocking ones still run).  Faults the kernel will not
+ * produce on demand (a sync's -EIO, a short write in a linked chain) are
+ * injected at the completion through the library's CQE hook (uring_int.h).
  */
 #include "config.h"
 
@@ -28,36 +28,7 @@
 #include "testutil.h"
 #include "uring_int.h"
 
-static bool blocking;		/* the back end of the running TCase */
-static char tdir[64];
-static uint64_t seed;
-
-/* ---- fixtures and helpers ---------------------------------------------- */
-
-static void setup_uring(void)
-{
-	blocking = false;
-	/* on the build's file system */
-	tu_tdir_make(tdir, sizeof(tdir), "bl-usync-XXXXXX");
-}
-
-static void setup_blocking(void)
-{
-	setup_uring();
-	blocking = true;
-}
-
-static void teardown(void)
-{
-	tu_tdir_remove(tdir);
-}
-
-static int tmp_file(void)
-{
-	char path[128];
-
-	return tu_tmp_open(tdir, path, sizeof(path));
-}
+/* ---- helpers ------------------------------------------------------------ */
 
 /* Runs @u until @r was called back, once. */
 static void run_until(struct bl_uring *u, struct tu_rec *r)
@@ -76,14 +47,6 @@ static void run_idle(struct bl_uring *u)
 	ck_assert_uint_eq(bl__uring_retiring(u), 0);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* @len bytes of a fresh raw whose only other reference the caller keeps */
 static struct bl_raw *list_of_raw(struct bl_list *l, size_t len)
 {
@@ -91,7 +54,7 @@ static struct bl_raw *list_of_raw(struct bl_list *l, size_t len)
 	struct bl_ptr p;
 
 	ck_assert_ptr_nonnull(r);
-	tu_fill(bl_raw_data(r), len, &seed);
+	tu_fill(bl_raw_data(r), len, &tu_ring_seed);
 	p.raw = r;
 	p.off = 0;
 	p.len = len;
@@ -138,8 +101,8 @@ static void hook_on(int nth, int res, bool halves)
 
 START_TEST(test_fsync_fdatasync_and_sync_range_of_a_file_succeed)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
-	int fd = tmp_file();
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
+	int fd = tu_ring_tmp();
 	struct bl_uring_opts o;
 	struct bl_list l;
 	struct bl_raw *raw = list_of_raw(&l, 8192);
@@ -182,7 +145,7 @@ END_TEST
 
 START_TEST(test_a_sync_of_a_pipe_fails_in_its_callback)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
 	int p[2];
 	struct tu_rec r;
 
@@ -215,11 +178,11 @@ END_TEST
 
 START_TEST(test_bad_options_and_arguments_are_einval_with_nothing_submitted)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
 	struct bl_uring_opts o;
 	struct bl_list l;
 	struct bl_raw *raw = list_of_raw(&l, 100);
-	int fd = tmp_file();
+	int fd = tu_ring_tmp();
 
 	memset(&o, 0, sizeof(o));
 	o.rw_flags = RWF_APPEND;	/* not one of the three */
@@ -289,8 +252,8 @@ END_TEST
 START_TEST(test_writes_with_rwf_dsync_and_rwf_sync_land)
 {
 	static const int flags[3] = { RWF_DSYNC, RWF_SYNC, RWF_NOWAIT };
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
-	int fd = tmp_file();
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
+	int fd = tu_ring_tmp();
 
 	for (int i = 0; i < 3; i++) {
 		struct bl_uring_opts o = { .rw_flags = flags[i] };
@@ -335,7 +298,7 @@ static void full_pipe(int p[2])
 
 START_TEST(test_rwf_nowait_on_a_full_pipe_is_eagain_not_a_wait)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
 	struct bl_uring_opts o = { .rw_flags = RWF_NOWAIT };
 	struct bl_list l;
 	struct bl_raw *raw = list_of_raw(&l, 100);
@@ -362,8 +325,8 @@ END_TEST
 
 START_TEST(test_linked_write_and_sync_report_the_writes_result)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
-	int fd = tmp_file();
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
+	int fd = tu_ring_tmp();
 
 	for (int i = 0; i < 2; i++) {
 		struct bl_uring_opts o;
@@ -395,20 +358,20 @@ END_TEST
 
 START_TEST(test_linked_sync_over_iov_max_segments_and_short_writes)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
 	struct bl_uring_opts o = { .sync = BL_URING_SYNC_FDATASYNC };
 	unsigned char *want = malloc(3000 * 64);
 	struct bl_list l;
 	struct tu_rec r;
-	int fd = tmp_file();
+	int fd = tu_ring_tmp();
 	char *got = malloc(3000 * 64);
 
 	ck_assert_ptr_nonnull(want);
 	ck_assert_ptr_nonnull(got);
-	tu_fill(want, 3000 * 64, &seed);
+	tu_fill(want, 3000 * 64, &tu_ring_seed);
 	bl_list_init(&l);
 	/* 3000 segments: three requests, the sync behind the last */
-	tu_append_segmented(&l, want, 3000 * 64, 64, 1, &seed);
+	tu_append_segmented(&l, want, 3000 * 64, 64, 1, &tu_ring_seed);
 	ck_assert_uint_ge(bl_list_num_buffers(&l), 2000);
 	/* and the first request comes back short: resumed, not reported */
 	hook_on(1, 0, true);
@@ -430,12 +393,12 @@ END_TEST
 
 START_TEST(test_a_linked_syncs_error_reaches_the_callback)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
 	struct bl_uring_opts o = { .sync = BL_URING_SYNC_FSYNC };
 	struct bl_list l;
 	struct bl_raw *raw = list_of_raw(&l, 4096);
 	struct tu_rec r;
-	int fd = tmp_file(), p[2];
+	int fd = tu_ring_tmp(), p[2];
 
 	/* injected: the write's completion, then the sync's gets -EIO */
 	hook_on(2, -EIO, false);
@@ -482,7 +445,7 @@ END_TEST
 
 START_TEST(test_cancel_ends_a_receive_with_ecanceled)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
 	struct bl_uring_opts o;
 	struct tu_rec r;
 	int sv[2];
@@ -517,7 +480,7 @@ END_TEST
 
 START_TEST(test_cancel_of_a_send_waiting_its_turn_keeps_the_stream_whole)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
 	struct bl_uring_opts o;
 	struct bl_list big, small;
 	struct bl_raw *rb = list_of_raw(&big, 4 << 20);
@@ -567,7 +530,7 @@ END_TEST
 
 START_TEST(test_a_receive_with_no_data_times_out_with_etime)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
 	struct bl_uring_opts o = { .timeout_ms = 20 };
 	struct tu_rec r;
 	double t0, dt;
@@ -575,11 +538,11 @@ START_TEST(test_a_receive_with_no_data_times_out_with_etime)
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	tu_rec_init(&r);
-	t0 = now_s();
+	t0 = tu_mono_s();
 	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 100, &o, tu_rec_cb, &r), 0);
 	while (!r.calls)
 		ck_assert_int_ge(bl_uring_run(u, 1, -1), 0);
-	dt = now_s() - t0;
+	dt = tu_mono_s() - t0;
 	ck_assert_int_eq(r.res, -ETIME);
 	ck_assert_uint_eq(r.data_len, 0);
 	ck_assert_msg(dt >= 0.015 && dt < 2.0, "timed out after %.3f s", dt);
@@ -603,7 +566,7 @@ END_TEST
 
 START_TEST(test_a_nonblocking_socket_times_out_while_waiting_for_data)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
 	struct bl_uring_opts o = { .timeout_ms = 20 };
 	struct tu_rec r;
 	int sv[2];
@@ -627,20 +590,20 @@ END_TEST
 
 START_TEST(test_a_timer_calls_back_after_its_time)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
 	struct bl_uring_opts o;
 	struct tu_rec r;
 	double t0, dt;
 
 	memset(&o, 0, sizeof(o));
 	tu_rec_init(&r);
-	t0 = now_s();
+	t0 = tu_mono_s();
 	ck_assert_int_eq(bl_uring_timer(u, 30, &o, tu_rec_cb, &r), 0);
 	ck_assert_uint_ne(o.id, 0);
 	ck_assert_uint_eq(bl_uring_inflight(u), 1);
 	/* a run that waits for one callback waits for the timer */
 	ck_assert_int_eq(bl_uring_run(u, 1, -1), 1);
-	dt = now_s() - t0;
+	dt = tu_mono_s() - t0;
 	ck_assert_int_eq(r.calls, 1);
 	ck_assert_int_eq(r.res, 0);
 	ck_assert(!r.had_data);
@@ -658,7 +621,7 @@ END_TEST
 
 START_TEST(test_a_cancelled_timer_calls_back_with_ecanceled)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
 	struct bl_uring_opts o;
 	struct tu_rec r, r2;
 	double t0;
@@ -669,11 +632,11 @@ START_TEST(test_a_cancelled_timer_calls_back_with_ecanceled)
 	ck_assert_int_eq(bl_uring_timer(u, 10000, &o, tu_rec_cb, &r), 0);
 	ck_assert_int_eq(bl_uring_timer(u, 10, NULL, tu_rec_cb, &r2), 0);
 	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
-	t0 = now_s();
+	t0 = tu_mono_s();
 	ck_assert_int_eq(bl_uring_cancel(u, o.id), 0);
 	run_until(u, &r);
 	ck_assert_int_eq(r.res, -ECANCELED);
-	ck_assert(now_s() - t0 < 5.0);
+	ck_assert(tu_mono_s() - t0 < 5.0);
 	/* the other one still fires */
 	run_until(u, &r2);
 	ck_assert_int_eq(r2.res, 0);
@@ -684,7 +647,7 @@ END_TEST
 
 START_TEST(test_destroy_ends_pending_timers_and_timed_ops_with_ecanceled)
 {
-	struct bl_uring *u = tu_ring_new(blocking, 0, UINT_MAX);
+	struct bl_uring *u = tu_ring_new(tu_blocking, 0, UINT_MAX);
 	struct bl_uring_opts o = { .timeout_ms = 60000 };
 	struct tu_rec r, r2;
 	double t0;
@@ -696,9 +659,9 @@ START_TEST(test_destroy_ends_pending_timers_and_timed_ops_with_ecanceled)
 	ck_assert_int_eq(bl_uring_timer(u, 60000, NULL, tu_rec_cb, &r), 0);
 	ck_assert_int_eq(bl_uring_recv_opts(u, sv[0], 10, &o, tu_rec_cb, &r2), 0);
 	ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
-	t0 = now_s();
+	t0 = tu_mono_s();
 	bl_uring_destroy(u);
-	ck_assert(now_s() - t0 < 5.0);
+	ck_assert(tu_mono_s() - t0 < 5.0);
 	ck_assert_int_eq(r.calls, 1);
 	ck_assert_int_eq(r.res, -ECANCELED);
 	ck_assert_int_eq(r2.calls, 1);
@@ -709,59 +672,36 @@ START_TEST(test_destroy_ends_pending_timers_and_timed_ops_with_ecanceled)
 }
 END_TEST
 
-static Suite *sync_suite(bool uring_ok)
-{
-	Suite *s = suite_create("uring_sync");
-
-	for (int b = 0; b < 2; b++) {
-		TCase *tc;
-
-		if (!b && !uring_ok)
-			continue;
-		tc = tcase_create(b ? "sync-blocking" : "sync-uring");
-		tcase_add_unchecked_fixture(tc, b ? setup_blocking : setup_uring,
-					    teardown);
-		tcase_set_timeout(tc, 60);
-		tcase_add_test(tc, test_fsync_fdatasync_and_sync_range_of_a_file_succeed);
-		tcase_add_test(tc, test_a_sync_of_a_pipe_fails_in_its_callback);
-		tcase_add_test(tc, test_bad_options_and_arguments_are_einval_with_nothing_submitted);
-		tcase_add_test(tc, test_writes_with_rwf_dsync_and_rwf_sync_land);
-		tcase_add_test(tc, test_rwf_nowait_on_a_full_pipe_is_eagain_not_a_wait);
-		tcase_add_test(tc, test_linked_write_and_sync_report_the_writes_result);
-		tcase_add_test(tc, test_linked_sync_over_iov_max_segments_and_short_writes);
-		tcase_add_test(tc, test_a_linked_syncs_error_reaches_the_callback);
-		suite_add_tcase(s, tc);
-
-		tc = tcase_create(b ? "control-blocking" : "control-uring");
-		tcase_add_unchecked_fixture(tc, b ? setup_blocking : setup_uring,
-					    teardown);
-		tcase_set_timeout(tc, 60);
-		tcase_add_test(tc, test_cancel_ends_a_receive_with_ecanceled);
-		tcase_add_test(tc, test_cancel_of_a_send_waiting_its_turn_keeps_the_stream_whole);
-		tcase_add_test(tc, test_a_receive_with_no_data_times_out_with_etime);
-		tcase_add_test(tc, test_a_nonblocking_socket_times_out_while_waiting_for_data);
-		tcase_add_test(tc, test_a_timer_calls_back_after_its_time);
-		tcase_add_test(tc, test_a_cancelled_timer_calls_back_with_ecanceled);
-		tcase_add_test(tc, test_destroy_ends_pending_timers_and_timed_ops_with_ecanceled);
-		suite_add_tcase(s, tc);
-	}
-	return s;
-}
-
 int main(void)
 {
-	struct bl_uring *u;
-	bool ok;
+	const TTest *sync_tests[] = {
+		test_fsync_fdatasync_and_sync_range_of_a_file_succeed,
+		test_a_sync_of_a_pipe_fails_in_its_callback,
+		test_bad_options_and_arguments_are_einval_with_nothing_submitted,
+		test_writes_with_rwf_dsync_and_rwf_sync_land,
+		test_rwf_nowait_on_a_full_pipe_is_eagain_not_a_wait,
+		test_linked_write_and_sync_report_the_writes_result,
+		test_linked_sync_over_iov_max_segments_and_short_writes,
+		test_a_linked_syncs_error_reaches_the_callback,
+		NULL
+	};
+	const TTest *control_tests[] = {
+		test_cancel_ends_a_receive_with_ecanceled,
+		test_cancel_of_a_send_waiting_its_turn_keeps_the_stream_whole,
+		test_a_receive_with_no_data_times_out_with_etime,
+		test_a_nonblocking_socket_times_out_while_waiting_for_data,
+		test_a_timer_calls_back_after_its_time,
+		test_a_cancelled_timer_calls_back_with_ecanceled,
+		test_destroy_ends_pending_timers_and_timed_ops_with_ecanceled,
+		NULL
+	};
+	const struct tu_ring_group groups[] = {
+		TU_GROUP("sync", sync_tests),
+		TU_GROUP("control", control_tests),
+		TU_GROUP_END
+	};
 
-	seed = tu_seed("test_uring_sync");
-	u = bl_uring_create(NULL);
-	if (!u)
-		return EXIT_FAILURE;
-	ok = bl_uring_backend(u) == BL_URING_IO_URING;
-	if (!ok)
-		fprintf(stderr, "test_uring_sync: io_uring unavailable (%s): "
-				"only the blocking back end is tested\n",
-			bl_uring_backend_reason(u));
-	bl_uring_destroy(u);
-	return tu_run(sync_suite(ok));
+	/* on the build's file system */
+	tu_ring_tdir_template = "bl-usync-XXXXXX";
+	return tu_ring_main("uring_sync", groups, NULL, NULL);
 }

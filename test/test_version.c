@@ -45,8 +45,8 @@ static Suite *version_suite(void)
 		NULL
 	};
 	const struct tu_group groups[] = {
-		{ "macros", macros_tests },
-		{ NULL }
+		TU_GROUP("macros", macros_tests),
+		TU_GROUP_END
 	};
 
 	return tu_suite("version", groups);

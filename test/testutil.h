@@ -93,10 +93,13 @@ TCase *tu_tcase_create(const char *name);
  *
  *	const TTest *alloc_tests[] = { test_a, test_b, NULL };
  *	const struct tu_group groups[] = {
- *		{ "alloc", alloc_tests, NULL, .timeout = 60 },
- *		{ NULL }
+ *		TU_GROUP("alloc", alloc_tests, .timeout = 60),
+ *		TU_GROUP_END
  *	};
  *	return tu_suite("ptr", groups);
+ *
+ * TU_GROUP names the fields it sets (the rest are zero), so that -Wextra
+ * has no initializer to call missing.
  */
 struct tu_loop {
 	const TTest *test;	/* NULL ends the table */
@@ -110,6 +113,8 @@ struct tu_group {
 	SFun setup, teardown;	/* checked fixture (each test's process) */
 	SFun once_setup, once_teardown;	/* unchecked fixture (the runner's) */
 };
+#define TU_GROUP(n, t, ...) { .name = (n), .tests = (t), __VA_ARGS__ }
+#define TU_GROUP_END { .name = NULL }
 Suite *tu_suite(const char *name, const struct tu_group *groups);
 
 /*
@@ -156,6 +161,118 @@ void tu_rec_free(struct tu_rec *r);
 /* Runs @u until *@flag reaches @want; at most 20 s: a hang fails. */
 void tu_run_until(struct bl_uring *u, const int *flag, int want);
 
+/* ---- the list suites' lists (tu_list.c) ---------------------------------- */
+
+/* Asserts that @l holds exactly the string @s (tu_assert_list_eq). */
+void tu_assert_str(const struct bl_list *l, const char *s);
+/* Appends a segment over static memory @data; returns its raw. */
+struct bl_raw *tu_add_static(struct bl_list *l, const void *data, size_t len);
+/* Segment @i of @l (borrowed: the list keeps its reference). */
+struct bl_ptr tu_seg_of(const struct bl_list *l, unsigned i);
+/* @l = "ABCDEFGHIJ" as ABC DEF GHI J, each segment its own raw. */
+void tu_make_abc(struct bl_list *l);
+
+/* A snapshot of a list's bytes and segment count: tu_snap_check() proves
+ * that an operation that failed left the list as it was. */
+struct tu_snap {
+	unsigned char *b;
+	size_t len;
+	unsigned nseg;
+};
+void tu_snap_take(struct tu_snap *s, const struct bl_list *l);
+void tu_snap_check(struct tu_snap *s, const struct bl_list *l);
+void tu_snap_free(struct tu_snap *s);
+
+/* ---- the suites of test_uring_* (tu_uring.c) ---------------------------- */
+
+/*
+ * Each group of a ring suite (tu_ring_main()) runs on both back ends, as
+ * NAME-uring and NAME-blocking (tu_blocking says which in a test), each
+ * TCase with its own temporary directory tu_tdir.  Where io_uring cannot
+ * be set up the -uring groups are replaced by one test that asserts the
+ * fallback.  Its table is written with TU_GROUP() and TU_GROUP_END too.
+ */
+struct tu_ring_group {
+	const char *name;	/* NULL ends the table */
+	const TTest *const *tests;	/* NULL-terminated; may be NULL */
+	const struct tu_loop *loops;	/* may be NULL */
+	SFun teardown;		/* checked: each test's process */
+	bool needs_pbuf;	/* io_uring: only with provided-buffer rings */
+};
+extern bool tu_blocking;	/* the back end of the running TCase */
+extern char tu_tdir[64];	/* the running TCase's directory */
+extern uint64_t tu_ring_seed;	/* tu_seed() of the program */
+/* mkdtemp(3)'s template of tu_tdir (default "/tmp/bl-uring-XXXXXX") */
+extern const char *tu_ring_tdir_template;
+/*
+ * The main() of a ring suite: seeds tu_ring_seed, asks the kernel what it
+ * offers, and runs the groups of @rg on both back ends, then those of
+ * @extra once (of @uring_extra instead where io_uring can be set up and
+ * it is not NULL).  Return: the exit status.
+ */
+int tu_ring_main(const char *name, const struct tu_ring_group *rg,
+		 const struct tu_group *extra,
+		 const struct tu_group *uring_extra);
+/* The fixture of the groups in @extra that want a directory */
+void tu_ring_setup_uring(void);
+void tu_ring_setup_blocking(void);
+void tu_ring_teardown(void);
+/* A new empty file in tu_tdir, open read-write (tu_tmp_open()). */
+int tu_ring_tmp(void);
+
+/* @l = @len bytes of @data in exactly @nseg segments, each its own raw. */
+void tu_make_list(struct bl_list *l, const unsigned char *data, size_t len,
+		  unsigned nseg, uint64_t *rng);
+/* The counting allocator's live bytes now (tu_alloc_stats()). */
+uint64_t tu_live_bytes(void);
+struct bl__uring_counters;
+/* The ring's counters now (uring_int.h). */
+struct bl__uring_counters tu_counters(const struct bl_uring *u);
+/* Writes @l to @fd at @off and waits: the callback must get @want. */
+void tu_write_sync(struct bl_uring *u, int fd, off_t off,
+		   const struct bl_list *l, ssize_t want);
+/* A directory on a file system that takes O_DIRECT (@buf its scratch
+ * space), or NULL. */
+const char *tu_dio_dir(char *buf, size_t size);
+/* What tu_chunk_cb(), a pooled receive's callback, was called with. */
+struct tu_chunk_rec {
+	int calls;
+	ssize_t res;	/* of the last call */
+	bool more;	/* of the last call */
+	struct bl_list data;	/* every chunk, claimed */
+};
+void tu_chunk_cb(void *arg, ssize_t res, struct bl_list *data, bool more);
+/* When the raw of a zero-copy send was freed: tu_zc_free(), its free
+ * function, records into the struct tu_zc_watch @opaque. */
+struct tu_zc_watch {
+	struct bl_uring *u;	/* the ring whose counters it reads */
+	int freed;
+	int free_seq;		/* tu_seq when freed */
+	int send_seq;		/* for the send's callback to fill in */
+	int freed_at_send;	/* the same */
+	uint64_t notifs_at_free;	/* the ring's notifications by then */
+};
+void tu_zc_free(void *data, size_t len, void *opaque);
+
+/* ---- descriptors (tu_fd.c) ---------------------------------------------- */
+
+/* Sets (@on) or clears O_NONBLOCK on @fd. */
+void tu_set_nonblock(int fd, bool on);
+/*
+ * A connected loopback TCP pair: @fds[0] the client, @fds[1] the server.
+ * @stalled: the server offers a window of a few KiB and is never read, so
+ * what is sent beyond it stays in the client's queue (and a zero-copy
+ * send's notification never comes).
+ */
+void tu_tcp_pair_how(int fds[2], bool stalled);
+/* tu_tcp_pair_how(fds, false) */
+void tu_tcp_pair(int fds[2]);
+/* SIGPIPE is pending (sigpending(2)): raised while blocked, and so not
+ * yet delivered. */
+bool tu_sigpipe_pending(void);
+/* CLOCK_MONOTONIC now, in seconds. */
+double tu_mono_s(void);
+
 /* ---- the lz4 suites' data, lists and frames (tu_lz4.c) ------------------- */
 
 #include <bufferlist/lz4.h>
@@ -191,16 +308,16 @@ void tu_logseg(struct bl_list *l, const void *data, size_t len, size_t max,
 	       uint64_t *rng);
 
 /* What a failed call must not change: bytes, segments, references. */
-struct tu_snap {
+struct tu_lz4_snap {
 	unsigned char *bytes;
 	size_t len;
 	unsigned nseg;
 	unsigned *nref;
 };
-void tu_snap_take(struct tu_snap *s, const struct bl_list *l);
-/* Asserts that @l is as tu_snap_take() saw it. */
-void tu_snap_check(const struct tu_snap *s, const struct bl_list *l);
-void tu_snap_free(struct tu_snap *s);
+void tu_lz4_snap_take(struct tu_lz4_snap *s, const struct bl_list *l);
+/* Asserts that @l is as tu_lz4_snap_take() saw it. */
+void tu_lz4_snap_check(const struct tu_lz4_snap *s, const struct bl_list *l);
+void tu_lz4_snap_free(struct tu_lz4_snap *s);
 /* Initialises @out holding "prefix", to see an output left alone. */
 void tu_out_prefill(struct bl_list *out);
 

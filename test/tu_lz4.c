@@ -159,7 +159,7 @@ static void require_bytes(const struct bl_list *l, const void *want,
 	free(got);
 }
 
-void tu_snap_take(struct tu_snap *s, const struct bl_list *l)
+void tu_lz4_snap_take(struct tu_lz4_snap *s, const struct bl_list *l)
 {
 	s->len = bl_list_length(l);
 	s->nseg = bl_list_num_buffers(l);
@@ -175,7 +175,7 @@ void tu_snap_take(struct tu_snap *s, const struct bl_list *l)
 	}
 }
 
-void tu_snap_check(const struct tu_snap *s, const struct bl_list *l)
+void tu_lz4_snap_check(const struct tu_lz4_snap *s, const struct bl_list *l)
 {
 	TU_REQUIRE(bl_list_num_buffers(l) == s->nseg);
 	require_bytes(l, s->bytes, s->len);
@@ -188,7 +188,7 @@ void tu_snap_check(const struct tu_snap *s, const struct bl_list *l)
 	}
 }
 
-void tu_snap_free(struct tu_snap *s)
+void tu_lz4_snap_free(struct tu_lz4_snap *s)
 {
 	free(s->bytes);
 	free(s->nref);
@@ -245,19 +245,19 @@ void tu_lz4_bad(const void *frame, size_t flen, size_t seg, int err)
 {
 	struct bl_list in, out;
 	struct bl_lz4_decoder *d;
-	struct tu_snap si, so;
+	struct tu_lz4_snap si, so;
 	ssize_t r;
 
 	bl_list_init(&in);
 	tu_out_prefill(&out);
 	if (flen)
 		tu_fixed(&in, frame, flen, seg);
-	tu_snap_take(&si, &in);
-	tu_snap_take(&so, &out);
+	tu_lz4_snap_take(&si, &in);
+	tu_lz4_snap_take(&so, &out);
 	r = bl_lz4_decompress(&in, &out, 0);
 	TU_REQUIRE(r == err);
-	tu_snap_check(&si, &in);
-	tu_snap_check(&so, &out);
+	tu_lz4_snap_check(&si, &in);
+	tu_lz4_snap_check(&so, &out);
 
 	/*
 	 * The streaming decoder hands out every whole block it has seen, so
@@ -276,17 +276,17 @@ void tu_lz4_bad(const void *frame, size_t flen, size_t seg, int err)
 		} else {
 			TU_REQUIRE(r == err);
 			/* a failed feed appends nothing */
-			tu_snap_check(&so, &sout);
+			tu_lz4_snap_check(&so, &sout);
 			TU_REQUIRE(bl_lz4_decoder_feed(d, &in, &sout) ==
 				   -EINVAL);
 		}
 		bl_list_clear(&sout);
 	}
 	bl_lz4_decoder_free(d);
-	tu_snap_check(&si, &in);
-	tu_snap_check(&so, &out);
-	tu_snap_free(&si);
-	tu_snap_free(&so);
+	tu_lz4_snap_check(&si, &in);
+	tu_lz4_snap_check(&so, &out);
+	tu_lz4_snap_free(&si);
+	tu_lz4_snap_free(&so);
 	bl_list_clear(&in);
 	bl_list_clear(&out);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * uring_probe.h - what the running kernel's io_uring accepts, for the
- * tests that expect the library to choose ring flags by it (test_uring,
- * test_syscall_faults_uring).
+ * tests that expect the library to choose ring flags by it
+ * (test_uring_ring, test_syscall_faults_uring).
  */
 #ifndef TEST_URING_PROBE_H
 #define TEST_URING_PROBE_H

@@ -107,12 +107,18 @@ static size_t srv_recv_align(struct srv *s)
 	return a >= 512 && a <= ((size_t)1 << 20) && !(a & (a - 1)) ? a : 0;
 }
 
-/* The longest payload a client may send: half the budget at most. */
+/* What payloads still arriving may hold together (blbench_serve.h). */
+static uint64_t srv_rx_budget(const struct srv *s)
+{
+	return s->o.max_memory / 8;
+}
+
+/* The longest payload a client may send: one that fits that share. */
 static uint64_t srv_max_payload(const struct srv *s)
 {
-	uint64_t half = s->o.max_memory / 2;
+	uint64_t rx = srv_rx_budget(s);
 
-	return half < TCP_MAX_PAYLOAD ? half : TCP_MAX_PAYLOAD;
+	return rx < TCP_MAX_PAYLOAD ? rx : TCP_MAX_PAYLOAD;
 }
 
 static void srv_hello(struct srv *s, struct bl_msgr_conn *c, uint64_t tag,
@@ -466,6 +472,8 @@ int blb_serve(const struct blb_opts *o)
 	co.align_data = true;
 	co.align = srv_recv_align(&s);
 	co.max_inflight = SRV_MAX_INFLIGHT;	/* every request is answered */
+	co.max_rx_bytes = srv_rx_budget(&s);
+	s.mem += srv_rx_budget(&s);
 	co.idle_timeout_ms = o->idle_timeout * 1000u;
 	co.header_timeout_ms = SRV_HEADER_MS;
 	s.ms = bl_msgr_server_new(s.u, lfd, &co);

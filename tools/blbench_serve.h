@@ -48,12 +48,15 @@
 #define SRV_POOL_BUFS 16u
 /*
  * And all of them together (--max-memory): the shared receive ring
- * (SRV_RING_BUFS x SRV_RING_BUF, counted from the start), READ data from
- * the disk read until the kernel took it, and WRITE payloads from their
- * arrival until they are written.  READs over the budget wait until
- * memory frees; a WRITE over it is refused with -ENOBUFS (its payload
- * already arrived: holding it would not free anything).  No payload may
- * be longer than half the budget (HELLO's max_payload).
+ * (SRV_RING_BUFS x SRV_RING_BUF, counted from the start), payloads still
+ * arriving (an eighth of the budget, the messenger's max_rx_bytes,
+ * counted from the start: the clients' frames wait for it in the kernel
+ * and the clients), READ data from the disk read until the kernel took
+ * it, and WRITE payloads from their arrival until they are written.
+ * READs over the budget wait until memory frees; a WRITE over it is
+ * refused with -ENOBUFS (its payload already arrived: holding it would
+ * not free anything).  No payload may be longer than the eighth that
+ * arriving payloads share (HELLO's max_payload), so that one alone fits.
  */
 #define SRV_RING_BUFS 64
 #define SRV_RING_BUF ((size_t)64 << 10)

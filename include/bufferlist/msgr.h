@@ -257,7 +257,10 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  *               nor got a byte of its own to the kernel for this many
  *               milliseconds is ended with -ETIMEDOUT; bytes the peer
  *               acknowledged (TCP) count as activity, so a peer reading
- *               a large reply slowly is not idle.  Reset when the peer
+ *               a large reply slowly is not idle, and so do bytes it sent
+ *               into a large payload's read (TCP's count of bytes
+ *               received), so a peer sending one slowly is not idle
+ *               either.  Reset when the peer
  *               owes acknowledgements and sent none since the last look
  *               (it is not reading), else closed gracefully, since the
  *               peer may still be reading what it got; but kept while
@@ -274,6 +277,10 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * @busy_poll_us: after a receive, read the socket directly for up to this
  *               many microseconds before waiting in the ring (below); 0:
  *               never (the default).
+ * @max_rx_bytes: a server's connections together hold at most this many
+ *               bytes of payloads still arriving by direct reads (below);
+ *               0: no limit (the default).  Ignored by a connection of
+ *               bl_msgr_conn_new(), which has no server to share it with.
  *
  * Timeouts (@idle_timeout_ms, @header_timeout_ms) are kept by
  * bl_msgr_server_poll() for the server's connections, checked every
@@ -294,6 +301,22 @@ typedef void (*bl_msgr_log_fn)(void *arg, struct bl_msgr_conn *c,
  * alone, so two peers streaming at each other do not stall; two that
  * answer each other's frames with more than @max_out_bytes each, while
  * neither reads, would: give them SIZE_MAX.
+ *
+ * The receive budget (@max_rx_bytes): a server's connection reserves a
+ * large payload's whole length from its server's budget when the
+ * preamble is in, before it reads or allocates any of the rest, and gives
+ * it back when the frame is delivered (on_frame then holds the payload:
+ * what the application keeps, it counts itself) or the connection ends.
+ * A connection whose payload does not fit stops as backpressure stops it
+ * (counted in throttled): no receive, the peer's bytes wait in the
+ * kernel and the peer.  Waiting connections are served in the order they
+ * began to wait, by bl_msgr_server_poll(), as deliveries free the budget;
+ * one payload longer than the whole budget goes when nothing else is
+ * held.  A waiting connection is not idle (@idle_timeout_ms): the wait is
+ * ours.  Payloads below @direct_min arrive in the receive buffers, whose
+ * memory exists already, and are not counted.  So many peers that each
+ * send a large payload at once hold at most the budget (plus one payload
+ * when that payload alone exceeds it), not the sum of their claims.
  *
  * Direct reads (@direct_min): once the preamble of such a payload is in,
  * the rest of the frame is read with bl_uring_read(fd, -1, ...) into raws
@@ -373,6 +396,7 @@ struct bl_msgr_conn_opts {
 	unsigned header_timeout_ms;
 	unsigned busy_poll_us;
 	size_t align;
+	size_t max_rx_bytes;
 };
 
 /**
@@ -601,7 +625,9 @@ bl_msgr_server_new(struct bl_uring *u, int listen_fd,
  * looks for new connections every few milliseconds (a new connection may
  * wait that long); a call with @timeout_ms 0 looks every time.  With
  * idle_timeout_ms set, or a preamble pending, an idle server also wakes
- * every 100 ms or so to check its timeouts.
+ * every 100 ms or so to check its timeouts.  After each run it serves the
+ * connections waiting for its receive budget (max_rx_bytes) that now fit,
+ * oldest first: their frames' on_frame may run within this call.
  * Return: completions handled plus connections accepted (0 on timeout),
  * or -errno: an error of bl_uring_run() (-EDEADLK when called from a
  * callback of the ring, or an error of io_uring_enter(2)), or of poll(2)

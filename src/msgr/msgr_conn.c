@@ -63,6 +63,7 @@ void bl__msgr_maybe_finish(struct bl_msgr_conn *c)
 		return;
 	c->finished = true;
 	if (s) {
+		bl__msgr_rx_release(c);
 		/* a descriptor is free: out of them, try accepting now */
 		if (s->accept_paused)
 			s->next_accept = 0;
@@ -270,39 +271,52 @@ static bool peer_owes(const struct bl_msgr_conn *c)
 }
 
 /*
- * Bytes of ours the peer has acknowledged on a TCP socket (0 elsewhere,
- * or on a kernel without the count).  A send of one large reply shows no
- * progress of its own until the kernel took all of it; a peer that reads
- * it slowly still acknowledges as it goes.
+ * The TCP counters of @fd: bytes of ours the peer acknowledged, bytes of
+ * the peer's that arrived (both 0 elsewhere, or on a kernel without the
+ * counts).  A send of one large reply shows no progress of its own until
+ * the kernel took all of it, nor a read of a large payload until all of it
+ * came; a peer that reads slowly still acknowledges as it goes, and one
+ * that sends slowly is still received as it goes.
  */
-static uint64_t acked_bytes(int fd)
+static void tcp_counts(int fd, uint64_t *acked, uint64_t *received)
 {
 	struct tcp_info ti;
 	socklen_t n = sizeof(ti);
 
 	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &n) ||
-	    n < offsetof(struct tcp_info, tcpi_bytes_acked) +
-		sizeof(ti.tcpi_bytes_acked))
-		return 0;
-	return ti.tcpi_bytes_acked;
+	*acked = *received = 0;
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &n))
+		return;
+	if (n >= offsetof(struct tcp_info, tcpi_bytes_acked) +
+		 sizeof(ti.tcpi_bytes_acked))
+		*acked = ti.tcpi_bytes_acked;
+	if (n >= offsetof(struct tcp_info, tcpi_bytes_received) +
+		 sizeof(ti.tcpi_bytes_received))
+		*received = ti.tcpi_bytes_received;
 }
 
 /*
- * Whether the peer acknowledged bytes since the last look, which then
- * counts as activity at @now.  Asked only when the idle time is up: one
- * system call per timeout, not one per sweep.
+ * Whether the peer acknowledged bytes since the last look (it reads), or,
+ * with @sent, sent bytes into a direct read in flight (whose bytes count
+ * only when it completes: a large payload still arriving): that then
+ * counts as activity at @now, and taking ours as taking.  Asked only when
+ * the idle time is up: one system call per timeout, not one per sweep.
  */
-static bool peer_acked_since(struct bl_msgr_conn *c, int64_t now)
+static bool peer_moved_since(struct bl_msgr_conn *c, int64_t now, bool sent)
 {
-	uint64_t acked = acked_bytes(c->fd);
+	uint64_t acked, received;
+	bool took, gave;
 
-	if (acked == c->acked_seen)
-		return false;
+	tcp_counts(c->fd, &acked, &received);
+	took = acked != c->acked_seen;
+	gave = sent && c->read_busy && received != c->received_seen;
 	c->acked_seen = acked;
-	c->act_at = now;
-	c->take_at = now;
-	return true;
+	c->received_seen = received;
+	if (took || gave)
+		c->act_at = now;
+	if (took)
+		c->take_at = now;
+	return took || gave;
 }
 
 bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
@@ -328,26 +342,29 @@ bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
 			/*
 			 * Nothing of ours waits for the peer.  An answer we
 			 * owe (a request not answered, a stream not finished:
-			 * a slow disk) keeps it open; otherwise it is idle, and
-			 * may still be reading what it got.
+			 * a slow disk; a frame waiting for our receive budget)
+			 * keeps it open; otherwise it is idle, and may still be
+			 * reading what it got.
 			 */
 			if ((c->o.max_inflight && c->unanswered) ||
-			    c->streaming) {
+			    c->streaming || c->rx_wait) {
 				c->act_at = now;
+			} else if (peer_moved_since(c, now, true)) {
+				/* a large payload still arriving */
 			} else {
 				bl__msgr_conn_end(c, -ETIMEDOUT, true,
 						  "idle for %u ms",
 						  c->o.idle_timeout_ms);
 				return false;
 			}
-		} else if (!peer_acked_since(c, now)) {	/* not reading */
+		} else if (!peer_moved_since(c, now, true)) {	/* not reading */
 			bl__msgr_conn_abort(c, -ETIMEDOUT, "idle for %u ms, "
 					    "the peer not reading",
 					    c->o.idle_timeout_ms);
 			return false;
 		}
 	} else if (idle && now - c->take_at >= idle &&
-		   !peer_acked_since(c, now)) {
+		   !peer_moved_since(c, now, false)) {
 		/* it sends (requests, bytes) but takes none of ours */
 		bl__msgr_conn_abort(c, -ETIMEDOUT, "the peer took no byte "
 				    "for %u ms", c->o.idle_timeout_ms);

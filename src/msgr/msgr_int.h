@@ -169,11 +169,17 @@ struct bl_msgr_conn {
 	uint64_t act_seen;	/* rx_raw + bytes sent, at act_at */
 	int64_t act_at;		/* ms: when that last moved; 0: not yet */
 	uint64_t acked_seen;	/* bytes the peer acknowledged (TCP), then */
+	uint64_t received_seen;	/* bytes of the peer's that came (TCP), then */
 	uint64_t take_seen;	/* tx_bytes - out_bytes, at take_at */
 	int64_t take_at;	/* ms: when the peer last took a byte of
 				 * ours, or had none waiting; 0: not yet */
 	int64_t hdr_at;		/* ms: a preamble partly in since; 0: none */
 	uint64_t hdr_frames;	/* frames_received then */
+	/* the server's receive budget (max_rx_bytes) */
+	size_t rx_grant;	/* reserved for the direct frame */
+	size_t rx_want;		/* waiting: what the next one needs */
+	uint64_t rx_ticket;	/* waiting: its place in the queue */
+	bool rx_wait;		/* waiting for the budget */
 	/* the server's list */
 	struct bl_msgr_server *srv;
 	struct bl_msgr_conn *snext, *sprev;
@@ -198,6 +204,11 @@ struct bl_msgr_server {
 	unsigned log_suppressed;	/* failures not logged since */
 	int64_t next_sweep;	/* ms: when to check timeouts again */
 	bool sweep_due;		/* and whether an idle server must wake then */
+	/* the receive budget: reserved by direct frames, and the queue of
+	 * connections waiting for it (their rx_ticket orders them) */
+	size_t rx_held;
+	unsigned rx_waiting;
+	uint64_t rx_tickets;
 };
 
 /* ---- msgr_frame.c ------------------------------------------------------- */
@@ -302,21 +313,39 @@ struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
 				       const struct bl_msgr_conn_opts *o,
 				       struct bl_uring_bufring *shared);
 
+/*
+ * Gives back what @c reserved of its server's receive budget and leaves
+ * the queue of those waiting for it: its direct frame was delivered or
+ * dropped, or it ends.  The server's next poll serves the queue.
+ */
+static inline void bl__msgr_rx_release(struct bl_msgr_conn *c)
+{
+	if (c->rx_grant) {
+		c->srv->rx_held -= c->rx_grant;
+		c->rx_grant = 0;
+	}
+	if (c->rx_wait) {
+		c->rx_wait = false;
+		c->srv->rx_waiting--;
+	}
+}
+
 /* ---- msgr_recv.c -------------------------------------------------------- */
 
 /* Starts the next receive.  0 or -errno (nothing started). */
 int bl__msgr_start_recv(struct bl_msgr_conn *c);
 
 /*
- * Whether @c is over a backpressure limit (max_out_bytes, max_inflight):
- * then it delivers no frame and arms no receive.  The bytes count only
+ * Whether @c is over a backpressure limit (max_out_bytes, max_inflight)
+ * or waits for its server's receive budget (max_rx_bytes): then it
+ * delivers no frame and arms no receive.  The bytes count only
  * while a reply is among them: a connection that streams frames of its
  * own accord never stops reading for them (two such peers would stall
  * each other), only one the peer makes answer.
  */
 static inline bool bl__msgr_throttled(const struct bl_msgr_conn *c)
 {
-	return (c->out_bytes >= c->o.max_out_bytes &&
+	return c->rx_wait || (c->out_bytes >= c->o.max_out_bytes &&
 		c->reply_end > c->tx_bytes - c->out_bytes) ||
 	       (c->o.max_inflight && c->unanswered >= c->o.max_inflight);
 }

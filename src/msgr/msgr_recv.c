@@ -58,6 +58,9 @@ static bool start_direct(struct bl_msgr_conn *c);
 static void deliver(struct bl_msgr_conn *c, struct bl_msgr_frame *f,
 		    size_t wire)
 {
+	/* on_frame holds the payload from here on: the budget is free, for
+	 * a frame that went direct and one that came whole meanwhile */
+	bl__msgr_rx_release(c);
 	c->st.frames_received++;
 	c->st.bytes_received += wire;
 	if (c->o.max_inflight)
@@ -389,6 +392,34 @@ static int read_piece(struct bl_msgr_conn *c)
 }
 
 /*
+ * Reserves @len bytes of the server's receive budget for the direct frame
+ * about to start, in the queue's order: a connection the server woke has
+ * its share already (rx_budget_serve), one that finds others waiting or
+ * no room joins the queue (rx_wait: it stops as backpressure stops it).
+ * Return: whether the frame may start.
+ */
+static bool rx_budget_take(struct bl_msgr_conn *c, size_t len)
+{
+	struct bl_msgr_server *s = c->srv;
+	size_t max = c->o.max_rx_bytes;
+
+	if (!s || !max || c->rx_grant >= len)
+		return true;
+	if (!s->rx_waiting && (!s->rx_held || s->rx_held + len <= max)) {
+		s->rx_held += len - c->rx_grant;
+		c->rx_grant = len;
+		return true;
+	}
+	if (!c->rx_wait) {
+		c->rx_wait = true;
+		c->rx_ticket = ++s->rx_tickets;
+		s->rx_waiting++;
+	}
+	c->rx_want = len;
+	return false;
+}
+
+/*
  * The preamble of a large payload is in, and no receive is in flight
  * (one-shot receives), so the rest of the frame can come through plain
  * reads into a raw of its own: one read instead of a receive per ring
@@ -415,6 +446,9 @@ static bool start_direct(struct bl_msgr_conn *c)
 	align = c->o.align_data && len >= c->o.align_min;
 	if (have >= len || (!align && len < c->o.direct_min))
 		return false;
+	/* waiting for the budget: nothing read, nothing allocated */
+	if (!rx_budget_take(c, len))
+		return false;
 	memset(d, 0, sizeof(*d));
 	bl_list_init(&d->headl);
 	bl_list_init(&d->restl);
@@ -427,8 +461,10 @@ static bool start_direct(struct bl_msgr_conn *c)
 	if (!align) {
 		d->head = d->have = have;
 		d->rest = len - have;
-		if (read_piece(c))
+		if (read_piece(c)) {
+			bl__msgr_rx_release(c);
 			return false;
+		}
 		/* from offset 0: cannot fail */
 		bl_list_splice(&c->in, 0, BL_MSGR_PREAMBLE, NULL);
 		bl_list_swap(&d->headl, &c->in);
@@ -442,12 +478,15 @@ static bool start_direct(struct bl_msgr_conn *c)
 	d->gap_read = d->head - have + (d->rest ? 0 : BL_MSGR_TRAILER);
 	if (d->head) {
 		d->P.raw = bl_raw_create_aligned(d->head, c->o.align);
-		if (!d->P.raw)
+		if (!d->P.raw) {
+			bl__msgr_rx_release(c);
 			return false;
+		}
 		d->P.len = d->head;
 	}
 	if (d->gap_read ? direct_read(c, d->gap_read) : read_piece(c)) {
 		bl_ptr_release(&d->P);
+		bl__msgr_rx_release(c);
 		return false;
 	}
 	if (have) {

@@ -206,6 +206,39 @@ static int wake_in(const struct bl_msgr_server *s, int64_t now)
 #define SLICE_MS 5
 #define ACCEPT_EVERY_MS 5
 
+/*
+ * Serves the queue of connections waiting for the receive budget
+ * (max_rx_bytes), oldest first, while the oldest fits: each gets its
+ * share reserved and resumes receiving (which runs on_frame, so only from
+ * here, never from a completion of another connection).  A payload longer
+ * than the whole budget goes when nothing is held.
+ * Return: the connections resumed.
+ */
+static int rx_budget_serve(struct bl_msgr_server *s)
+{
+	int n = 0;
+
+	while (s->rx_waiting) {
+		struct bl_msgr_conn *c, *first = NULL;
+
+		for (c = s->conns; c; c = c->snext)
+			if (c->rx_wait &&
+			    (!first || c->rx_ticket < first->rx_ticket))
+				first = c;
+		if (!first || (s->rx_held &&
+			       s->rx_held + first->rx_want > s->o.max_rx_bytes))
+			break;
+		first->rx_wait = false;
+		s->rx_waiting--;
+		first->rx_grant = first->rx_want;
+		s->rx_held += first->rx_want;
+		first->rx_resume(first);
+		bl__msgr_maybe_finish(first);
+		n++;
+	}
+	return n;
+}
+
 int bl_msgr_server_poll(struct bl_msgr_server *s, int timeout_ms)
 {
 	int64_t now = (int64_t)bl__now_ms();
@@ -230,7 +263,9 @@ int bl_msgr_server_poll(struct bl_msgr_server *s, int timeout_ms)
 		r = bl_uring_run(s->u, 0, 0);
 		if (r < 0)
 			return r;
-		n += r;
+		/* after the run: it refused a call from a callback, which must
+		 * not run on_frame either */
+		n += r + rx_budget_serve(s);
 		if (n || timeout_ms == 0)
 			return n;
 		if (timeout_ms > 0) {
