@@ -1379,7 +1379,7 @@ START_TEST(fail_sweep)
 }
 END_TEST
 
-static Suite *failure_suite(void)
+int main(void)
 {
 	const struct tu_loop enomem_loops[] = {
 		{ fail_op, 0, (int)(sizeof(cases) / sizeof(cases[0])) },
@@ -1391,12 +1391,6 @@ static Suite *failure_suite(void)
 		TU_GROUP("enomem", NULL, .loops = enomem_loops, .timeout = 60),
 		TU_GROUP_END
 	};
-
-	return tu_suite("failure", groups);
-}
-
-int main(void)
-{
 	const char *dir = getenv("TMPDIR");
 	uint64_t rng = 0x5eed;
 	int ret;
@@ -1414,7 +1408,7 @@ int main(void)
 		perror(file_path);
 		return EXIT_FAILURE;
 	}
-	ret = tu_run(failure_suite());
+	ret = tu_run(tu_suite("failure", groups));
 	close(file_fd);
 	unlink(file_path);
 	return ret;

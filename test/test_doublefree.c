@@ -132,7 +132,7 @@ START_TEST(correct_use_of_the_caches_is_not_reported)
 }
 END_TEST
 
-static Suite *doublefree_suite(void)
+int main(void)
 {
 	const TTest *asan_tests[] = {
 		double_release_of_a_cached_raw_is_reported,
@@ -146,12 +146,8 @@ static Suite *doublefree_suite(void)
 		TU_GROUP_END
 	};
 
-	return tu_suite("doublefree", groups);
-}
 
-int main(void)
-{
-	return tu_run(doublefree_suite());
+	return tu_run(tu_suite("doublefree", groups));
 }
 
 #else

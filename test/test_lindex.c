@@ -1441,7 +1441,7 @@ START_TEST(test_to_iovec_never_allocates_an_index)
 }
 END_TEST
 
-static Suite *lindex_suite(void)
+int main(void)
 {
 	const TTest *lookups_tests[] = {
 		/* valgrind */
@@ -1488,10 +1488,5 @@ static Suite *lindex_suite(void)
 		TU_GROUP_END
 	};
 
-	return tu_suite("lindex", groups);
-}
-
-int main(void)
-{
-	return tu_run(lindex_suite());
+	return tu_run(tu_suite("lindex", groups));
 }

@@ -635,7 +635,7 @@ START_TEST(test_we_decode_concatenated_and_skippable)
 }
 END_TEST
 
-static Suite *lz4_suite(void)
+int main(void)
 {
 	const TTest *mutant_tests[] = {
 		test_mutants_decode_alike_in_every_split,
@@ -653,12 +653,6 @@ static Suite *lz4_suite(void)
 		TU_GROUP("interop", interop_tests, .timeout = 600),
 		TU_GROUP_END
 	};
-
-	return tu_suite("lz4_interop", groups);
-}
-
-int main(void)
-{
 	int ret;
 
 	seed = tu_seed("test_lz4_interop");
@@ -666,7 +660,7 @@ int main(void)
 	strcpy(tmpdir, "/tmp/bl_lz4_XXXXXX");
 	if (!mkdtemp(tmpdir))
 		tmpdir[0] = 0;
-	ret = tu_run(lz4_suite());
+	ret = tu_run(tu_suite("lz4_interop", groups));
 	if (tmpdir[0])
 		rmdir(tmpdir);
 	return ret;

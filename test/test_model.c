@@ -63,7 +63,7 @@ START_TEST(model_no_leak)
 }
 END_TEST
 
-static Suite *model_suite(void)
+int main(void)
 {
 	const TTest *random_tests[] = {
 		model_fixed_seed,
@@ -76,10 +76,5 @@ static Suite *model_suite(void)
 		TU_GROUP_END
 	};
 
-	return tu_suite("model", groups);
-}
-
-int main(void)
-{
-	return tu_run(model_suite());
+	return tu_run(tu_suite("model", groups));
 }

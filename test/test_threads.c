@@ -793,7 +793,7 @@ START_TEST(appends_into_a_shared_raw_from_two_threads)
 }
 END_TEST
 
-static Suite *threads_suite(void)
+int main(void)
 {
 	const TTest *shared_raws_tests[] = {
 		shared_slices_on_every_thread,
@@ -809,13 +809,8 @@ static Suite *threads_suite(void)
 		TU_GROUP_END
 	};
 
-	return tu_suite("threads", groups);
-}
-
-int main(void)
-{
 	if (getenv("BL_TEST_QUICK"))
 		iters = 200;
 	seed = tu_seed("test_threads");
-	return tu_run(threads_suite());
+	return tu_run(tu_suite("threads", groups));
 }
