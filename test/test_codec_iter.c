@@ -367,36 +367,35 @@ START_TEST(test_iter_random_walk_matches_model)
 		switch (tu_rand(&rng) % 4) {
 		case 0:
 			pos = tu_rand(&rng) % (sizeof(data) + 1);
-			ck_assert_int_eq(bl_iter_seek(&it, pos), 0);
+			TU_REQUIRE(bl_iter_seek(&it, pos) == 0);
 			break;
 		case 1:
 			if (pos + n <= sizeof(data)) {
-				ck_assert_int_eq(bl_iter_advance(&it, n), 0);
+				TU_REQUIRE(bl_iter_advance(&it, n) == 0);
 				pos += n;
 			} else {
-				ck_assert_int_eq(bl_iter_advance(&it, n),
-						 -ERANGE);
+				TU_REQUIRE(bl_iter_advance(&it, n) == -ERANGE);
 			}
 			break;
 		case 2:
 			if (pos + n <= sizeof(data)) {
-				ck_assert_int_eq(bl_iter_copy(&it, n, buf), 0);
-				ck_assert(memcmp(buf, data + pos, n) == 0);
+				TU_REQUIRE(bl_iter_copy(&it, n, buf) == 0);
+				TU_REQUIRE(memcmp(buf, data + pos, n) == 0);
 				pos += n;
 			} else {
-				ck_assert_int_eq(bl_iter_copy(&it, n, buf),
-						 -ERANGE);
+				TU_REQUIRE(bl_iter_copy(&it, n, buf) ==
+					   -ERANGE);
 			}
 			break;
 		default: {
 			const char *d;
 			size_t got = bl_iter_get_ptr_and_advance(&it, n, &d);
 
-			ck_assert_uint_le(got, n);
-			ck_assert_uint_le(got, sizeof(data) - pos);
+			TU_REQUIRE(got <= n);
+			TU_REQUIRE(got <= (sizeof(data) - pos));
 			if (n && pos < sizeof(data))
-				ck_assert_uint_gt(got, 0);
-			ck_assert(got == 0 || memcmp(d, data + pos, got) == 0);
+				TU_REQUIRE(got > 0);
+			TU_REQUIRE(got == 0 || memcmp(d, data + pos, got) == 0);
 			pos += got;
 			break;
 		}
@@ -749,40 +748,39 @@ START_TEST(test_inline_random_walk_matches_model)
 
 		switch (tu_rand(&rng) % 4) {
 		case 0:
-			ck_assert_int_eq(o->advance(&it, n),
-					 n <= left ? 0 : -ERANGE);
+			TU_REQUIRE(o->advance(&it, n) ==
+				   (n <= left ? 0 : -ERANGE));
 			if (n <= left)
 				pos += n;
 			break;
 		case 1:
 			n = o->get_ptr(&it, n, &d);
-			ck_assert_uint_le(n, left);
-			ck_assert(n || !d);
-			ck_assert(!n || memcmp(d, data + pos, n) == 0);
+			TU_REQUIRE(n <= left);
+			TU_REQUIRE(n || !d);
+			TU_REQUIRE(!n || memcmp(d, data + pos, n) == 0);
 			pos += n;
 			break;
 		case 2:
 			if ((size_t)w > left) {
-				ck_assert_int_eq(decode_w(o, &it, w, &v),
-						 -ERANGE);
+				TU_REQUIRE(decode_w(o, &it, w, &v) == -ERANGE);
 				break;
 			}
 			for (int b = w - 1; b >= 0; b--)
 				want = want << 8 | data[pos + (size_t)b];
-			ck_assert_int_eq(decode_w(o, &it, w, &v), 0);
-			ck_assert_uint_eq(v, want);
+			TU_REQUIRE(decode_w(o, &it, w, &v) == 0);
+			TU_REQUIRE(v == want);
 			pos += (size_t)w;
 			break;
 		default:
 			if (tu_rand(&rng) % 8 == 0) {
 				pos = tu_rand(&rng) % (sizeof(data) + 1);
-				ck_assert_int_eq(bl_iter_seek(&it, pos), 0);
+				TU_REQUIRE(bl_iter_seek(&it, pos) == 0);
 			}
 			break;
 		}
 		tu_assert_at(&it, pos, sizeof(data) - pos);
-		ck_assert_uint_eq(o->offset(&it), pos);
-		ck_assert_uint_eq(o->remaining(&it), sizeof(data) - pos);
+		TU_REQUIRE(o->offset(&it) == pos);
+		TU_REQUIRE(o->remaining(&it) == (sizeof(data) - pos));
 	}
 	bl_list_clear(&l);
 }
