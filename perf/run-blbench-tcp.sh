@@ -11,12 +11,15 @@
 #
 # The server starts once; a write with --no-cleanup puts the objects in
 # its directory (and so in the page cache).  Each round then runs every
-# case - seq and rand at -t 1, 4 and 16, and write at -t 16 - each paired
+# case - seq and rand at -t 1, 4 and 16, write at -t 16, and the same
+# write with --direct (the server's files O_DIRECT) - each paired
 # with one msgbench --mode stream --size 4M --conns 1 --impl ours run;
 # who goes first in a pair flips from round to round.  seq reads every
 # object once (rados bench's seq), so it is as long as the objects make
 # it; rand and write run for BL_BENCH_SECONDS.  The write case writes
-# under a run name of its own and removes its objects after each run.
+# under a run name of its own and removes its objects after each run;
+# beside it runs the same write into a dir: target on the server's file
+# system from the client's own process (no messenger): the write's bound.
 #
 # Per case the table gives the median bandwidth and its min-max range,
 # the median of the msgbench runs paired with it, their ratio, and CPU
@@ -35,7 +38,8 @@
 #                      /var/tmp, removed at the end)
 #   BL_BENCH_PORT      loopback port of the server (default 6800 + pid % 1000)
 #   BL_BENCH_CASES     mode:depth list (default: seq:1 seq:4 seq:16 rand:1
-#                      rand:4 rand:16 write:16)
+#                      rand:4 rand:16 write:16 dwrite:16; dwrite is write
+#                      --direct: the server writes O_DIRECT)
 #   BL_BENCH_RAW       file to keep the raw lines in
 set -u
 
@@ -54,7 +58,7 @@ rounds=${BL_BENCH_ROUNDS:-5}
 secs=${BL_BENCH_SECONDS:-3}
 nobj=${BL_BENCH_OBJECTS:-256}
 port=${BL_BENCH_PORT:-$((6800 + $$ % 1000))}
-cases=${BL_BENCH_CASES:-"seq:1 seq:4 seq:16 rand:1 rand:4 rand:16 write:16"}
+cases=${BL_BENCH_CASES:-"seq:1 seq:4 seq:16 rand:1 rand:4 rand:16 write:16 dwrite:16"}
 addr=127.0.0.1:$port
 tck=$(getconf CLK_TCK)
 
@@ -65,7 +69,7 @@ spid=
 cleanup() {
 	[ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
 	rm -f "$raw" "$out"
-	rm -rf "$base/objs"
+	rm -rf "$base/objs" "$base/local"
 	[ "$made_base" = 1 ] && rmdir "$base" 2>/dev/null
 }
 trap 'cleanup; exit 130' INT TERM
@@ -103,7 +107,12 @@ echo "# $(uname -r), $(nproc) CPUs, load average at start: $(cut -d' ' -f1-3 /pr
 
 # RAW lines: CASE ROUND prog MiB/s cli-s/GiB srv-s/GiB
 one_blbench() {	# mode depth round
-	if [ "$1" = write ]; then
+	label=$1:$2
+	if [ "$1" = dwrite ]; then
+		# write with --direct: the server opens its files O_DIRECT
+		set -- write "$2" "$3" --run-name tcpbench-w --max-objects 512 \
+			--direct
+	elif [ "$1" = write ]; then
 		# a run of its own, its objects removed at its end; at most
 		# 512 objects (2 GiB) so a fast run cannot fill the disk
 		set -- "$1" "$2" "$3" --run-name tcpbench-w --max-objects 512
@@ -122,7 +131,7 @@ one_blbench() {	# mode depth round
 		cat "$out" >&2
 		exit 1
 	fi
-	awk -v c="$mode:$depth" -v r="$round" -v sv=$((s1 - s0)) -v tck="$tck" '
+	awk -v c="$label" -v r="$round" -v sv=$((s1 - s0)) -v tck="$tck" '
 		/^Total (reads|writes) made:/ { n = $4 }
 		/^Object size:/ { size = $3 }
 		/^(Read|Write) size:/ { size = $3 }
@@ -138,6 +147,32 @@ one_blbench() {	# mode depth round
 		cat "$out" >&2
 		exit 1
 	}
+}
+
+# The write case's bound: the same write into a dir: target on the
+# server's file system, in the client's own process (no messenger), so
+# that a write slower than the stream shows whether the transport or the
+# target's page-cache writes hold it.  RAW: CASE ROUND local MiB/s cpu 0
+one_local() {	# mode depth round
+	mkdir -p "$base/local" || exit 1
+	/usr/bin/time -f "TIME %U %S" "$bb" --target "dir:$base/local" \
+		$([ "$1" = dwrite ] && echo --direct) -t "$2" \
+		--run-name tcpbench-l --max-objects 512 "$secs" write \
+		>"$out" 2>&1 || {
+		echo "$0: the local write failed:" >&2
+		cat "$out" >&2
+		exit 1
+	}
+	awk -v c="$1:$2" -v r="$3" '
+		/^Total writes made:/ { n = $4 }
+		/^Write size:/ { size = $3 }
+		/^Bandwidth \(MB\/sec\):/ { bw = $3 }
+		$1 == "TIME" { cpu = $2 + $3 }
+		END {
+			gib = n * size / 1073741824
+			if (gib <= 0) exit 1
+			printf "%s %d local %.1f %.3f 0\n", c, r, bw, cpu / gib
+		}' "$out" >>"$raw"
 }
 
 one_msgbench() {	# case round
@@ -172,6 +207,10 @@ while [ "$r" -le "$rounds" ]; do
 			one_msgbench "$c" "$r"
 			one_blbench "$mode" "$depth" "$r"
 		fi
+		# (one_blbench set $mode to what it ran: the case's own)
+		case ${c%%:*} in
+		write|dwrite) one_local "${c%%:*}" "$depth" "$r" ;;
+		esac
 	done
 	echo "# round $r of $rounds done (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
 	r=$((r + 1))
@@ -220,4 +259,13 @@ END {
 				(bwmed[cs[i]] >= bwmed[p[1] ":1"] ? "holds" : "MISSED")
 	}
 	printf "goal: CPU per GiB on each side <= 2x msgbench'"'"'s: %s\n", (ok_cpu ? "holds" : "MISSED")
+	for (i = 1; i <= n; i++) {
+		c = cs[i]
+		if (!((c, "local") in bw))
+			continue
+		l = med(bw[c, "local"]); llo = lo; lhi = hi
+		lc = med(cc[c, "local"])
+		printf "%s against the same write into a local dir: target (its bound): %.0f vs %.0f (%.0f-%.0f) MiB/s, %.2fx; the local writer'"'"'s CPU %.3f s/GiB\n", \
+			c, bwmed[c], l, llo, lhi, (l > 0 ? bwmed[c] / l : 0), lc
+	}
 }' "$raw"

@@ -34,7 +34,7 @@ start=$(date +%s)
 : "${SHELL:=/bin/sh}"
 export LIBTOOL top_srcdir VALGRIND
 
-# BL_TEST_WAIT_MS: the hang guards of test_msgr, raised for valgrind's pace
+# BL_TEST_WAIT_MS: the hang guards of test_msgr_*, raised for valgrind's pace
 CK_FORK=no BL_POOL_CACHE=0 BL_TEST_QUICK=1 BL_TEST_WAIT_MS=600000
 export CK_FORK BL_POOL_CACHE BL_TEST_QUICK BL_TEST_WAIT_MS
 

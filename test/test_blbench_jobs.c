@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "testutil.h"
 
 #ifndef BLBENCH_PATH
 #define BLBENCH_PATH "./blbench"
@@ -300,13 +301,16 @@ START_TEST(test_tcp_clients_each_have_a_connection)
 	server = start("serve", (const char *const[]){ "serve", "--listen",
 						       listen, "--target",
 						       dirspec, NULL });
+	/* serve says where it listens on stdout, once it does (this waited
+	 * for stderr, so each run slept the whole 5 s) */
 	for (int i = 0; i < 500; i++) {
 		char p[PATH_MAX + 32], buf[256];
 
-		snprintf(p, sizeof(p), "%s/.serve.err", scratch);
+		snprintf(p, sizeof(p), "%s/.serve.out", scratch);
 		slurp_into(p, buf, sizeof(buf));
 		if (strstr(buf, "listening"))
 			break;
+		ck_assert_msg(i < 499, "blbench serve did not start listening");
 		usleep(10000);
 	}
 	round_trip(target, true);
@@ -415,30 +419,22 @@ START_TEST(test_bad_jobs_are_usage_errors)
 }
 END_TEST
 
-static Suite *jobs_suite(void)
-{
-	Suite *s = suite_create("blbench_jobs");
-	TCase *tc = tcase_create("jobs");
-
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, test_bad_jobs_are_usage_errors);
-	tcase_add_test(tc, test_dir_clients_write_apart_and_reads_find_them);
-	tcase_add_test(tc, test_file_clients_share_the_slots);
-	tcase_add_test(tc, test_tcp_clients_each_have_a_connection);
-	tcase_add_test(tc, test_sigint_ends_every_client_with_metadata);
-	tcase_add_test(tc, test_sigterm_stops_every_client_at_once);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(jobs_suite());
-	int failed;
+	const TTest *tests[] = {
+		test_bad_jobs_are_usage_errors,
+		test_dir_clients_write_apart_and_reads_find_them,
+		test_file_clients_share_the_slots,
+		test_tcp_clients_each_have_a_connection,
+		test_sigint_ends_every_client_with_metadata,
+		test_sigterm_stops_every_client_at_once,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		TU_GROUP("jobs", tests, .timeout = 300, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP_END
+	};
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(tu_suite("blbench_jobs", groups));
 }

@@ -21,20 +21,6 @@
 #include <bufferlist/msgr.h>
 #include "testutil.h"
 
-static bool blocking;
-
-static struct bl_uring *mk_uring(void)
-{
-	struct bl_uring_params p;
-	struct bl_uring *u;
-
-	memset(&p, 0, sizeof(p));
-	p.force_blocking = blocking;
-	u = bl_uring_create(&p);
-	ck_assert_ptr_nonnull(u);
-	return u;
-}
-
 /* Every segment starts on @a and all but the last are multiples of it. */
 static bool aligned_to(const struct bl_list *l, size_t a)
 {
@@ -85,20 +71,12 @@ static void on_frame(void *arg, struct bl_msgr_conn *c,
 	rx->frames++;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* @asked as opts.align, @want the boundary that must come out. */
 static void frames_land_on(size_t asked, size_t want)
 {
 	struct bl_msgr_conn_opts os, orx;
 	struct bl_msgr_conn *a, *b;
-	struct bl_uring *u = mk_uring();
+	struct bl_uring *u = tm_uring();
 	unsigned char *pat = malloc(sizes[NSIZES - 1]);
 	struct rx rx = { .align = want, .pat = pat };
 	uint64_t rng = 42;
@@ -131,8 +109,8 @@ static void frames_land_on(size_t asked, size_t want)
 			bl_list_clear(&l);
 		}
 	}
-	end = now_ms() + 60000;
-	while (rx.frames < 3 * NSIZES && now_ms() < end)
+	end = tm_now_ms() + 60000;
+	while (rx.frames < 3 * NSIZES && tm_now_ms() < end)
 		ck_assert_int_ge(bl_uring_run(u, 1, 100), 0);
 	ck_assert_uint_eq(rx.frames, 3 * NSIZES);
 	ck_assert_uint_eq(rx.wrong, 0);
@@ -144,27 +122,19 @@ static void frames_land_on(size_t asked, size_t want)
 	free(pat);
 }
 
-START_TEST(payloads_land_on_512)
-{
-	frames_land_on(512, 512);
-}
-END_TEST
+/* What opts.align asks, and the boundary that must come out (0: 4096). */
+static const struct {
+	size_t asked, want;
+} aligns[] = {
+	{ 512, 512 },
+	{ (size_t)64 << 10, (size_t)64 << 10 },
+	{ (size_t)1 << 20, (size_t)1 << 20 },
+	{ 0, 4096 },
+};
 
-START_TEST(payloads_land_on_64k)
+START_TEST(payloads_land_on_the_alignment_asked)
 {
-	frames_land_on((size_t)64 << 10, (size_t)64 << 10);
-}
-END_TEST
-
-START_TEST(payloads_land_on_1m)
-{
-	frames_land_on((size_t)1 << 20, (size_t)1 << 20);
-}
-END_TEST
-
-START_TEST(zero_keeps_4096)
-{
-	frames_land_on(0, 4096);
+	frames_land_on(aligns[_i].asked, aligns[_i].want);
 }
 END_TEST
 
@@ -174,7 +144,7 @@ static const size_t bad_aligns[] = {
 
 START_TEST(a_bad_alignment_is_refused_by_conn_new)
 {
-	struct bl_uring *u = mk_uring();
+	struct bl_uring *u = tm_uring();
 
 	for (size_t i = 0; i < sizeof(bad_aligns) / sizeof(bad_aligns[0]);
 	     i++) {
@@ -199,7 +169,7 @@ END_TEST
 
 START_TEST(a_bad_alignment_is_refused_by_server_new)
 {
-	struct bl_uring *u = mk_uring();
+	struct bl_uring *u = tm_uring();
 	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	ck_assert_int_ge(lfd, 0);
@@ -230,36 +200,18 @@ START_TEST(a_bad_alignment_is_refused_by_server_new)
 }
 END_TEST
 
-static void setup_uring(void)
-{
-	blocking = false;
-}
-
-static void setup_blocking(void)
-{
-	blocking = true;
-}
-
-static TCase *cases(const char *name, void (*setup)(void))
-{
-	TCase *tc = tcase_create(name);
-
-	tcase_add_checked_fixture(tc, setup, NULL);
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, payloads_land_on_512);
-	tcase_add_test(tc, payloads_land_on_64k);
-	tcase_add_test(tc, payloads_land_on_1m);
-	tcase_add_test(tc, zero_keeps_4096);
-	tcase_add_test(tc, a_bad_alignment_is_refused_by_conn_new);
-	tcase_add_test(tc, a_bad_alignment_is_refused_by_server_new);
-	return tc;
-}
-
 int main(void)
 {
-	Suite *s = suite_create("msgr_align");
+	const TTest *tests[] = {
+		a_bad_alignment_is_refused_by_conn_new,
+		a_bad_alignment_is_refused_by_server_new,
+		NULL
+	};
+	const struct tu_loop loops[] = {
+		{ payloads_land_on_the_alignment_asked, 0,
+		  (int)(sizeof(aligns) / sizeof(aligns[0])) },
+		{ NULL }
+	};
 
-	suite_add_tcase(s, cases("uring", setup_uring));
-	suite_add_tcase(s, cases("blocking", setup_blocking));
-	return tu_run(s);
+	return tm_main("test_msgr_align", tests, loops);
 }

@@ -29,8 +29,6 @@
 #define PAYLOAD ((size_t)1 << 20)
 #define FRAME_WIRE (BL_MSGR_PREAMBLE + PAYLOAD + BL_MSGR_TRAILER)
 
-static bool blocking;		/* the back end of the running TCase */
-
 struct result {
 	int calls;
 	int res;
@@ -61,45 +59,49 @@ static void on_close(void *arg, struct bl_msgr_conn *c, int err,
 	closed.err = err;
 }
 
-static int64_t now_ms(void)
+/*
+ * A connection over TCP, its peer's end in *@peer, with NFRAMES frames
+ * of @type queued: 1 MiB payloads of byte @fill, each reporting into
+ * results[].
+ */
+static struct bl_msgr_conn *queue_frames(struct bl_uring *u, int *peer,
+					 uint16_t type, int fill)
 {
-	struct timespec ts;
+	struct bl_msgr_conn_opts o;
+	struct bl_msgr_conn *c;
+	unsigned char *pay = malloc(PAYLOAD);
+	struct bl_list l;
+	int fa;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	ck_assert_ptr_nonnull(pay);
+	memset(pay, fill, PAYLOAD);
+	tm_tcp_pair(&fa, peer);
+	memset(&o, 0, sizeof(o));
+	o.on_close = on_close;
+	memset(results, 0, sizeof(results));
+	memset(&closed, 0, sizeof(closed));
+	c = bl_msgr_conn_new(u, fa, &o);
+	ck_assert_ptr_nonnull(c);
+	bl_list_init(&l);
+	ck_assert_int_eq(bl_list_append(&l, pay, PAYLOAD), 0);
+	for (int i = 0; i < NFRAMES; i++)
+		ck_assert_int_eq(bl_msgr_send(c, type, &l, on_sent,
+					      &results[i]), 0);
+	bl_list_clear(&l);
+	free(pay);
+	return c;
 }
 
-static void tcp_pair(int *a, int *b)
+/* Closes @c and runs @u until on_close ran, once. */
+static void close_and_wait(struct bl_uring *u, struct bl_msgr_conn *c,
+			   const char *reason)
 {
-	struct sockaddr_in sa;
-	socklen_t sl = sizeof(sa);
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int64_t end = tm_now_ms() + 60000;
 
-	ck_assert_int_ge(l, 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(l, 1), 0);
-	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sa, &sl), 0);
-	*a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(*a, 0);
-	ck_assert_int_eq(connect(*a, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	*b = accept4(l, NULL, NULL, SOCK_CLOEXEC);
-	ck_assert_int_ge(*b, 0);
-	close(l);
-}
-
-static struct bl_uring *mk_uring(void)
-{
-	struct bl_uring_params p;
-	struct bl_uring *u;
-
-	memset(&p, 0, sizeof(p));
-	p.force_blocking = blocking;
-	u = bl_uring_create(&p);
-	ck_assert_ptr_nonnull(u);
-	return u;
+	bl_msgr_conn_close(c, 0, reason);
+	while (!closed.calls && tm_now_ms() < end)
+		ck_assert_int_ge(bl_uring_run(u, 1, 100), 0);
+	ck_assert_int_eq(closed.calls, 1);
 }
 
 /* Reads up to @want bytes of @fd (all until its end: SIZE_MAX). */
@@ -109,7 +111,8 @@ static size_t drain(int fd, size_t want)
 	size_t got = 0;
 
 	while (got < want) {
-		size_t ask = want - got < sizeof(buf) ? want - got : sizeof(buf);
+		size_t ask = want - got < sizeof(buf) ? want - got
+						       : sizeof(buf);
 		ssize_t r = read(fd, buf, ask);
 
 		if (r < 0 && errno == EINTR)
@@ -131,34 +134,17 @@ static size_t drain(int fd, size_t want)
  */
 START_TEST(close_reports_each_frame_of_a_batch_by_what_reached_the_kernel)
 {
-	struct bl_msgr_conn_opts o;
-	struct bl_uring *u = mk_uring();
+	struct bl_uring *u = tm_uring();
 	struct bl_msgr_conn *c;
-	unsigned char *pay = malloc(PAYLOAD);
-	struct bl_list l;
 	size_t got, whole;
-	int fa, fb;
+	int fb;
 	int64_t end;
 
-	ck_assert_ptr_nonnull(pay);
-	memset(pay, 0x5a, PAYLOAD);
-	tcp_pair(&fa, &fb);
-	memset(&o, 0, sizeof(o));
-	o.on_close = on_close;
-	memset(results, 0, sizeof(results));
-	memset(&closed, 0, sizeof(closed));
-	c = bl_msgr_conn_new(u, fa, &o);
-	ck_assert_ptr_nonnull(c);
-	bl_list_init(&l);
-	ck_assert_int_eq(bl_list_append(&l, pay, PAYLOAD), 0);
-	for (int i = 0; i < NFRAMES; i++)
-		ck_assert_int_eq(bl_msgr_send(c, 7, &l, on_sent, &results[i]),
-				 0);
-	bl_list_clear(&l);
+	c = queue_frames(u, &fb, 7, 0x5a);
 	/* the peer takes two and a half frames, reading as the sender runs */
 	got = 0;
-	end = now_ms() + 60000;
-	while (got < 5 * FRAME_WIRE / 2 && now_ms() < end) {
+	end = tm_now_ms() + 60000;
+	while (got < 5 * FRAME_WIRE / 2 && tm_now_ms() < end) {
 		struct pollfd pfd = { .fd = fb, .events = POLLIN };
 
 		ck_assert_int_ge(bl_uring_run(u, 0, 0), 0);
@@ -171,11 +157,7 @@ START_TEST(close_reports_each_frame_of_a_batch_by_what_reached_the_kernel)
 	for (int i = 0; i < 20; i++)
 		ck_assert_int_ge(bl_uring_run(u, 0, 10), 0);
 	ck_assert_int_eq(results[NFRAMES - 1].calls, 0);
-	bl_msgr_conn_close(c, 0, "the test closes");
-	end = now_ms() + 60000;
-	while (!closed.calls && now_ms() < end)
-		ck_assert_int_ge(bl_uring_run(u, 1, 100), 0);
-	ck_assert_int_eq(closed.calls, 1);
+	close_and_wait(u, c, "the test closes");
 	/* everything the kernel took reaches the peer, then its end */
 	got += drain(fb, SIZE_MAX);
 	whole = got / FRAME_WIRE;
@@ -196,7 +178,6 @@ START_TEST(close_reports_each_frame_of_a_batch_by_what_reached_the_kernel)
 	}
 	close(fb);
 	bl_uring_destroy(u);
-	free(pay);
 }
 END_TEST
 
@@ -206,37 +187,15 @@ END_TEST
  */
 START_TEST(close_with_a_peer_that_never_read)
 {
-	struct bl_msgr_conn_opts o;
-	struct bl_uring *u = mk_uring();
+	struct bl_uring *u = tm_uring();
 	struct bl_msgr_conn *c;
-	unsigned char *pay = malloc(PAYLOAD);
-	struct bl_list l;
 	size_t got, whole;
-	int fa, fb;
-	int64_t end;
+	int fb;
 
-	ck_assert_ptr_nonnull(pay);
-	memset(pay, 0xa5, PAYLOAD);
-	tcp_pair(&fa, &fb);
-	memset(&o, 0, sizeof(o));
-	o.on_close = on_close;
-	memset(results, 0, sizeof(results));
-	memset(&closed, 0, sizeof(closed));
-	c = bl_msgr_conn_new(u, fa, &o);
-	ck_assert_ptr_nonnull(c);
-	bl_list_init(&l);
-	ck_assert_int_eq(bl_list_append(&l, pay, PAYLOAD), 0);
-	for (int i = 0; i < NFRAMES; i++)
-		ck_assert_int_eq(bl_msgr_send(c, 9, &l, on_sent, &results[i]),
-				 0);
-	bl_list_clear(&l);
+	c = queue_frames(u, &fb, 9, 0xa5);
 	for (int i = 0; i < 30; i++)
 		ck_assert_int_ge(bl_uring_run(u, 0, 10), 0);
-	bl_msgr_conn_close(c, 0, NULL);
-	end = now_ms() + 60000;
-	while (!closed.calls && now_ms() < end)
-		ck_assert_int_ge(bl_uring_run(u, 1, 100), 0);
-	ck_assert_int_eq(closed.calls, 1);
+	close_and_wait(u, c, NULL);
 	got = drain(fb, SIZE_MAX);
 	whole = got / FRAME_WIRE;
 	ck_assert_uint_lt(whole, NFRAMES);
@@ -246,37 +205,16 @@ START_TEST(close_with_a_peer_that_never_read)
 	}
 	close(fb);
 	bl_uring_destroy(u);
-	free(pay);
 }
 END_TEST
 
-static void setup_uring(void)
-{
-	blocking = false;
-}
-
-static void setup_blocking(void)
-{
-	blocking = true;
-}
-
 int main(void)
 {
-	Suite *s = suite_create("msgr_send_results");
-	TCase *tu = tcase_create("uring");
-	TCase *tb = tcase_create("blocking");
+	const TTest *tests[] = {
+		close_reports_each_frame_of_a_batch_by_what_reached_the_kernel,
+		close_with_a_peer_that_never_read,
+		NULL
+	};
 
-	tcase_add_checked_fixture(tu, setup_uring, NULL);
-	tcase_add_checked_fixture(tb, setup_blocking, NULL);
-	tcase_set_timeout(tu, 120);
-	tcase_set_timeout(tb, 120);
-	tcase_add_test(tu,
-		close_reports_each_frame_of_a_batch_by_what_reached_the_kernel);
-	tcase_add_test(tu, close_with_a_peer_that_never_read);
-	tcase_add_test(tb,
-		close_reports_each_frame_of_a_batch_by_what_reached_the_kernel);
-	tcase_add_test(tb, close_with_a_peer_that_never_read);
-	suite_add_tcase(s, tu);
-	suite_add_tcase(s, tb);
-	return tu_run(s);
+	return tm_main("test_msgr_send_results", tests, NULL);
 }

@@ -273,6 +273,297 @@ bool tu_sigpipe_pending(void);
 /* CLOCK_MONOTONIC now, in seconds. */
 double tu_mono_s(void);
 
+/* ---- the messenger's suites (tu_msgr.c) ---------------------------------- */
+
+#include <bufferlist/msgr.h>
+struct sockaddr_in;
+
+/* The running TCase's back end: blocking, or io_uring with its rings
+ * DEFER_TASKRUN (single_issuer); the tm_setup_* fixtures set them. */
+extern bool tm_blocking, tm_single_issuer;
+extern uint64_t tm_seed;		/* tm_init()'s tu_seed() */
+/* A pattern every payload is a slice of, so that sender and receiver
+ * agree on the bytes of frame seq without sending a description: 2 MiB,
+ * and a static raw over them. */
+extern unsigned char *tm_pat;
+extern struct bl_raw *tm_pat_raw;
+/* Upper bound of any wait (a hang guard, not a timing assertion);
+ * BL_TEST_WAIT_MS raises it for slow runs (valgrind). */
+extern int64_t tm_wait_ms;
+
+/* A number from /proc/PID/status ("VmRSS:", "VmSize:"), in KiB; @pid 0:
+ * this process. */
+long tm_status_kb(pid_t pid, const char *key);
+/* Uninstalls the counting allocator and asserts nothing it gave is
+ * still allocated. */
+void tm_alloc_off_leak_free(void);
+/* Seeds, reads BL_TEST_WAIT_MS and fills the pattern; tm_main() does. */
+void tm_init(const char *who);
+/* Runs suite @name: @tests and @loops once per back end (conn-uring,
+ * conn-defer, conn-blocking); the exit status, as tu_run(). */
+int tm_main(const char *name, const TTest *const *tests,
+	    const struct tu_loop *loops);
+/* Runs suite @name: @tests once, as group @group (no socket in them). */
+int tm_main_once(const char *name, const char *group,
+		 const TTest *const *tests);
+void tm_setup_uring(void);
+void tm_setup_defer(void);
+void tm_setup_blocking(void);
+
+int64_t tm_now_ms(void);
+/* A ring on the running back end (@flags: bl_uring_params.flags). */
+struct bl_uring *tm_uring_flags(unsigned flags);
+struct bl_uring *tm_uring(void);
+/* Frame seq's payload size (mostly small, some page-ish, a few 1 MiB) and
+ * its offset in the pattern. */
+size_t tm_size_of(uint64_t seq);
+size_t tm_off_of(uint64_t seq);
+/* @l = the payload of frame @seq, shared from the pattern (no copy). */
+void tm_payload_of(struct bl_list *l, uint64_t seq);
+/* Bytes of @l equal the pattern at @off?  (no copy) */
+bool tm_matches(const struct bl_list *l, size_t off);
+/* Every segment starts on 4096 and all but the last are 4096 multiples. */
+bool tm_dio_aligned(const struct bl_list *l);
+/* Connected sockets: TCP on the loopback (no Nagle), or a socketpair. */
+void tm_tcp_pair(int *a, int *b);
+void tm_unix_pair(int *a, int *b);
+/* @sa = 127.0.0.1:@port. */
+void tm_loopback(struct sockaddr_in *sa, unsigned port);
+/* A loopback listener, its address in @sa; a connection to it. */
+int tm_listener(struct sockaddr_in *sa);
+int tm_dial(const struct sockaddr_in *sa);
+/* Frame @seq of @type, @plen bytes of the pattern at @off, as bytes in a
+ * new malloc'd buffer; *@n its size. */
+unsigned char *tm_frame_bytes(uint16_t type, uint64_t seq, size_t plen,
+			      size_t off, size_t *n);
+void tm_write_all(int fd, const void *p, size_t n);
+/* Writes @n bytes to @fd without blocking, running @u whenever the socket
+ * is full: the reader lives on the same thread. */
+void tm_feed(struct bl_uring *u, int fd, const void *p, size_t n);
+
+/* A connection's end that checks the frames it gets: in order, types
+ * and payloads of the pattern (check_seq), 4096-aligned (check_align). */
+struct tm_peer {
+	struct bl_msgr_conn *c;
+	const char *name;
+	uint64_t rx, expect;
+	int bad;
+	char bad_msg[160];
+	bool check_seq, check_align, keep;
+	size_t align_min;
+	unsigned aligned;
+	struct bl_list kept;
+	int closed, close_err;
+	char reason[160];
+	struct bl_msgr_conn_stats st;	/* at on_close */
+	unsigned sent_ok, sent_cancel, sent_err;
+	unsigned logs;
+	char log[256];
+};
+
+void tm_note_bad(struct tm_peer *p, const char *fmt, unsigned long long a);
+/* Its callbacks (arg: the struct tm_peer). */
+void tm_on_frame(void *arg, struct bl_msgr_conn *c,
+		 struct bl_msgr_frame *f);
+void tm_on_close(void *arg, struct bl_msgr_conn *c, int err,
+		 const char *reason);
+void tm_on_log(void *arg, struct bl_msgr_conn *c, const char *msg);
+void tm_on_sent(void *arg, int res);
+/* A log callback that drops the line. */
+void tm_quiet_log(void *arg, struct bl_msgr_conn *c, const char *msg);
+void tm_peer_init(struct tm_peer *p, const char *name);
+/* @o: these callbacks (@log's argument @arg too), every other option 0. */
+void tm_opts(struct bl_msgr_conn_opts *o, bl_msgr_frame_fn on_frame,
+	     bl_msgr_close_fn on_close, bl_msgr_log_fn log, void *arg);
+/* @o: @p's callbacks, every other option 0. */
+void tm_opts_for(struct bl_msgr_conn_opts *o, struct tm_peer *p);
+/* Runs @u until *@a >= @wa and *@b >= @wb (a bounded wait). */
+void tm_run_until(struct bl_uring *u, const uint64_t *a, uint64_t wa,
+		  const uint64_t *b, uint64_t wb);
+/* Runs @u (waits of @wait ms) until *@n is not 0: it must be 1 (a bounded
+ * wait, for a callback that must run once). */
+void tm_run_until_one(struct bl_uring *u, const int *n, int wait);
+/* Runs @u until @a (and @b, unless NULL) closed, once each. */
+void tm_run_until_closed(struct bl_uring *u, struct tm_peer *a,
+			 struct tm_peer *b);
+/* @p sends frames first..first+n-1 (with tm_on_sent when @cb). */
+void tm_send_frames(struct tm_peer *p, uint64_t first, uint64_t n, bool cb);
+/* A connected pair of sockets (TCP or a socketpair) and two peers "a" and
+ * "b" with their default options, for the caller to adjust. */
+void tm_two_peers(bool tcp, int *fa, int *fb, struct tm_peer *a,
+		  struct bl_msgr_conn_opts *oa, struct tm_peer *b,
+		  struct bl_msgr_conn_opts *ob);
+/* @a and @b send each other frames 1..@n in batches of @batch (a's with a
+ * completion, b's without), and the ring runs until both received all @n
+ * intact and in order and every one of a's sends completed. */
+void tm_swap_frames(struct bl_uring *u, struct tm_peer *a,
+		    struct tm_peer *b, uint64_t n, uint64_t batch);
+
+/* Frames first..first+n-1 of @type with 300-byte payloads, as bytes. */
+unsigned char *tm_stream(uint16_t type, uint64_t first, int n,
+			 size_t *len);
+/* @n small request frames, as bytes. */
+unsigned char *tm_requests(uint64_t n, size_t *len);
+/* Polls @s until @done(@arg) (a bounded wait). */
+void tm_serve_until(struct bl_msgr_server *s, bool (*done)(void *),
+		    void *arg);
+/* Reads what is there without blocking; Return: bytes read. */
+size_t tm_drain(int fd);
+
+/* A server connection that answers requests with fresh @reply bytes. */
+struct tm_bp {
+	struct bl_msgr_conn *c;
+	size_t reply;
+	bool async;		/* hold requests, answered by bp_answer() */
+	unsigned delivered, held, held_max;
+	int closed, close_err;
+	char reason[160];
+	struct bl_msgr_conn_stats st;
+};
+/* @o: callbacks that answer every request (or hold it, x->async). */
+void tm_bp_init(struct tm_bp *x, struct bl_msgr_conn_opts *o, size_t reply);
+void tm_bp_answer(struct tm_bp *x);
+
+/* ---- the blbench suites (tu_blbench.c) ---------------------------------- */
+
+#include <sys/resource.h>
+
+/* The test's scratch directory (in the build directory: a real file
+ * system), and one where O_DIRECT works ("" if nowhere): tb_setup() makes
+ * them, tb_teardown() removes them and kills a server left running. */
+extern char tb_scratch[], tb_dio_dir[];
+extern pid_t tb_server;		/* a `blbench serve` of this test */
+extern rlim_t tb_server_nofile;	/* its RLIMIT_NOFILE; 0: inherited */
+void tb_setup(void);
+void tb_teardown(void);
+/* Runs suite @suite: @tests (NULL-terminated) as group @group, each in a
+ * scratch directory of its own (tb_setup(), tb_teardown()). */
+int tb_main(const char *suite, const char *group, const TTest *const *tests);
+
+/* What a run of blbench gave. */
+struct tb_res {
+	int status;		/* exit status; 128 + signal if killed */
+	char *out, *err;
+};
+
+/* How a child runs; NULL or zeroes: as the test does. */
+struct tb_how {
+	const char *env;	/* "NAME=VALUE" */
+	bool nobody;		/* as user nobody (exit 125 if it cannot be) */
+	long long fsize;	/* > 0: RLIMIT_FSIZE, SIGXFSZ ignored */
+	rlim_t nofile;		/* > 0: RLIMIT_NOFILE's soft limit */
+	const char *prog;	/* the program (BLBENCH_PATH) */
+	const char *argv0;	/* its argv[0] ("blbench") */
+};
+
+/* A file's bytes in a new malloc'd, NUL-terminated buffer. */
+char *tb_slurp(const char *path);
+/* snprintf that fails the test instead of truncating */
+const char *tb_fmt(char *buf, size_t len, const char *f, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Starts blbench with @args (NULL-terminated), its output into
+ * scratch/.TAG.out and .TAG.err, run as @how says.  Returns the pid. */
+pid_t tb_spawn(const char *tag, const struct tb_how *how,
+	       const char *const *args);
+/* Waits up to @secs seconds for @pid; its exit status, or -1 if it was
+ * still running (it is then killed): a bound that tells a hang. */
+int tb_wait_exit(pid_t pid, int secs);
+/* Waits up to @secs seconds for @text in scratch/.TAG.out, written by
+ * @pid: false if it did not come, or @pid exited first. */
+bool tb_wait_for_output(pid_t pid, const char *tag, const char *text,
+			int secs);
+/* Runs blbench to its end: its status and output into @r. */
+void tb_run_how(struct tb_res *r, const struct tb_how *how,
+		const char *const *args);
+void tb_run_as(struct tb_res *r, const char *env, bool nobody,
+	       const char *const *args);
+/* Runs blbench with @args (NULL-terminated) and, if @env, "NAME=VALUE". */
+void tb_run_env(struct tb_res *r, const char *env, const char *const *args);
+#define TB_RUN(r, ...) \
+	tb_run_env((r), NULL, (const char *const[]){ __VA_ARGS__, NULL })
+#define TB_RUN_ENV(r, env, ...) \
+	tb_run_env((r), (env), (const char *const[]){ __VA_ARGS__, NULL })
+#define TB_RUN_NOBODY(r, ...) \
+	tb_run_as((r), NULL, true, (const char *const[]){ __VA_ARGS__, NULL })
+/* msgbench, as its own name */
+#define TB_RUN_MSGBENCH(r, ...) \
+	tb_run_how((r), &(const struct tb_how){ .prog = MSGBENCH_PATH, \
+					     .argv0 = "msgbench" }, \
+		(const char *const[]){ __VA_ARGS__, NULL })
+#define TB_SPAWN(tag, ...) \
+	tb_spawn((tag), NULL, (const char *const[]){ __VA_ARGS__, NULL })
+void tb_res_free(struct tb_res *r);
+/* Starts @n runs at once, as @how says, run i with the NULL-terminated
+ * arguments at @args + i * @stride; each one's status and output into
+ * @r[i] (a run still going after 60 s is killed: status -1). */
+void tb_run_many(const struct tb_how *how, size_t n, const char *const *args,
+		 size_t stride, struct tb_res *r);
+/* Runs blbench (as nobody if @nobody) with @args: it must exit 0. */
+void tb_run_ok(bool nobody, const char *const *args);
+#define TB_RUN_OK(...) \
+	tb_run_ok(false, (const char *const[]){ __VA_ARGS__, NULL })
+#define TB_RUN_NOBODY_OK(...) \
+	tb_run_ok(true, (const char *const[]){ __VA_ARGS__, NULL })
+/* Fails the test, showing the output, unless @r exited with @want. */
+void tb_expect_status(const struct tb_res *r, int want);
+
+/* The number after @label in @text (the summary's "Label:  value"). */
+double tb_field(const char *text, const char *label);
+/* "Object prefix: X" of a write. */
+void tb_prefix_of(const char *out, char *buf, size_t len);
+/* The file system block --direct writes keep to in @path's file system. */
+size_t tb_blk_of(const char *path);
+/* The "stored bytes" field of the op header at @off of @path. */
+uint32_t tb_stored_after_header(const char *path, off_t off);
+/* "@dir/@name" and "@kind:@dir/@name" into @buf (@len bytes): @buf. */
+const char *tb_path_in(char *buf, size_t len, const char *dir,
+		       const char *name);
+const char *tb_spec(char *buf, size_t len, const char *kind,
+		    const char *dir, const char *name);
+/* Objects in a directory target (files named benchmark_data*). */
+int tb_count_objects(const char *dir);
+/* rados bench's metadata: object size u64, ops i32, pid i32, op size
+ * u64. */
+void tb_read_meta(const char *path, uint64_t *obj_size, uint32_t *num_ops,
+		  uint64_t *op_size);
+/* Checks a write's summary against the run (labels, arithmetic); the
+ * number of writes it made. */
+int tb_check_write_summary(const char *out, uint64_t op_size,
+			   uint64_t obj_size);
+void tb_check_read_summary(const char *out, uint64_t op_size);
+/* A seq of @target for at most @secs reads @want objects, exit 0. */
+void tb_seq_reads(const char *target, const char *secs, int want);
+/* A seq of @target fails (exit 1) saying @why. */
+void tb_seq_fails(const char *target, const char *why);
+/* Flips the bits of the byte at @off of @path. */
+void tb_flip_byte(const char *path, off_t off);
+/* How many times @needle stands in @hay. */
+int tb_count_str(const char *hay, const char *needle);
+
+/* Starts `blbench serve --target @target` on an ephemeral port, run as
+ * @how says (may be NULL), with @extra (NULL-terminated, or NULL)
+ * appended; its "tcp:127.0.0.1:PORT" into @tcp. */
+void tb_start_server_extra(const char *target, const struct tb_how *how,
+			   const char *const *extra, char *tcp, size_t len);
+void tb_start_server_how(const char *target, const struct tb_how *how,
+			 char *tcp, size_t len);
+void tb_start_server(const char *target, char *tcp, size_t len);
+/* A server of the directory target scratch/@name. */
+void tb_serve_dir(const char *name, char *tcp, size_t len);
+/* SIGTERM: the server finishes what it does and must exit 0. */
+void tb_stop_server(void);
+/* A connection to the server at "tcp:HOST:PORT" (10 s receive limit). */
+int tb_connect_to(const char *tcp);
+/* A frame of @type with @body as payload, in the messenger's format. */
+size_t tb_make_frame(unsigned char *buf, size_t cap, uint16_t type,
+		     const void *body, size_t blen);
+/* Sends all of @l's bytes on the blocking @fd. */
+void tb_send_list(int fd, const struct bl_list *l);
+/* A request frame of @type: @body after the tag and flags. */
+#define TB_WRITE 2		/* the WRITE request's type */
+void tb_request(struct bl_list *out, uint16_t type, uint64_t tag,
+		struct bl_list *body);
+
 /* ---- a check for hot loops ---------------------------------------------- */
 
 /*
