@@ -43,10 +43,12 @@ static void setup(void)
 	ck_assert_msg(R != NULL, "bl_rados_open(%s): %d", g_pool, err);
 }
 
+/* and thread-local raws off, which the thread_local group turns on */
 static void teardown(void)
 {
 	bl_rados_close(R);
 	R = NULL;
+	tu_thread_local_off();
 }
 
 /* A fresh object name per call: tests never see each other's objects. */
@@ -1369,13 +1371,6 @@ START_TEST(test_missing_object_read_stat_remove_give_enoent_and_change_nothing)
 }
 END_TEST
 
-/* thread_local's teardown: the fixture's, then thread-local raws off */
-static void teardown_thread_local(void)
-{
-	teardown();
-	tu_thread_local_off();
-}
-
 int main(void)
 {
 	const struct tu_loop write_read_loops[] = {
@@ -1446,7 +1441,7 @@ int main(void)
 		TU_GROUP("errors", errors_tests, .timeout = 300, .setup = setup,
 			 .teardown = teardown),
 		TU_GROUP("thread_local", thread_local_tests, .timeout = 300,
-			 .setup = setup, .teardown = teardown_thread_local),
+			 .setup = setup, .teardown = teardown),
 		TU_GROUP_END
 	};
 

@@ -40,10 +40,12 @@ static void setup(void)
 	ck_assert_msg(R != NULL, "bl_rados_open(%s): %d", g_pool, err);
 }
 
+/* and thread-local raws off, which the thread_local group turns on */
 static void teardown(void)
 {
 	bl_rados_close(R);
 	R = NULL;
+	tu_thread_local_off();
 }
 
 static void setup_ec(void)
@@ -1198,13 +1200,6 @@ START_TEST(test_sync_read_of_more_than_2_gib_returns_its_length)
 }
 END_TEST
 
-/* thread_local's teardown: the fixture's, then thread-local raws off */
-static void teardown_thread_local(void)
-{
-	teardown();
-	tu_thread_local_off();
-}
-
 /* The suite, once main found the cluster and said whether the EC pool
  * is there (its cases are left out without it, never passed unseen). */
 static int run(bool ec)
@@ -1249,7 +1244,7 @@ static int run(bool ec)
 		TU_GROUP("big", big_tests, .timeout = 900, .setup = setup,
 			 .teardown = teardown),
 		TU_GROUP("thread_local", thread_local_tests, .timeout = 300,
-			 .setup = setup, .teardown = teardown_thread_local),
+			 .setup = setup, .teardown = teardown),
 		/* the last: without the pool, the end of the table */
 		TU_GROUP(ec ? "ec" : NULL, ec_tests, .timeout = 300,
 			 .setup = setup_ec, .teardown = teardown_ec),
