@@ -11,7 +11,7 @@ set -e
 
 # build: compiler, autotools and the libraries we link
 BUILD="gcc make autoconf automake libtool pkgconf liburing-dev liblz4-dev"
-# make check: the Check library, the lz4 command (test_lz4 and
+# make check: the Check library, the lz4 command (test_lz4_interop and
 # examples/lz4_cli decode each other's frames with it), groff, mandoc and
 # lexgrog (man-db) for test/check_man.sh, which renders the manual
 CHECK="check lz4 groff-base mandoc man-db"

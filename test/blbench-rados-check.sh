@@ -25,10 +25,8 @@ if [ -z "$bin" ] || [ ! -x "$bin" ]; then
 	echo "usage: $0 [BLBENCH]   (build blbench first)" >&2
 	exit 2
 fi
-if [ -z "${CEPH_CONF:-}" ] || [ -z "${BL_CEPH_POOL:-}" ]; then
-	echo "$0: CEPH_CONF and BL_CEPH_POOL are not set (run me under scripts/ceph-cluster.sh run)" >&2
-	exit 77
-fi
+. "$(dirname "$0")/rados_tap.sh"
+need_cluster
 pool=$BL_CEPH_POOL
 target="rados:$pool"
 # a run name of our own: another user of the pool keeps its metadata
@@ -39,20 +37,6 @@ opts="-t 4 -b 1M --run-name $run --target $target"
 work=$(mktemp -d "${TMPDIR:-/tmp}/blbench-rados-check.XXXXXX") || exit 1
 # shellcheck disable=SC2086
 trap '"$bin" $opts cleanup >/dev/null 2>&1; rm -rf "$work"' EXIT
-failed=0
-n=0
-
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() {
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n - $*"
-}
-check() {	# check DESCRIPTION COMMAND...
-	d=$1
-	shift
-	if "$@"; then ok "$d"; else not_ok "$d"; fi
-}
 show() {	# the output of a failed run, for the log
 	sed 's/^/#   /' "$work/out" "$work/err" | tail -n 20
 }
@@ -321,10 +305,4 @@ if blb cleanup; then ok "cleanup after --jobs exits 0"; else not_ok "cleanup aft
 check "cleanup removes every client's objects ($(leftover "${prefix}_") left)" \
 	test "$(leftover "${prefix}_")" -eq 0
 
-echo "1..$n"
-if [ "$failed" -ne 0 ]; then
-	echo "# $failed of $n checks failed"
-	exit 1
-fi
-echo "# all $n checks passed"
-exit 0
+tap_end

@@ -19,16 +19,9 @@
 # only when every check passed.
 set -u
 
-bin=${1:-}
-cluster=${2:-}
-if [ -z "$bin" ] || [ ! -x "$bin" ] || [ -z "$cluster" ]; then
-	echo "usage: $0 BLBENCH CLUSTER_SCRIPT" >&2
-	exit 2
-fi
-if [ -z "${CEPH_CONF:-}" ] || [ -z "${BL_CEPH_POOL:-}" ]; then
-	echo "$0: CEPH_CONF and BL_CEPH_POOL are not set (run me under scripts/ceph-cluster.sh run)" >&2
-	exit 77
-fi
+. "$(dirname "$0")/rados_tap.sh"
+need_bin_and_cluster "$@"
+need_cluster
 pool=$BL_CEPH_POOL
 dir=$(dirname "$CEPH_CONF")
 [ -r "$dir/pids" ] || { echo "$0: no $dir/pids" >&2; exit 77; }
@@ -42,21 +35,7 @@ run=blbench_failover_meta
 opts="-t 8 -b 1M --crc --run-name $run --target rados:$pool"
 work=$(mktemp -d "${TMPDIR:-/tmp}/check_rados_failover.XXXXXX") || exit 1
 stopped=""
-failed=0
-n=0
-
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() {
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n - $*"
-	sed 's/^/#   /' "$work/err" 2>/dev/null | tail -n 8
-}
-check() {	# check DESCRIPTION COMMAND...
-	d=$1
-	shift
-	if "$@"; then ok "$d"; else not_ok "$d"; fi
-}
+tap_log=$work/err
 field() {	# a summary value of the last run
 	awk -F: -v k="$1" '$1 ~ "^" k { gsub(/ /, "", $2); v = $2 } END { print v }' "$work/out"
 }
@@ -178,10 +157,4 @@ fi
 back
 check "the stopped OSDs continue and the cluster is healthy again" healthy 120
 
-echo "1..$n"
-if [ "$failed" -ne 0 ]; then
-	echo "# $failed of $n checks failed"
-	exit 1
-fi
-echo "# all $n checks passed"
-exit 0
+tap_end

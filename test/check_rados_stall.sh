@@ -16,16 +16,9 @@
 # when there is no cluster.
 set -u
 
-bin=${1:-}
-cluster=${2:-}
-if [ -z "$bin" ] || [ ! -x "$bin" ] || [ -z "$cluster" ]; then
-	echo "usage: $0 BLBENCH CLUSTER_SCRIPT" >&2
-	exit 2
-fi
-if [ -z "${CEPH_CONF:-}" ] || [ -z "${BL_CEPH_POOL:-}" ]; then
-	echo "$0: CEPH_CONF and BL_CEPH_POOL are not set (run me under scripts/ceph-cluster.sh run)" >&2
-	exit 77
-fi
+. "$(dirname "$0")/rados_tap.sh"
+need_bin_and_cluster "$@"
+need_cluster
 dir=$(dirname "$CEPH_CONF")
 [ -r "$dir/pids" ] || { echo "$0: no $dir/pids" >&2; exit 77; }
 T=3			# --op-timeout
@@ -35,16 +28,7 @@ opts="-t 4 -b 64K --op-timeout $T --run-name $run --target rados:$BL_CEPH_POOL"
 work=$(mktemp -d "${TMPDIR:-/tmp}/check_rados_stall.XXXXXX") || exit 1
 osds=""		# "osd.N PID" of each OSD signalled
 sig=""			# and the signal
-failed=0
-n=0
-
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() {
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n - $*"
-	sed 's/^/#   /' "$work/err" 2>/dev/null | tail -n 8
-}
+tap_log=$work/err
 
 # every OSD the cluster script recorded, "osd.N PID" (its newest PID)
 osd_pids() {

@@ -13,7 +13,8 @@
  *
  * Plans and counters apply to the thread that called fs_arm() only, and
  * only while armed, so libcheck's own pipes and the test's set-up are
- * never disturbed.  Never installed; test_faults only.
+ * never disturbed.  Never installed; the fault suites only
+ * (test_syscall_faults_*.c, test_alloc_failures_io.c).
  */
 #ifndef BL_FAULTSYS_H
 #define BL_FAULTSYS_H

@@ -3,7 +3,7 @@
  * inline_ops.h - the headers' inline functions as tables, so that a test
  * runs the same checks through the copies inlined into a caller and
  * through the library's exported symbols of the same names: the cursor's
- * (iter.h, codec.h) in test_codec.c, the list's (list.h) in
+ * (iter.h, codec.h) in test_codec_iter.c, the list's (list.h) in
  * test_list_append.c.
  */
 #ifndef BL_TEST_INLINE_OPS_H

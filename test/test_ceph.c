@@ -43,10 +43,12 @@ static void setup(void)
 	ck_assert_msg(R != NULL, "bl_rados_open(%s): %d", g_pool, err);
 }
 
+/* and thread-local raws off, which the thread_local group turns on */
 static void teardown(void)
 {
 	bl_rados_close(R);
 	R = NULL;
+	tu_thread_local_off();
 }
 
 /* A fresh object name per call: tests never see each other's objects. */
@@ -1371,81 +1373,81 @@ END_TEST
 
 int main(void)
 {
-	Suite *s;
-	TCase *tc;
-
-	g_pool = getenv("BL_CEPH_POOL");
-	if (!getenv("CEPH_CONF") || !*getenv("CEPH_CONF") || !g_pool ||
-	    !*g_pool) {
-		printf("test_ceph: no cluster (CEPH_CONF/BL_CEPH_POOL unset)\n");
-		return 77;
-	}
-	g_rng = tu_seed("test_ceph");
-	s = suite_create("ceph");
-
-	tc = tcase_create("write_read");
-	tcase_set_timeout(tc, 300);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_loop_test(tc,
-		test_write_full_of_segmented_lists_reads_back_equal_without_copies,
-		0, sizeof(cases) / sizeof(cases[0]));
-	tcase_add_loop_test(tc,
-		test_write_of_segmented_lists_reads_back_equal_without_copies,
-		0, sizeof(cases) / sizeof(cases[0]));
-	tcase_add_test(tc, test_write_at_offsets_and_past_the_end);
-	tcase_add_test(tc, test_stat_reports_size_and_a_recent_mtime);
-	tcase_add_test(tc, test_read_returns_claimed_ceph_buffers_released_with_the_list);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("aio");
-	tcase_set_timeout(tc, 300);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_aio_write_survives_the_caller_clearing_its_list_at_once);
-	tcase_add_test(tc, test_append_and_aio_append_add_at_the_end_without_copies);
-	tcase_add_test(tc, test_aio_write_full_and_aio_read_round_trip);
-	tcase_add_test(tc, test_close_waits_for_aio_in_flight);
-	tcase_add_test(tc, test_aio_flush_waits_for_every_callback);
-	tcase_add_test(tc, test_aio_stat_reports_size_and_mtime_before_the_callback);
-	tcase_add_test(tc, test_aio_flush_from_a_callback_is_edeadlk);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("list");
-	tcase_set_timeout(tc, 300);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_list_finds_objects_by_prefix_in_the_namespace);
-	tcase_add_test(tc, test_locator_key_places_and_names_objects);
-	tcase_add_test(tc, test_cluster_and_ioctx_are_librados_handles_of_the_bridge);
-	tcase_add_test(tc, test_xattrs_set_get_list_remove_without_copies);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("alloc_hint");
-	tcase_set_timeout(tc, 300);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_alloc_hint_goes_with_every_kind_of_write_until_turned_off);
-	suite_add_tcase(s, tc);
-
+	const struct tu_loop write_read_loops[] = {
+		{ test_write_full_of_segmented_lists_reads_back_equal_without_copies,
+		  0, (int)(sizeof(cases) / sizeof(cases[0])) },
+		{ test_write_of_segmented_lists_reads_back_equal_without_copies,
+		  0, (int)(sizeof(cases) / sizeof(cases[0])) },
+		{ NULL, 0, 0 }
+	};
+	const TTest *write_read_tests[] = {
+		test_write_at_offsets_and_past_the_end,
+		test_stat_reports_size_and_a_recent_mtime,
+		test_read_returns_claimed_ceph_buffers_released_with_the_list,
+		NULL
+	};
+	const TTest *aio_tests[] = {
+		test_aio_write_survives_the_caller_clearing_its_list_at_once,
+		test_append_and_aio_append_add_at_the_end_without_copies,
+		test_aio_write_full_and_aio_read_round_trip,
+		test_close_waits_for_aio_in_flight,
+		test_aio_flush_waits_for_every_callback,
+		test_aio_stat_reports_size_and_mtime_before_the_callback,
+		test_aio_flush_from_a_callback_is_edeadlk,
+		NULL
+	};
+	const TTest *list_tests[] = {
+		test_list_finds_objects_by_prefix_in_the_namespace,
+		test_locator_key_places_and_names_objects,
+		test_cluster_and_ioctx_are_librados_handles_of_the_bridge,
+		test_xattrs_set_get_list_remove_without_copies,
+		NULL
+	};
+	const TTest *alloc_hint_tests[] = {
+		test_alloc_hint_goes_with_every_kind_of_write_until_turned_off,
+		NULL
+	};
 #ifdef BL_COUNT_MEMCPY
-	tc = tcase_create("process_copies");
-	tcase_set_timeout(tc, 300);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_the_client_process_copies_no_payload_for_writes_and_reads);
-	suite_add_tcase(s, tc);
+	const TTest *process_copies_tests[] = {
+		test_the_client_process_copies_no_payload_for_writes_and_reads,
+		NULL
+	};
 #endif
+	const TTest *errors_tests[] = {
+		test_missing_pool_fails_open_with_enoent,
+		test_open2_takes_the_client_id_and_options,
+		test_writes_past_the_osd_limits_give_efbig_and_emsgsize,
+		test_missing_object_read_stat_remove_give_enoent_and_change_nothing,
+		NULL
+	};
+	const TTest *thread_local_tests[] = {
+		test_aio_write_of_thread_local_raws_sends_a_copy,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		TU_GROUP("write_read", write_read_tests,
+			 .loops = write_read_loops, .timeout = 300,
+			 .setup = setup, .teardown = teardown),
+		TU_GROUP("aio", aio_tests, .timeout = 300, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("list", list_tests, .timeout = 300, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("alloc_hint", alloc_hint_tests, .timeout = 300,
+			 .setup = setup, .teardown = teardown),
+#ifdef BL_COUNT_MEMCPY
+		TU_GROUP("process_copies", process_copies_tests, .timeout = 300,
+			 .setup = setup, .teardown = teardown),
+#endif
+		TU_GROUP("errors", errors_tests, .timeout = 300, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("thread_local", thread_local_tests, .timeout = 300,
+			 .setup = setup, .teardown = teardown),
+		TU_GROUP_END
+	};
 
-	tc = tcase_create("errors");
-	tcase_set_timeout(tc, 300);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_missing_pool_fails_open_with_enoent);
-	tcase_add_test(tc, test_open2_takes_the_client_id_and_options);
-	tcase_add_test(tc, test_writes_past_the_osd_limits_give_efbig_and_emsgsize);
-	tcase_add_test(tc, test_missing_object_read_stat_remove_give_enoent_and_change_nothing);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("thread_local");
-	tcase_set_timeout(tc, 300);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_aio_write_of_thread_local_raws_sends_a_copy);
-	tcase_add_checked_fixture(tc, NULL, tu_thread_local_off);
-	suite_add_tcase(s, tc);
-	return tu_run(s);
+	g_pool = tu_ceph_pool("test_ceph");
+	if (!g_pool)
+		return 77;
+	g_rng = tu_seed("test_ceph");
+	return tu_run(tu_suite("ceph", groups));
 }

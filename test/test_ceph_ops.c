@@ -40,10 +40,12 @@ static void setup(void)
 	ck_assert_msg(R != NULL, "bl_rados_open(%s): %d", g_pool, err);
 }
 
+/* and thread-local raws off, which the thread_local group turns on */
 static void teardown(void)
 {
 	bl_rados_close(R);
 	R = NULL;
+	tu_thread_local_off();
 }
 
 static void setup_ec(void)
@@ -1198,71 +1200,70 @@ START_TEST(test_sync_read_of_more_than_2_gib_returns_its_length)
 }
 END_TEST
 
+/* The suite, once main found the cluster and said whether the EC pool
+ * is there (its cases are left out without it, never passed unseen). */
+static int run(bool ec)
+{
+	const TTest *omap_tests[] = {
+		test_omap_set_get_by_keys_and_ranges_without_copies,
+		test_omap_errors_bad_arguments_and_missing_objects,
+		test_omap_steps_get_by_keys_remove_keys_and_clear_in_ops,
+		NULL
+	};
+	const TTest *ops_tests[] = {
+		test_write_op_applies_every_step_in_one_go_without_copies,
+		test_a_failing_step_fails_the_whole_op_and_changes_nothing,
+		test_assert_version_gives_erange_for_newer_and_eoverflow_for_older,
+		test_op_arguments_are_checked_and_a_failed_step_changes_nothing,
+		NULL
+	};
+	const TTest *aio_tests[] = {
+		test_aio_ops_complete_on_a_completion_after_the_op_is_released,
+		test_aio_read2_gives_a_64_bit_result_to_a_completion,
+		NULL
+	};
+	const TTest *big_tests[] = {
+		test_sync_read_of_more_than_2_gib_returns_its_length,
+		NULL
+	};
+	const TTest *thread_local_tests[] = {
+		test_op_steps_send_thread_local_raws_as_a_copy,
+		NULL
+	};
+	const TTest *ec_tests[] = {
+		test_ec_pool_refuses_omap_and_takes_data_and_ops,
+		NULL
+	};
+	const struct tu_group groups[] = {
+		TU_GROUP("omap", omap_tests, .timeout = 300, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("ops", ops_tests, .timeout = 300, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("aio", aio_tests, .timeout = 300, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("big", big_tests, .timeout = 900, .setup = setup,
+			 .teardown = teardown),
+		TU_GROUP("thread_local", thread_local_tests, .timeout = 300,
+			 .setup = setup, .teardown = teardown),
+		/* the last: without the pool, the end of the table */
+		TU_GROUP(ec ? "ec" : NULL, ec_tests, .timeout = 300,
+			 .setup = setup_ec, .teardown = teardown_ec),
+		TU_GROUP_END
+	};
+
+	return tu_run(tu_suite("ceph_ops", groups));
+}
+
 int main(void)
 {
-	Suite *s;
-	TCase *tc;
-
-	g_pool = getenv("BL_CEPH_POOL");
-	if (!getenv("CEPH_CONF") || !*getenv("CEPH_CONF") || !g_pool ||
-	    !*g_pool) {
-		printf("test_ceph_ops: no cluster (CEPH_CONF/BL_CEPH_POOL unset)\n");
+	g_pool = tu_ceph_pool("test_ceph_ops");
+	if (!g_pool)
 		return 77;
-	}
 	g_rng = tu_seed("test_ceph_ops");
-	s = suite_create("ceph_ops");
-
-	tc = tcase_create("omap");
-	tcase_set_timeout(tc, 300);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_omap_set_get_by_keys_and_ranges_without_copies);
-	tcase_add_test(tc, test_omap_errors_bad_arguments_and_missing_objects);
-	tcase_add_test(tc,
-		test_omap_steps_get_by_keys_remove_keys_and_clear_in_ops);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("ops");
-	tcase_set_timeout(tc, 300);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_write_op_applies_every_step_in_one_go_without_copies);
-	tcase_add_test(tc, test_a_failing_step_fails_the_whole_op_and_changes_nothing);
-	tcase_add_test(tc, test_assert_version_gives_erange_for_newer_and_eoverflow_for_older);
-	tcase_add_test(tc, test_op_arguments_are_checked_and_a_failed_step_changes_nothing);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("aio");
-	tcase_set_timeout(tc, 300);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_aio_ops_complete_on_a_completion_after_the_op_is_released);
-	tcase_add_test(tc, test_aio_read2_gives_a_64_bit_result_to_a_completion);
-	suite_add_tcase(s, tc);
-
 	/* only with a pool to run them on: never counted as passed unseen */
 	g_ec_pool = getenv("BL_CEPH_EC_POOL");
-	if (g_ec_pool && *g_ec_pool) {
-		tc = tcase_create("ec");
-		tcase_set_timeout(tc, 300);
-		tcase_add_checked_fixture(tc, setup_ec, teardown_ec);
-		tcase_add_test(tc,
-			test_ec_pool_refuses_omap_and_takes_data_and_ops);
-		suite_add_tcase(s, tc);
-	} else {
+	if (!g_ec_pool || !*g_ec_pool)
 		printf("test_ceph_ops: BL_CEPH_EC_POOL unset: the "
 		       "erasure-coded pool cases were not run\n");
-	}
-
-	tc = tcase_create("big");
-	tcase_set_timeout(tc, 900);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc,
-		test_sync_read_of_more_than_2_gib_returns_its_length);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("thread_local");
-	tcase_set_timeout(tc, 300);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_op_steps_send_thread_local_raws_as_a_copy);
-	tcase_add_checked_fixture(tc, NULL, tu_thread_local_off);
-	suite_add_tcase(s, tc);
-	return tu_run(s);
+	return run(g_ec_pool && *g_ec_pool);
 }

@@ -1214,7 +1214,7 @@ START_TEST(test_decoders_allocate_nothing)
 }
 END_TEST
 
-static Suite *denc_suite(void)
+int main(void)
 {
 	const TTest *struct_tests[] = {
 		test_struct_header_layout_is_cephs,
@@ -1271,10 +1271,5 @@ static Suite *denc_suite(void)
 		TU_GROUP_END
 	};
 
-	return tu_suite("denc", groups);
-}
-
-int main(void)
-{
-	return tu_run(denc_suite());
+	return tu_run(tu_suite("denc", groups));
 }

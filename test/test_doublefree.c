@@ -77,22 +77,10 @@ START_TEST(write_after_release_is_reported)
 }
 END_TEST
 
-/* The slice outlived by a copy: the copy's release is the second one. */
-static void slice_released_twice(void)
-{
-	struct bl_ptr p, q;
-
-	bl_pool_cache_enable(true);
-	if (bl_ptr_alloc(&p, 300))
-		_exit(4);
-	q = p;		/* a copy without a reference: a bug */
-	bl_ptr_release(&p);
-	bl_ptr_release(&q);
-}
-
 START_TEST(slice_copied_without_reference_is_reported)
 {
-	assert_asan_report(tu_run_child(slice_released_twice, err, sizeof(err)),
+	assert_asan_report(tu_run_child(tu_slice_released_twice, err,
+					sizeof(err)),
 			   "use-after-poison");
 }
 END_TEST
@@ -140,15 +128,11 @@ static void correct_use(void)
 
 START_TEST(correct_use_of_the_caches_is_not_reported)
 {
-	int status = tu_run_child(correct_use, err, sizeof(err));
-
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "status %d: %s", status, err);
-	ck_assert_msg(!strstr(err, "AddressSanitizer"), "%s", err);
+	tu_child_clean(correct_use, "AddressSanitizer");
 }
 END_TEST
 
-static Suite *doublefree_suite(void)
+int main(void)
 {
 	const TTest *asan_tests[] = {
 		double_release_of_a_cached_raw_is_reported,
@@ -162,12 +146,8 @@ static Suite *doublefree_suite(void)
 		TU_GROUP_END
 	};
 
-	return tu_suite("doublefree", groups);
-}
 
-int main(void)
-{
-	return tu_run(doublefree_suite());
+	return tu_run(tu_suite("doublefree", groups));
 }
 
 #else

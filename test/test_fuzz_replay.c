@@ -150,7 +150,7 @@ START_TEST(test_msgr_conn_corpus_replays_clean)
 }
 END_TEST
 
-static Suite *replay_suite(void)
+int main(void)
 {
 	const TTest *corpora_tests[] = {
 		/* thousands of inputs under ASan or valgrind take a while */
@@ -166,10 +166,5 @@ static Suite *replay_suite(void)
 		TU_GROUP_END
 	};
 
-	return tu_suite("fuzz_replay", groups);
-}
-
-int main(void)
-{
-	return tu_run(replay_suite());
+	return tu_run(tu_suite("fuzz_replay", groups));
 }

@@ -41,6 +41,17 @@ static void pool_teardown(void)
 	bl_ptr_release(&pool);
 }
 
+/*
+ * A list length for make check (BL_TEST_QUICK): a quarter, still far past
+ * LINDEX_MIN and over hundreds of chunks.  A debug build checks the index
+ * against the chain before each lookup, in O(chunks), which makes a walk
+ * of every segment quadratic; make check-long runs the full lengths.
+ */
+static unsigned quick(unsigned n)
+{
+	return getenv("BL_TEST_QUICK") ? n / 4 : n;
+}
+
 /* ---- a list beside the flat copy of its bytes ------------------------- */
 
 struct ml {
@@ -98,7 +109,7 @@ static struct bl_ptr random_slice(size_t max, uint64_t *rng)
 	size_t off = tu_rand(rng) % (POOL_LEN - len);
 	struct bl_ptr p = BL_PTR_INIT;
 
-	ck_assert_int_eq(bl_ptr_slice(&p, &pool, off, len), 0);
+	TU_REQUIRE(bl_ptr_slice(&p, &pool, off, len) == 0);
 	return p;
 }
 
@@ -109,7 +120,7 @@ static void ml_push(struct ml *m, unsigned n, size_t max, uint64_t *rng)
 		struct bl_ptr p = random_slice(max, rng);
 
 		model_insert(m, m->len, bl_ptr_data(&p), p.len);
-		ck_assert_int_eq(bl_list_append_ptr(&m->l, &p), 0);
+		TU_REQUIRE(bl_list_append_ptr(&m->l, &p) == 0);
 		bl_ptr_release(&p);
 	}
 }
@@ -118,7 +129,7 @@ static void ml_push(struct ml *m, unsigned n, size_t max, uint64_t *rng)
 static void ml_resync(struct ml *m)
 {
 	ml_room(m, m->len + 1);
-	ck_assert_int_eq(bl_list_copy_out(&m->l, 0, m->len, m->b), 0);
+	TU_REQUIRE(bl_list_copy_out(&m->l, 0, m->len, m->b) == 0);
 }
 
 /* The list and its model agree, index included (bl__list_validate). */
@@ -156,13 +167,13 @@ static const struct bl_seg **seg_table(const struct bl_list *l, unsigned *n)
 
 	*n = bl_list_num_buffers(l);
 	t = malloc(((size_t)*n + 1) * sizeof(*t));
-	ck_assert_ptr_nonnull(t);
+	TU_REQUIRE(t);
 	for (s = bl_list_seg_first(l, &it); s; s = bl_list_seg_next(&it)) {
 		if (i == *n)
 			ck_abort_msg("more segments than %u", *n);
 		t[i++] = s;
 	}
-	ck_assert_uint_eq(i, *n);
+	TU_REQUIRE(i == *n);
 	return t;
 }
 
@@ -217,10 +228,10 @@ static void check_get_ptr_range(const struct bl_list *l)
 
 		if (bad[k] < n)
 			continue;	/* n + 4096 wrapped */
-		ck_assert_int_eq(bl_list_get_ptr(l, bad[k], &p), -ERANGE);
-		ck_assert_ptr_null(p.raw);
-		ck_assert_uint_eq(p.off, 0);
-		ck_assert_uint_eq(p.len, 0);
+		TU_REQUIRE(bl_list_get_ptr(l, bad[k], &p) == -ERANGE);
+		TU_REQUIRE(!p.raw);
+		TU_REQUIRE(p.off == 0);
+		TU_REQUIRE(p.len == 0);
 	}
 }
 
@@ -268,11 +279,11 @@ static void ml_get_ptrs(const struct ml *m, unsigned k, uint64_t *rng)
 	for (unsigned j = 0; j < k; j++) {
 		for (; i < idx[j]; i++)
 			s = bl_list_seg_next(&it);
-		ck_assert_ptr_nonnull(s);
+		TU_REQUIRE(s);
 		check_seg(&m->l, s, idx[j]);
 	}
 	check_get_ptr_range(&m->l);
-	ck_assert_int_eq(bl__list_validate(&m->l), 0);
+	TU_REQUIRE(bl__list_validate(&m->l) == 0);
 }
 
 /* Every segment of @m by bl_list_get_ptr(), in order, against the walk. */
@@ -286,7 +297,7 @@ static void ml_get_ptr_all(const struct ml *m)
 		check_get_ptr(&m->l, t, i);
 	check_get_ptr_range(&m->l);
 	free(t);
-	ck_assert_int_eq(bl__list_validate(&m->l), 0);
+	TU_REQUIRE(bl__list_validate(&m->l) == 0);
 }
 
 /* Reads @k ranges at random offsets every way there is, against the model. */
@@ -302,57 +313,56 @@ static void ml_lookups(const struct ml *m, unsigned k, uint64_t *rng)
 
 		if (len > m->len - off)
 			len = m->len - off;
-		ck_assert_int_eq(bl_list_copy_out(&m->l, off, len, buf), 0);
+		TU_REQUIRE(bl_list_copy_out(&m->l, off, len, buf) == 0);
 		ck_assert_msg(!memcmp(buf, m->b + off, len),
 			      "copy_out of %zu at %zu (length %zu)", len, off,
 			      m->len);
 		n = bl_list_to_iovec(&m->l, off, iov, 4);
 		if (off == m->len) {
-			ck_assert_int_eq(n, 0);
+			TU_REQUIRE(n == 0);
 		} else {
 			size_t got = 0;
 
-			ck_assert_int_gt(n, 0);
+			TU_REQUIRE(n > 0);
 			for (int i = 0; i < n && off + got < m->len; i++) {
 				size_t c = iov[i].iov_len;
 
 				if (c > m->len - off - got)
 					c = m->len - off - got;
-				ck_assert(!memcmp(iov[i].iov_base,
-						  m->b + off + got, c));
+				TU_REQUIRE(!memcmp(iov[i].iov_base,
+						   m->b + off + got, c));
 				got += c;
 			}
 		}
 		if (j % 4 == 1) {	/* a cursor put there, and moved back */
 			struct bl_iter it;
 
-			ck_assert_int_eq(bl_iter_init(&it, &m->l, off), 0);
-			ck_assert_uint_eq(bl_iter_remaining(&it), m->len - off);
-			ck_assert_int_eq(bl_iter_copy(&it, len, buf), 0);
-			ck_assert(!memcmp(buf, m->b + off, len));
+			TU_REQUIRE(bl_iter_init(&it, &m->l, off) == 0);
+			TU_REQUIRE(bl_iter_remaining(&it) == m->len - off);
+			TU_REQUIRE(bl_iter_copy(&it, len, buf) == 0);
+			TU_REQUIRE(!memcmp(buf, m->b + off, len));
 			off /= 2;
 			len = m->len - off < len ? m->len - off : len;
-			ck_assert_int_eq(bl_iter_seek(&it, off), 0);
-			ck_assert_int_eq(bl_iter_copy(&it, len, buf), 0);
-			ck_assert(!memcmp(buf, m->b + off, len));
+			TU_REQUIRE(bl_iter_seek(&it, off) == 0);
+			TU_REQUIRE(bl_iter_copy(&it, len, buf) == 0);
+			TU_REQUIRE(!memcmp(buf, m->b + off, len));
 			/* and forward again, far (past the walk's limit) */
 			off = off + len + (m->len - off - len) / 2;
 			len = m->len - off < len ? m->len - off : len;
-			ck_assert_int_eq(bl_iter_seek(&it, off), 0);
-			ck_assert_uint_eq(bl_iter_offset(&it), off);
-			ck_assert_int_eq(bl_iter_copy(&it, len, buf), 0);
-			ck_assert(!memcmp(buf, m->b + off, len));
+			TU_REQUIRE(bl_iter_seek(&it, off) == 0);
+			TU_REQUIRE(bl_iter_offset(&it) == off);
+			TU_REQUIRE(bl_iter_copy(&it, len, buf) == 0);
+			TU_REQUIRE(!memcmp(buf, m->b + off, len));
 		}
 		if (j % 4 == 0) {
 			struct bl_list d = BL_LIST_INIT(d);
 
-			ck_assert_int_eq(bl_list_substr_of(&d, &m->l, off, len),
-					 0);
+			TU_REQUIRE(bl_list_substr_of(&d, &m->l, off, len) == 0);
 			tu_assert_list_eq(&d, m->b + off, len);
 			bl_list_clear(&d);
 		}
 	}
-	ck_assert_int_eq(bl__list_validate(&m->l), 0);
+	TU_REQUIRE(bl__list_validate(&m->l) == 0);
 	ml_get_ptrs(m, k / 4 + 1, rng);	/* and segments by index */
 }
 
@@ -579,16 +589,16 @@ static void change_list(struct ml *m, struct ml *other, uint64_t *rng)
 		ml_build(&o, (unsigned)(tu_rand(rng) % 2000), 90, rng);
 		ml_lookups(&o, 3, rng);
 		model_insert(m, m->len, o.b, o.len);
-		ck_assert_int_eq(bl_list_claim_append(&m->l, &o.l), 0);
-		ck_assert_ptr_null(o.l._lidx);
+		TU_REQUIRE(bl_list_claim_append(&m->l, &o.l) == 0);
+		TU_REQUIRE(!o.l._lidx);
 		ml_free(&o);
 		break;
 	case 3:
 		ml_build(&o, (unsigned)(tu_rand(rng) % 2000), 90, rng);
 		ml_lookups(&o, 3, rng);
 		model_insert(m, 0, o.b, o.len);
-		ck_assert_int_eq(bl_list_claim_prepend(&m->l, &o.l), 0);
-		ck_assert_ptr_null(o.l._lidx);
+		TU_REQUIRE(bl_list_claim_prepend(&m->l, &o.l) == 0);
+		TU_REQUIRE(!o.l._lidx);
 		ml_free(&o);
 		break;
 	case 4: {	/* prepend: sometimes the inline slots overflow */
@@ -598,7 +608,7 @@ static void change_list(struct ml *m, struct ml *other, uint64_t *rng)
 			struct bl_ptr p = random_slice(60, rng);
 
 			model_insert(m, 0, bl_ptr_data(&p), p.len);
-			ck_assert_int_eq(bl_list_prepend_ptr(&m->l, &p), 0);
+			TU_REQUIRE(bl_list_prepend_ptr(&m->l, &p) == 0);
 			bl_ptr_release(&p);
 		}
 		break;
@@ -607,7 +617,7 @@ static void change_list(struct ml *m, struct ml *other, uint64_t *rng)
 	case 6: {	/* splice out, the pieces into a list */
 		struct bl_list by = BL_LIST_INIT(by);
 
-		ck_assert_int_eq(bl_list_splice(&m->l, off, len, &by), 0);
+		TU_REQUIRE(bl_list_splice(&m->l, off, len, &by) == 0);
 		tu_assert_list_eq(&by, m->b + off, len);
 		model_remove(m, off, len);
 		bl_list_clear(&by);
@@ -615,11 +625,11 @@ static void change_list(struct ml *m, struct ml *other, uint64_t *rng)
 	}
 	case 7:		/* trim the front or the back */
 		if (tu_rand(rng) & 1) {
-			ck_assert_int_eq(bl_list_splice(&m->l, 0, len, NULL), 0);
+			TU_REQUIRE(bl_list_splice(&m->l, 0, len, NULL) == 0);
 			model_remove(m, 0, len);
 		} else {
-			ck_assert_int_eq(bl_list_splice(&m->l, m->len - len,
-							len, NULL), 0);
+			TU_REQUIRE(bl_list_splice(&m->l, m->len - len, len,
+						  NULL) == 0);
 			model_remove(m, m->len - len, len);
 		}
 		break;
@@ -628,8 +638,8 @@ static void change_list(struct ml *m, struct ml *other, uint64_t *rng)
 
 		if (bl_list_to_iovec(&m->l, off, iov, 1) == 1 &&
 		    iov[0].iov_len > 2) {
-			ck_assert_int_eq(bl_list_splice(&m->l, off + 1, 1,
-							NULL), 0);
+			TU_REQUIRE(bl_list_splice(&m->l, off + 1, 1, NULL) ==
+				   0);
 			model_remove(m, off + 1, 1);
 		}
 		break;
@@ -638,13 +648,12 @@ static void change_list(struct ml *m, struct ml *other, uint64_t *rng)
 	case 10: {	/* writes in place */
 		unsigned char *b = calloc(1, len + 1), c;
 
-		ck_assert_ptr_nonnull(b);
+		TU_REQUIRE(b);
 		if (op == 9) {
 			tu_fill(b, len, rng);
-			ck_assert_int_eq(bl_list_copy_in(&m->l, off, len, b),
-					 0);
+			TU_REQUIRE(bl_list_copy_in(&m->l, off, len, b) == 0);
 		} else {
-			ck_assert_int_eq(bl_list_zero(&m->l, off, len), 0);
+			TU_REQUIRE(bl_list_zero(&m->l, off, len) == 0);
 		}
 		free(b);
 		/*
@@ -655,18 +664,18 @@ static void change_list(struct ml *m, struct ml *other, uint64_t *rng)
 		if (m->len && off < m->len) {
 			b = &c;
 			tu_fill(b, 1, rng);
-			ck_assert_int_eq(bl_list_copy_in(&m->l, off, 1, b), 0);
-			ck_assert_int_eq(bl_list_copy_out(&m->l, off, 1,
-							  m->b + off), 0);
-			ck_assert_uint_eq(m->b[off], c);
+			TU_REQUIRE(bl_list_copy_in(&m->l, off, 1, b) == 0);
+			TU_REQUIRE(bl_list_copy_out(&m->l, off, 1,
+						    m->b + off) == 0);
+			TU_REQUIRE(m->b[off] == c);
 		}
 		ml_resync(m);
 		ml_resync(other);
 		break;
 	}
 	case 11: {	/* substr of the list into itself */
-		ck_assert_int_eq(bl_list_substr_of(&m->l, &m->l, off,
-						   m->len - off), 0);
+		TU_REQUIRE(bl_list_substr_of(&m->l, &m->l, off,
+					     m->len - off) == 0);
 		model_remove(m, 0, off);
 		break;
 	}
@@ -684,7 +693,7 @@ static void change_list(struct ml *m, struct ml *other, uint64_t *rng)
 		other->b = t.b;
 		other->len = t.len;
 		other->cap = t.cap;
-		ck_assert_int_eq(bl__list_validate(&other->l), 0);
+		TU_REQUIRE(bl__list_validate(&other->l) == 0);
 		break;
 	}
 	case 13: {	/* the messenger's trim of the front segment */
@@ -704,7 +713,7 @@ static void change_list(struct ml *m, struct ml *other, uint64_t *rng)
 	case 14: {	/* padding: the last segment moves or gets company */
 		ssize_t pad = bl_list_pad_to(&m->l, 512);
 
-		ck_assert_int_ge(pad, 0);
+		TU_REQUIRE(pad >= 0);
 		ml_room(m, m->len + (size_t)pad);
 		memset(m->b + m->len, 0, (size_t)pad);
 		m->len += (size_t)pad;
@@ -713,29 +722,29 @@ static void change_list(struct ml *m, struct ml *other, uint64_t *rng)
 	case 15:	/* the reshapes: few segments remain, then growth */
 		switch (tu_rand(rng) % 4) {
 		case 0:
-			ck_assert_int_eq(bl_list_rebuild(&m->l), 0);
+			TU_REQUIRE(bl_list_rebuild(&m->l) == 0);
 			break;
 		case 1:
-			ck_assert_int_ge(bl_list_rebuild_aligned(&m->l, 64), 0);
+			TU_REQUIRE(bl_list_rebuild_aligned(&m->l, 64) >= 0);
 			break;
 		case 2:
-			ck_assert_int_ge(bl_list_compact(&m->l, 256), 0);
+			TU_REQUIRE(bl_list_compact(&m->l, 256) >= 0);
 			break;
 		default:
-			ck_assert_int_ge(bl_list_rebuild_aligned_size_and_memory(
-					 &m->l, 8, 8, 300), 0);
+			TU_REQUIRE(bl_list_rebuild_aligned_size_and_memory(
+					&m->l, 8, 8, 300) >= 0);
 			break;
 		}
 		break;
 	case 16:
 		if (tu_rand(rng) % 4 == 0) {
 			bl_list_clear(&m->l);
-			ck_assert_ptr_null(m->l._lidx);
+			TU_REQUIRE(!m->l._lidx);
 			m->len = 0;
 		}
 		break;
 	case 17: {	/* append a list to itself */
-		ck_assert_int_eq(bl_list_append_list(&m->l, &m->l), 0);
+		TU_REQUIRE(bl_list_append_list(&m->l, &m->l) == 0);
 		ml_room(m, 2 * m->len);
 		memcpy(m->b + m->len, m->b, m->len);
 		m->len *= 2;
@@ -746,7 +755,7 @@ static void change_list(struct ml *m, struct ml *other, uint64_t *rng)
 		size_t n = 1 + tu_rand(rng) % sizeof(b);
 
 		tu_fill(b, n, rng);
-		ck_assert_int_eq(bl_list_append(&m->l, b, n), 0);
+		TU_REQUIRE(bl_list_append(&m->l, b, n) == 0);
 		model_insert(m, m->len, b, n);
 		break;
 	}
@@ -958,7 +967,7 @@ static void ml_build_mixed_chunks(struct ml *m, unsigned nseg, uint64_t *rng)
 
 		ml_build(&o, 1 + (unsigned)(tu_rand(rng) % 150), 60, rng);
 		model_insert(m, m->len, o.b, o.len);
-		ck_assert_int_eq(bl_list_claim_append(&m->l, &o.l), 0);
+		TU_REQUIRE(bl_list_claim_append(&m->l, &o.l) == 0);
 		ml_free(&o);
 	}
 }
@@ -971,11 +980,11 @@ static void ml_get_ptr_index_all(const struct ml *m)
 	unsigned n;
 
 	t = seg_table(&m->l, &n);
-	ck_assert_uint_gt(tail_first(&m->l), 0);
+	TU_REQUIRE(tail_first(&m->l) > 0);
 	check_get_ptr(&m->l, t, tail_first(&m->l) - 1);
 	free(t);
-	ck_assert_ptr_nonnull(m->l._lidx);
-	ck_assert_int_eq(bl__list_validate(&m->l), 0);
+	TU_REQUIRE(m->l._lidx);
+	TU_REQUIRE(bl__list_validate(&m->l) == 0);
 }
 
 /*
@@ -1005,13 +1014,13 @@ START_TEST(test_get_ptr_at_every_position_like_a_walk)
 
 	for (int mixed = 0; mixed < 2; mixed++) {
 		if (mixed) {
-			ml_build_mixed_chunks(&m, 25000, &rng);
+			ml_build_mixed_chunks(&m, quick(25000), &rng);
 		} else {
 			ml_init(&m);
-			ml_push(&m, 40000, 200, &rng);
+			ml_push(&m, quick(40000), 200, &rng);
 		}
 		t = seg_table(&m.l, &n);
-		ck_assert_uint_gt(n, 20000);
+		ck_assert_uint_gt(n, quick(20000));
 		/* the first two chunks and the tail: no index needed */
 		front = segs_before_chunk(&m.l, 2);
 		tail = tail_first(&m.l);
@@ -1141,7 +1150,7 @@ START_TEST(test_get_ptr_after_splices)
 		struct ml m;
 		size_t off;
 
-		ml_build_mixed_chunks(&m, 12000, &rng);
+		ml_build_mixed_chunks(&m, quick(12000), &rng);
 		for (unsigned r = 0; r < 12; r++) {
 			ml_get_ptr_index_all(&m);
 			off = m.len / 3 + tu_rand(&rng) % (m.len / 3);
@@ -1176,8 +1185,8 @@ START_TEST(test_get_ptr_after_splices)
 			ml_get_ptrs(&m, 200, &rng);
 			ml_get_ptr_all(&m);
 			bl_list_clear(&by);
-			if (bl_list_num_buffers(&m.l) < 9000)
-				ml_push(&m, 4000, 60, &rng);
+			if (bl_list_num_buffers(&m.l) < quick(9000))
+				ml_push(&m, quick(4000), 60, &rng);
 		}
 		/* the third chunk, which the index covers, becomes the tail */
 		ml_get_ptr_index_all(&m);
@@ -1195,7 +1204,7 @@ START_TEST(test_get_ptr_after_splices)
 		model_remove(&m, off, m.len - off);
 		ck_assert_int_eq(bl__list_validate(&m.l), 0);
 		ml_get_ptr_all(&m);
-		ml_push(&m, 12000, 60, &rng);
+		ml_push(&m, quick(12000), 60, &rng);
 		ml_get_ptr_all(&m);
 		ck_assert_ptr_nonnull(m.l._lidx);
 		/* the front: the index goes, get_ptr makes it again */
@@ -1218,10 +1227,10 @@ START_TEST(test_get_ptr_after_claims)
 	uint64_t rng = seed + 14;
 	struct ml a, b;
 
-	ml_build_mixed_chunks(&a, 20000, &rng);
+	ml_build_mixed_chunks(&a, quick(20000), &rng);
 	for (int r = 0; r < 4; r++) {
-		ml_build_mixed_chunks(&b, 2000 + (unsigned)(tu_rand(&rng) %
-							    8000), &rng);
+		ml_build_mixed_chunks(&b, quick(2000) + (unsigned)(tu_rand(&rng)
+						% quick(8000)), &rng);
 		ml_get_ptr_index_all(&a);
 		ml_get_ptr_index_all(&b);
 		if (r % 2 == 0) {
@@ -1271,7 +1280,7 @@ static void ml_build_small_chunks(struct ml *m, unsigned pairs, uint64_t *rng)
 
 		ml_build(&o, 2, 40, rng);
 		model_insert(m, m->len, o.b, o.len);
-		ck_assert_int_eq(bl_list_claim_append(&m->l, &o.l), 0);
+		TU_REQUIRE(bl_list_claim_append(&m->l, &o.l) == 0);
 		ml_free(&o);
 	}
 }
@@ -1286,9 +1295,22 @@ static void ml_copy_outs(struct ml *m, uint64_t *rng)
 
 		if (len > m->len - off)
 			len = m->len - off;
-		ck_assert_int_eq(bl_list_copy_out(&m->l, off, len, buf), 0);
-		ck_assert(!memcmp(buf, m->b + off, len));
+		TU_REQUIRE(bl_list_copy_out(&m->l, off, len, buf) == 0);
+		TU_REQUIRE(!memcmp(buf, m->b + off, len));
 	}
+}
+
+/* The list and its model agree; freed, the counting allocator (which the
+ * test installed) holds no live byte: every index block went too. */
+static void ml_free_all_freed(struct ml *m)
+{
+	struct tu_alloc_stats st;
+
+	ml_check_all(m);
+	ml_free(m);
+	tu_alloc_stats(&st);
+	ck_assert_int_eq(st.live_bytes, 0);
+	tu_alloc_uninstall();
 }
 
 START_TEST(test_lookups_without_memory_for_the_index_walk)
@@ -1324,11 +1346,7 @@ START_TEST(test_lookups_without_memory_for_the_index_walk)
 	/* memory again: the index grows, in the allocator of the moment */
 	tu_alloc_fail_at(0, 0);
 	ml_lookups(&m, 300, &rng);
-	ml_check_all(&m);
-	ml_free(&m);
-	tu_alloc_stats(&st);
-	ck_assert_int_eq(st.live_bytes, 0);	/* every index block freed */
-	tu_alloc_uninstall();
+	ml_free_all_freed(&m);
 }
 END_TEST
 
@@ -1386,11 +1404,7 @@ START_TEST(test_get_ptr_without_memory_for_the_index_walks)
 	ck_assert_int_eq(bl__list_validate(&m.l), 0);
 	free(t);
 	ml_lookups(&m, 100, &rng);
-	ml_check_all(&m);
-	ml_free(&m);
-	tu_alloc_stats(&st);
-	ck_assert_int_eq(st.live_bytes, 0);	/* every index block freed */
-	tu_alloc_uninstall();
+	ml_free_all_freed(&m);
 }
 END_TEST
 
@@ -1425,7 +1439,7 @@ START_TEST(test_to_iovec_never_allocates_an_index)
 }
 END_TEST
 
-static Suite *lindex_suite(void)
+int main(void)
 {
 	const TTest *lookups_tests[] = {
 		/* valgrind */
@@ -1472,10 +1486,5 @@ static Suite *lindex_suite(void)
 		TU_GROUP_END
 	};
 
-	return tu_suite("lindex", groups);
-}
-
-int main(void)
-{
-	return tu_run(lindex_suite());
+	return tu_run(tu_suite("lindex", groups));
 }

@@ -37,7 +37,7 @@ START_TEST(version_numbers_spell_package_version)
 }
 END_TEST
 
-static Suite *version_suite(void)
+int main(void)
 {
 	const TTest *macros_tests[] = {
 		version_string_is_package_version,
@@ -49,10 +49,5 @@ static Suite *version_suite(void)
 		TU_GROUP_END
 	};
 
-	return tu_suite("version", groups);
-}
-
-int main(void)
-{
-	return tu_run(version_suite());
+	return tu_run(tu_suite("version", groups));
 }

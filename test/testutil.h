@@ -564,4 +564,107 @@ void tb_send_list(int fd, const struct bl_list *l);
 void tb_request(struct bl_list *out, uint16_t type, uint64_t tag,
 		struct bl_list *body);
 
+/* ---- a check for hot loops ---------------------------------------------- */
+
+/*
+ * Every ck_assert() that passes records its location through a file
+ * (Check's mark point), a system call each: a loop that checks a million
+ * things spends its time in write(2).  This checks the same without that,
+ * and fails with the file, line and condition.
+ */
+#define TU_REQUIRE(x)							\
+	do {								\
+		if (!(x))						\
+			ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #x); \
+	} while (0)
+
+/* ---- the lz4 suites' data, lists and frames (tu_lz4.c) ------------------- */
+
+#include <bufferlist/lz4.h>
+
+/* JSON-ish lines: compress about 3:1, like logs or metadata. */
+void tu_fill_text(unsigned char *p, size_t len, uint64_t *rng);
+enum tu_kind { TU_RANDOM, TU_TEXT, TU_ZEROS, TU_MIXED };
+/* @len bytes of @k in a new malloc'd buffer (caller frees): TU_TEXT is
+ * JSON-ish lines that compress about 3:1, TU_MIXED text with a random
+ * 64 KiB in four. */
+unsigned char *tu_data(size_t len, enum tu_kind k, uint64_t *rng);
+
+/* Appends a copy of @n bytes as one segment over a malloc'd block of
+ * exactly that size, so that AddressSanitizer sees a read past its end. */
+void tu_seg(struct bl_list *l, const void *data, size_t n);
+/* Appends @len bytes as tu_seg() segments of @seg bytes (the last
+ * shorter). */
+void tu_fixed(struct bl_list *l, const void *data, size_t len, size_t seg);
+/* Appends @len bytes as tu_seg() segments of log-uniform sizes in
+ * [1, @max]. */
+void tu_logseg(struct bl_list *l, const void *data, size_t len, size_t max,
+	       uint64_t *rng);
+
+/* What a failed call must not change: bytes, segments, references. */
+struct tu_lz4_snap {
+	unsigned char *bytes;
+	size_t len;
+	unsigned nseg;
+	unsigned *nref;
+};
+void tu_lz4_snap_take(struct tu_lz4_snap *s, const struct bl_list *l);
+/* Asserts that @l is as tu_lz4_snap_take() saw it. */
+void tu_lz4_snap_check(const struct tu_lz4_snap *s, const struct bl_list *l);
+void tu_lz4_snap_free(struct tu_lz4_snap *s);
+/* Initialises @out holding "prefix", to see an output left alone. */
+void tu_out_prefill(struct bl_list *out);
+
+/* The option sets a round trip runs over (levels, block sizes, flags). */
+#define TU_LZ4_NOPTS 10
+extern const struct bl_lz4_opts tu_lz4_opts[TU_LZ4_NOPTS];
+/* Compresses flat bytes into a malloc'd frame; its length in *@len. */
+unsigned char *tu_lz4_flat(const void *data, size_t n,
+			   const struct bl_lz4_opts *o, size_t *len);
+/* Asserts that the flat frame, as @seg-byte segments, decodes to @want. */
+void tu_lz4_expect(const void *frame, size_t flen, size_t seg,
+		   const void *want, size_t wlen);
+/* Asserts that both decoders refuse the flat input with @err and that
+ * neither changes input or output. */
+void tu_lz4_bad(const void *frame, size_t flen, size_t seg, int err);
+/* Asserts that the truncated stream is -EBADMSG for bl_lz4_decompress()
+ * and for the streaming decoder's end(), which takes every piece. */
+void tu_lz4_truncated(const void *frame, size_t flen, size_t seg);
+
+/* A frame built by hand, byte by byte. */
+struct tu_fb {
+	unsigned char *p;
+	size_t len, cap;
+};
+void tu_fb_put(struct tu_fb *f, const void *d, size_t n);
+void tu_fb_le32(struct tu_fb *f, uint32_t v);
+/* Magic, FLG, BD, optional content size, header checksum. */
+void tu_fb_header(struct tu_fb *f, unsigned flg, unsigned bd, uint64_t csize);
+/* One block: compressed when it helps (unless @force_raw), and its
+ * checksum when @bchk. */
+void tu_fb_block(struct tu_fb *f, const void *data, size_t n, bool bchk,
+		 bool force_raw);
+
+/* ---- the codec suites' lists and cursors (tu_codec.c) -------------------- */
+
+/* A new list of @len bytes, one segment (its own raw) per byte. */
+void tu_list_bytewise(struct bl_list *l, const void *data, size_t len);
+/* Asserts that @it stands at @off with @remaining bytes after it. */
+void tu_assert_at(const struct bl_iter *it, size_t off, size_t remaining);
+
+/* ---- a child that must run cleanly (tu_child.c) -------------------------- */
+
+/* Runs @fn as tu_run_child() does and asserts that it exited 0 with
+ * nothing in its stderr containing @marker (a checker's report). */
+void tu_child_clean(void (*fn)(void), const char *marker);
+/* A child's misuse: a slice released, then a copy of it taken without a
+ * reference released too (the raw's second release). */
+void tu_slice_released_twice(void);
+
+/* ---- the Ceph suites' cluster (tu_ceph.c) -------------------------------- */
+
+/* The pool make check-ceph's cluster gives (BL_CEPH_POOL, with CEPH_CONF
+ * set), or NULL, said on stdout as @who's: the suite then exits 77. */
+const char *tu_ceph_pool(const char *who);
+
 #endif

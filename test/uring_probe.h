@@ -2,7 +2,7 @@
 /*
  * uring_probe.h - what the running kernel's io_uring accepts, for the
  * tests that expect the library to choose ring flags by it
- * (test_uring_ring, test_faults).
+ * (test_uring_ring, test_syscall_faults_uring).
  */
 #ifndef TEST_URING_PROBE_H
 #define TEST_URING_PROBE_H
@@ -12,8 +12,8 @@
 #include <liburing.h>
 
 /*
- * Whether the kernel makes a ring with @flags (in test_faults the call
- * goes through its wrapper, which passes it on when not armed).
+ * Whether the kernel makes a ring with @flags (in the fault suites the
+ * call goes through its wrapper, which passes it on when not armed).
  */
 static inline bool tu_kernel_takes(unsigned flags)
 {

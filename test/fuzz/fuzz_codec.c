@@ -31,38 +31,22 @@
 #include <sys/uio.h>
 #include <bufferlist.h>
 #include "list_int.h"
+#include "fuzz_util.h"
 
-#define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 #define MAXSTEPS 4096
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void free_block(void *p, size_t len, void *opaque)
-{
-	(void)len;
-	(void)opaque;
-	free(p);
-}
 
 /* Appends @len bytes of @d to @l as one segment of the kind @kind picks. */
 static void add_segment(struct bl_list *l, const uint8_t *d, size_t len,
 			unsigned kind)
 {
 	struct bl_ptr p = BL_PTR_INIT;
-	struct bl_raw *r;
-	void *mem;
 
 	switch (kind % 4) {
 	case 0:
 	case 1:
-		mem = malloc(len ? len : 1);
-		CHECK(mem);
-		memcpy(mem, d, len);
-		r = bl_raw_claim(mem, len, free_block, NULL);
-		CHECK(r);
-		bl_ptr_from_raw(&p, r);
-		CHECK(bl_list_append_ptr_move(l, &p) == 0);
-		bl_ptr_release(&p);
+		append_exact(l, d, len);
 		break;
 	case 2:
 		/* through the append buffer: neighbours may coalesce */
@@ -75,24 +59,6 @@ static void add_segment(struct bl_list *l, const uint8_t *d, size_t len,
 		bl_ptr_release(&p);
 		break;
 	}
-}
-
-static bool list_is(const struct bl_list *l, const uint8_t *want, size_t n)
-{
-	struct iovec v[64];
-	size_t pos = 0;
-	int k;
-
-	if (bl_list_length(l) != n || bl__list_validate(l))
-		return false;
-	while ((k = bl_list_to_iovec(l, pos, v, 64)) > 0) {
-		for (int i = 0; i < k; i++) {
-			if (memcmp(v[i].iov_base, want + pos, v[i].iov_len))
-				return false;
-			pos += v[i].iov_len;
-		}
-	}
-	return k == 0 && pos == n;
 }
 
 /* Every byte of @sub lies in one of @l's segments (shared, not copied). */

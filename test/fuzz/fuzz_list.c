@@ -34,12 +34,12 @@
 #include <unistd.h>
 #include <bufferlist.h>
 #include "list_int.h"
+#include "fuzz_util.h"
 
 #define NL 4			/* lists */
 #define MAXLEN (1u << 13)	/* the harness keeps each list below this */
 #define MAXOPS 256
 
-#define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -45,40 +45,11 @@
 #include <bufferlist.h>
 #include "../lz4_walk.h"
 #include "list_int.h"
+#include "fuzz_util.h"
 
-#define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 #define REF_MAX ((size_t)8 << 20)	/* the reference stops here */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void free_block(void *p, size_t len, void *opaque)
-{
-	(void)len;
-	(void)opaque;
-	free(p);
-}
-
-/* @len bytes of @d as one segment of list @l, of a kind that @kind picks. */
-static void add_segment(struct bl_list *l, const uint8_t *d, size_t len,
-			unsigned kind)
-{
-	struct bl_ptr p = BL_PTR_INIT;
-	struct bl_raw *r;
-	void *mem;
-
-	if (kind % 3 == 2) {
-		CHECK(bl_list_append(l, d, len) == 0);
-		return;
-	}
-	/* an exact-size malloc block: ASan sees any overread */
-	mem = malloc(len ? len : 1);
-	CHECK(mem);
-	memcpy(mem, d, len);
-	r = bl_raw_claim(mem, len, free_block, NULL);
-	CHECK(r);
-	bl_ptr_from_raw(&p, r);
-	CHECK(bl_list_append_ptr_move(l, &p) == 0);
-}
 
 /* Segments [first, first + count) of @src, shared, as a new list @dst. */
 static void take_segments(struct bl_list *dst, const struct bl_list *src,
@@ -92,24 +63,6 @@ static void take_segments(struct bl_list *dst, const struct bl_list *src,
 		CHECK(bl_list_append_ptr_move(dst, &p) == 0);
 		bl_ptr_release(&p);
 	}
-}
-
-static bool list_is(const struct bl_list *l, const uint8_t *want, size_t n)
-{
-	struct iovec v[64];
-	size_t pos = 0;
-	int k;
-
-	if (bl_list_length(l) != n || bl__list_validate(l))
-		return false;
-	while ((k = bl_list_to_iovec(l, pos, v, 64)) > 0) {
-		for (int i = 0; i < k; i++) {
-			if (memcmp(v[i].iov_base, want + pos, v[i].iov_len))
-				return false;
-			pos += v[i].iov_len;
-		}
-	}
-	return k == 0 && pos == n;
 }
 
 /* A list's segments, to prove later that it did not change. */
@@ -291,7 +244,7 @@ static void check_decoders(const struct bl_list *in, const uint8_t *flat,
 
 	bl_list_init(&one);
 	if (n)
-		add_segment(&one, flat, n, 0);
+		append_kind(&one, flat, n, 0);
 	r0 = run_oneshot(&one, &out0, max_out);
 	r1 = run_oneshot(in, &out1, max_out);
 	r2 = run_stream(in, &out2, max_out, group);
@@ -357,7 +310,7 @@ static void segment(struct bl_list *l, const uint8_t *d, size_t n,
 
 		if (seg > n - pos)
 			seg = n - pos;
-		add_segment(l, d + pos, seg, kinds + (unsigned)k * (kinds | 1));
+		append_kind(l, d + pos, seg, kinds + (unsigned)k * (kinds | 1));
 		pos += seg;
 	}
 	CHECK(list_is(l, d, n));

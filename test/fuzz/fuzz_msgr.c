@@ -37,8 +37,8 @@
 #include <bufferlist.h>
 #include "list_int.h"
 #include "msgr_frames.h"
+#include "fuzz_util.h"
 
-#define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 #define MAXSTREAM (1u << 17)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -75,52 +75,6 @@ static int ref_parse(const uint8_t *p, size_t n, size_t max, size_t *total)
 	    get32(p + BL_MSGR_PREAMBLE + len))
 		return -EBADMSG;
 	return 1;
-}
-
-static void free_block(void *p, size_t len, void *opaque)
-{
-	(void)len;
-	(void)opaque;
-	free(p);
-}
-
-static void add_segment(struct bl_list *l, const uint8_t *d, size_t len,
-			unsigned kind)
-{
-	struct bl_ptr p = BL_PTR_INIT;
-	struct bl_raw *r;
-	void *mem;
-
-	if (kind % 3 == 2) {
-		/* through the append buffer: pieces may coalesce */
-		CHECK(bl_list_append(l, d, len) == 0);
-		return;
-	}
-	mem = malloc(len ? len : 1);	/* exact size: ASan sees overreads */
-	CHECK(mem);
-	memcpy(mem, d, len);
-	r = bl_raw_claim(mem, len, free_block, NULL);
-	CHECK(r);
-	bl_ptr_from_raw(&p, r);
-	CHECK(bl_list_append_ptr_move(l, &p) == 0);
-}
-
-static bool list_is(const struct bl_list *l, const uint8_t *want, size_t n)
-{
-	struct iovec v[64];
-	size_t pos = 0;
-	int k;
-
-	if (bl_list_length(l) != n || bl__list_validate(l))
-		return false;
-	while ((k = bl_list_to_iovec(l, pos, v, 64)) > 0) {
-		for (int i = 0; i < k; i++) {
-			if (memcmp(v[i].iov_base, want + pos, v[i].iov_len))
-				return false;
-			pos += v[i].iov_len;
-		}
-	}
-	return k == 0 && pos == n;
 }
 
 /*
@@ -227,13 +181,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cuts = data + 3;
 	d = cuts + ncut;
 	n = size - 3 - ncut;
-	if (data[2] & 1) {
-		n = build(d, n, stream, MAXSTREAM);
-	} else {
-		if (n > MAXSTREAM)
-			n = MAXSTREAM;
-		memcpy(stream, d, n);
-	}
+	n = stream_of(d, n, data[2] & 1, stream, MAXSTREAM);
 
 	/* a long stream is cut coarser, so the checks stay linear-ish */
 	scale = 1 + n / 2048;
@@ -246,7 +194,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			if (sl > n - fed)
 				sl = n - fed;
-			add_segment(&in, stream + fed, sl,
+			append_kind(&in, stream + fed, sl,
 				    kinds + (unsigned)seg * (kinds | 1));
 			fed += sl;
 		}

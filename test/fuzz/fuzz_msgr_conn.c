@@ -57,8 +57,8 @@
 #include <unistd.h>
 #include <bufferlist.h>
 #include "msgr_frames.h"
+#include "fuzz_util.h"
 
-#define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 #define MAXSTREAM (1u << 16)
 #define MAXFRAMES (MAXSTREAM / BL_MSGR_OVERHEAD + 1)
 #define REPLY_CAP 2048
@@ -343,13 +343,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cuts = data + 8;
 	d = cuts + ncut;
 	n = size - 8 - ncut;
-	if (data[7] & 16) {
-		n = build(d, n, stream, MAXSTREAM);
-	} else {
-		if (n > MAXSTREAM)
-			n = MAXSTREAM;
-		memcpy(stream, d, n);
-	}
+	n = stream_of(d, n, data[7] & 16, stream, MAXSTREAM);
 
 	memset(&h, 0, sizeof(h));
 	h.stream = stream;

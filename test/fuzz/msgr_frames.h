@@ -7,6 +7,7 @@
 #ifndef BL_FUZZ_MSGR_FRAMES_H
 #define BL_FUZZ_MSGR_FRAMES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -68,6 +69,19 @@ static size_t build(const uint8_t *d, size_t n, uint8_t *out, size_t cap)
 		}
 	}
 	return o;
+}
+
+/* The stream a harness feeds: frames built from the @n bytes of @d when
+ * @built, else those bytes as they are; at most @cap of them into @out. */
+static size_t stream_of(const uint8_t *d, size_t n, bool built,
+			uint8_t *out, size_t cap)
+{
+	if (built)
+		return build(d, n, out, cap);
+	if (n > cap)
+		n = cap;
+	memcpy(out, d, n);
+	return n;
 }
 
 #endif /* BL_FUZZ_MSGR_FRAMES_H */

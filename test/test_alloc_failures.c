@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_failure.c - failure atomicity: every public operation that can
+ * test_alloc_failures.c - failure atomicity: every public operation that can
  * allocate is run with an allocator that fails its Nth allocation, for
  * N = 1, 2, 3, ... (once, and from N on), until it succeeds without a
  * failure being hit.  Each run must either succeed with the right result or
@@ -39,7 +39,8 @@
 static unsigned char DATA[DATA_LEN];
 static unsigned char static_buf[STATIC_LEN];
 static unsigned char static_pristine[STATIC_LEN];
-static struct bl_pool *test_pool;	/* "test_failure": must end empty */
+/* the pool "test_alloc_failures": it must end empty */
+static struct bl_pool *test_pool;
 static char file_path[4096];		/* DATA_LEN bytes of DATA */
 static int file_fd = -1;
 
@@ -69,7 +70,7 @@ static void lsnap_take(struct lsnap *s, const struct bl_list *l)
 	rc = bl_list_to_iovec(l, 0, s->iov, (int)s->nb);
 	ck_assert_int_eq(rc, (int)s->nb);
 	for (unsigned i = 0; i < s->nb; i++) {
-		ck_assert_int_eq(bl_list_get_ptr(l, i, &p), 0);
+		TU_REQUIRE(bl_list_get_ptr(l, i, &p) == 0);
 		s->raw[i] = p.raw;
 		bl_ptr_release(&p);
 	}
@@ -123,11 +124,19 @@ struct fcase {
 	bool must_alloc;	/* by design the call allocates */
 };
 
+/*
+ * Not ck_assert_msg(): Check records each one that passes with a write(2),
+ * and the snapshots check every segment of every run (a million a run).
+ */
 #define FA(x, cond, fmt, ...)						\
-	ck_assert_msg(cond, "%s (k=%u m=%u flag=%u), allocation %" PRIu64 \
-		      " failing%s: " fmt, (x)->name, (x)->k, (x)->m,	\
-		      (x)->flag, (x)->n, (x)->sticky ? " (sticky)" : "", \
-		      ##__VA_ARGS__)
+	do {								\
+		if (!(cond))						\
+			ck_abort_msg("%s (k=%u m=%u flag=%u), allocation %" \
+				     PRIu64 " failing%s: " fmt, (x)->name, \
+				     (x)->k, (x)->m, (x)->flag, (x)->n,	\
+				     (x)->sticky ? " (sticky)" : "",	\
+				     ##__VA_ARGS__);			\
+	} while (0)
 
 static void lsnap_check(struct fctx *x, const struct lsnap *s,
 			const struct bl_list *l, const char *which)
@@ -1379,7 +1388,7 @@ START_TEST(fail_sweep)
 }
 END_TEST
 
-static Suite *failure_suite(void)
+int main(void)
 {
 	const struct tu_loop enomem_loops[] = {
 		{ fail_op, 0, (int)(sizeof(cases) / sizeof(cases[0])) },
@@ -1391,12 +1400,6 @@ static Suite *failure_suite(void)
 		TU_GROUP("enomem", NULL, .loops = enomem_loops, .timeout = 60),
 		TU_GROUP_END
 	};
-
-	return tu_suite("failure", groups);
-}
-
-int main(void)
-{
 	const char *dir = getenv("TMPDIR");
 	uint64_t rng = 0x5eed;
 	int ret;
@@ -1404,7 +1407,7 @@ int main(void)
 	tu_fill(DATA, DATA_LEN, &rng);
 	tu_fill(static_buf, STATIC_LEN, &rng);
 	memcpy(static_pristine, static_buf, STATIC_LEN);
-	test_pool = bl_pool_create("test_failure", NULL);
+	test_pool = bl_pool_create("test_alloc_failures", NULL);
 	if (!test_pool)
 		return EXIT_FAILURE;
 	snprintf(file_path, sizeof(file_path), "%s/bl_failure.XXXXXX",
@@ -1414,7 +1417,7 @@ int main(void)
 		perror(file_path);
 		return EXIT_FAILURE;
 	}
-	ret = tu_run(failure_suite());
+	ret = tu_run(tu_suite("failure", groups));
 	close(file_fd);
 	unlink(file_path);
 	return ret;
