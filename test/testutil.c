@@ -279,56 +279,12 @@ Suite *tu_suite(const char *name, const struct tu_group *groups)
 	return s;
 }
 
-/*
- * make check runs a long suite in parts (Makefile.am, SPLIT_TESTS): the
- * part test/NAME.A+B.part runs NAME's cases tagged A or B
- * (test/run-part.sh sets CK_INCLUDE_TAGS), and NAME itself, run as a
- * whole, is told by BL_TEST_SPLIT which parts of it this run holds and
- * leaves their cases to them: every case runs once, a new one included.
- */
-static void exclude_split_parts(void)
-{
-	const char *split = getenv("BL_TEST_SPLIT");
-	const char *me = program_invocation_short_name;
-	char tags[1024] = "";
-	size_t mlen, used = 0;
-
-	if (!split || getenv("CK_INCLUDE_TAGS") || getenv("CK_RUN_CASE") ||
-	    getenv("CK_EXCLUDE_TAGS"))
-		return;
-	if (!strncmp(me, "lt-", 3))	/* libtool's name for the real program */
-		me += 3;
-	mlen = strlen(me);
-	while (*split) {
-		size_t wlen = strcspn(split, " ");
-		const char *base = split;
-
-		for (const char *p = split; p < split + wlen; p++)
-			if (*p == '/')
-				base = p + 1;
-		/* base: NAME.A+B.part */
-		if ((size_t)(split + wlen - base) > mlen + 6 &&
-		    !strncmp(base, me, mlen) && base[mlen] == '.') {
-			for (const char *p = base + mlen + 1;
-			     p < split + wlen - 5 && used + 2 < sizeof(tags); p++)
-				tags[used++] = *p == '+' ? ' ' : *p;
-			tags[used++] = ' ';
-			tags[used] = '\0';
-		}
-		split += wlen;
-		split += strspn(split, " ");
-	}
-	if (used)
-		setenv("CK_EXCLUDE_TAGS", tags, 1);
-}
-
 int tu_run(Suite *s)
 {
 	const char *fork_env = getenv("CK_FORK");
 	SRunner *sr;
 	int failed;
 
-	exclude_split_parts();
 	sr = srunner_create(s);
 
 	if (fork_env && !strcmp(fork_env, "no"))

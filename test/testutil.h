@@ -78,9 +78,8 @@ int tu_run(Suite *s);
 
 /*
  * Every test case is tagged with its own name (each word of it), so that
- * make check can run one suite in parts side by side: Check's
- * CK_INCLUDE_TAGS="tcp local" runs those cases, CK_EXCLUDE_TAGS="tcp
- * local" every other one (Makefile.am, SPLIT_TESTS).
+ * Check's CK_INCLUDE_TAGS="tcp local" runs those cases of a suite, and
+ * CK_EXCLUDE_TAGS="tcp local" every other one.
  */
 TCase *tu_tcase_create(const char *name);
 #define tcase_create(name) tu_tcase_create(name)
