@@ -357,7 +357,8 @@ bool bl__msgr_conn_expire(struct bl_msgr_conn *c, int64_t now)
 						  c->o.idle_timeout_ms);
 				return false;
 			}
-		} else if (!peer_moved_since(c, now, true)) {	/* not reading */
+		} else if (!peer_moved_since(c, now, true)) {
+			/* not reading */
 			bl__msgr_conn_abort(c, -ETIMEDOUT, "idle for %u ms, "
 					    "the peer not reading",
 					    c->o.idle_timeout_ms);
