@@ -612,9 +612,22 @@ cmd_restart_osd() {
 	t0=$SECONDS
 	for i in "${new[@]}"; do
 		set -- $i
+		local tries=1
 		until timeout 10 ceph --admin-daemon "$dir/run/osd.$1.$2.asok" \
 			status 2>/dev/null | grep -q '"state": "active"'; do
-			alive "$2" || die 1 "osd.$1 (PID $2) ended; see $dir/log/osd.$1.log"
+			if ! alive "$2"; then
+				# a loaded machine has seen a restarted OSD end
+				# while it started; say why, and try twice more
+				echo "$prog: osd.$1 (PID $2) ended while starting:" >&2
+				tail -n 5 "$dir/log/osd.$1.log" >&2
+				[ "$tries" -lt 3 ] ||
+					die 1 "osd.$1 ended $tries times; see $dir/log/osd.$1.log"
+				tries=$((tries + 1))
+				sleep 2
+				spawn "osd.$1" ceph-osd -c "$dir/ceph.conf" -i "$1" -f
+				set -- "$1" "$!"
+				continue
+			fi
 			[ $((SECONDS - t0)) -lt 90 ] ||
 				die 1 "osd.$1 (PID $2) not active after 90 s"
 			sleep 0.5
