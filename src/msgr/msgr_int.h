@@ -313,6 +313,26 @@ struct bl_msgr_conn *bl__msgr_conn_new(struct bl_uring *u, int fd,
 				       const struct bl_msgr_conn_opts *o,
 				       struct bl_uring_bufring *shared);
 
+/* Whether @len more bytes fit @s's receive budget: one payload over the
+ * whole budget fits when nothing is held, so that it goes at all. */
+static inline bool bl__msgr_rx_fits(const struct bl_msgr_server *s,
+				    size_t len)
+{
+	return !s->rx_held || s->rx_held + len <= s->o.max_rx_bytes;
+}
+
+/* Reserves @len bytes of its server's receive budget for @c's direct
+ * frame, taking @c out of the queue if it waited there. */
+static inline void bl__msgr_rx_grant(struct bl_msgr_conn *c, size_t len)
+{
+	if (c->rx_wait) {
+		c->rx_wait = false;
+		c->srv->rx_waiting--;
+	}
+	c->srv->rx_held += len;
+	c->rx_grant = len;
+}
+
 /*
  * Gives back what @c reserved of its server's receive budget and leaves
  * the queue of those waiting for it: its direct frame was delivered or

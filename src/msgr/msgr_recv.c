@@ -401,13 +401,11 @@ static int read_piece(struct bl_msgr_conn *c)
 static bool rx_budget_take(struct bl_msgr_conn *c, size_t len)
 {
 	struct bl_msgr_server *s = c->srv;
-	size_t max = c->o.max_rx_bytes;
 
-	if (!s || !max || c->rx_grant >= len)
+	if (!s || !s->o.max_rx_bytes || c->rx_grant >= len)
 		return true;
-	if (!s->rx_waiting && (!s->rx_held || s->rx_held + len <= max)) {
-		s->rx_held += len - c->rx_grant;
-		c->rx_grant = len;
+	if (!s->rx_waiting && bl__msgr_rx_fits(s, len)) {
+		bl__msgr_rx_grant(c, len);
 		return true;
 	}
 	if (!c->rx_wait) {

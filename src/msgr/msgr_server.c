@@ -210,8 +210,7 @@ static int wake_in(const struct bl_msgr_server *s, int64_t now)
  * Serves the queue of connections waiting for the receive budget
  * (max_rx_bytes), oldest first, while the oldest fits: each gets its
  * share reserved and resumes receiving (which runs on_frame, so only from
- * here, never from a completion of another connection).  A payload longer
- * than the whole budget goes when nothing is held.
+ * here, never from a completion of another connection).
  * Return: the connections resumed.
  */
 static int rx_budget_serve(struct bl_msgr_server *s)
@@ -225,13 +224,9 @@ static int rx_budget_serve(struct bl_msgr_server *s)
 			if (c->rx_wait &&
 			    (!first || c->rx_ticket < first->rx_ticket))
 				first = c;
-		if (!first || (s->rx_held &&
-			       s->rx_held + first->rx_want > s->o.max_rx_bytes))
+		if (!first || !bl__msgr_rx_fits(s, first->rx_want))
 			break;
-		first->rx_wait = false;
-		s->rx_waiting--;
-		first->rx_grant = first->rx_want;
-		s->rx_held += first->rx_want;
+		bl__msgr_rx_grant(first, first->rx_want);
 		first->rx_resume(first);
 		bl__msgr_maybe_finish(first);
 		n++;
