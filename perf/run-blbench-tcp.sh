@@ -131,7 +131,13 @@ one_blbench() {	# mode depth round
 		cat "$out" >&2
 		exit 1
 	fi
-	awk -v c="$label" -v r="$round" -v sv=$((s1 - s0)) -v tck="$tck" '
+	raw_line "$label" "$round" blbench $((s1 - s0))
+}
+
+# raw_line CASE ROUND PROG SERVER-TICKS: the RAW line of blbench's summary
+# in $out (its /usr/bin/time line included)
+raw_line() {
+	awk -v c="$1" -v r="$2" -v p="$3" -v sv="$4" -v tck="$tck" '
 		/^Total (reads|writes) made:/ { n = $4 }
 		/^Object size:/ { size = $3 }
 		/^(Read|Write) size:/ { size = $3 }
@@ -140,7 +146,7 @@ one_blbench() {	# mode depth round
 		END {
 			gib = n * size / 1073741824
 			if (gib <= 0) exit 1
-			printf "%s %d blbench %.1f %.3f %.3f\n", c, r, bw,
+			printf "%s %d %s %.1f %.3f %.3f\n", c, r, p, bw,
 				cpu / gib, sv / tck / gib
 		}' "$out" >>"$raw" || {
 		echo "$0: cannot read blbench's summary:" >&2
@@ -163,16 +169,7 @@ one_local() {	# mode depth round
 		cat "$out" >&2
 		exit 1
 	}
-	awk -v c="$1:$2" -v r="$3" '
-		/^Total writes made:/ { n = $4 }
-		/^Write size:/ { size = $3 }
-		/^Bandwidth \(MB\/sec\):/ { bw = $3 }
-		$1 == "TIME" { cpu = $2 + $3 }
-		END {
-			gib = n * size / 1073741824
-			if (gib <= 0) exit 1
-			printf "%s %d local %.1f %.3f 0\n", c, r, bw, cpu / gib
-		}' "$out" >>"$raw"
+	raw_line "$1:$2" "$3" local 0
 }
 
 one_msgbench() {	# case round
